@@ -1,0 +1,78 @@
+// Command metis is the metis agent server and its command-line clients.
+//
+//	metis serve [flags]   run the server (see `metis serve -h`)
+//
+// The client commands (chat, tail, send, sessions) find the server with
+// --server URL (default $METIS_SERVER, else http://127.0.0.1:8421).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/server"
+)
+
+const usage = `metis: a local AI-agent server
+
+usage:
+  metis serve [flags]    run the server; "metis serve -h" lists the flags
+`
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:])
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "metis: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func serve(args []string) int {
+	cfg, err := config.Load(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "metis serve:", err)
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		fmt.Fprintln(os.Stderr, "metis serve: log-level:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := server.New(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "metis serve:", err)
+		return 1
+	}
+	if err := srv.Run(ctx, os.Stdout); err != nil {
+		log.Error("shutdown", "err", err)
+		return 1
+	}
+	return 0
+}

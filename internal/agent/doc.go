@@ -1,0 +1,10 @@
+// Package agent owns the agent loop: one turn of a session, from routing
+// through model calls and tool dispatch to the turn's end. It emits the
+// catalog and streaming events of the spec (§5.3) in canonical order
+// through the session's bus.Emitter, persists messages and tool calls
+// atomically with the events that describe them, and turns a cancelled
+// context into exactly one of the cancellation sequences of spec §6.2.
+//
+// agent imports bus, event, message, model, routing, store (op types),
+// tool and cost. It never imports a transport or the session manager.
+package agent

@@ -1,0 +1,236 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/cost"
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/routing"
+	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/internal/tool"
+)
+
+// DefaultMaxCalls bounds the model calls of one turn's tool loop.
+const DefaultMaxCalls = 25
+
+// DefaultSystemPrompt is sent with every model call unless configured.
+const DefaultSystemPrompt = "You are metis, a careful coding agent working in the user's workspace. Use the tools to inspect and change files; paths are relative to the workspace."
+
+// History reads a session's conversation.
+type History interface {
+	// Conversation returns every message of the session, oldest first.
+	Conversation(ctx context.Context, sessionID string) ([]message.Message, error)
+}
+
+// Config holds what every turn shares.
+type Config struct {
+	Models   *model.Registry
+	Tools    *tool.Registry
+	Prices   *cost.Table
+	History  History
+	Logger   *slog.Logger
+	MaxCalls int    // 0: DefaultMaxCalls
+	System   string // "": DefaultSystemPrompt
+}
+
+// Loop runs turns.
+type Loop struct{ cfg Config }
+
+// New returns a loop.
+func New(cfg Config) *Loop {
+	if cfg.MaxCalls <= 0 {
+		cfg.MaxCalls = DefaultMaxCalls
+	}
+	if cfg.System == "" {
+		cfg.System = DefaultSystemPrompt
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Loop{cfg: cfg}
+}
+
+// Turn is one turn to run. turn.started (with the user message) has
+// already been emitted and committed by the session manager.
+type Turn struct {
+	ID           string
+	SessionID    string
+	SessionModel string
+	Workspace    string
+	Root         *os.Root
+	Emitter      *bus.Emitter
+	Router       routing.Router
+	UserText     string
+	Worker       bool
+}
+
+// Outcome is how a turn ended.
+type Outcome struct {
+	Status    store.TurnStatus
+	Reason    string // cancellation reason or failure class
+	FinalText string // text of the last assistant message
+	Usage     message.Usage
+}
+
+// Run runs the turn to its end. Cancelling ctx (with a *CancelCause)
+// cancels the turn; Run then emits the matching §6.2 sequence and
+// returns. Run returns early, without a terminal event, only if the bus
+// refuses events (server closing).
+func (l *Loop) Run(ctx context.Context, t Turn) Outcome {
+	r := &run{Loop: l, t: t, ctx: ctx, start: time.Now(), tools: map[string]*store.ToolCall{}}
+	out := r.do()
+	if r.emitErr != nil && !errors.Is(r.emitErr, bus.ErrClosed) {
+		l.cfg.Logger.Error("turn aborted: emit failed", "session", t.SessionID, "turn", t.ID, "err", r.emitErr)
+	}
+	return out
+}
+
+type run struct {
+	*Loop
+	t       Turn
+	ctx     context.Context
+	start   time.Time
+	usage   message.Usage
+	calls   int
+	emitErr error
+	conv    []message.Message
+	tools   map[string]*store.ToolCall
+	final   string
+}
+
+// emit sends one event of this turn; after the first failure it does
+// nothing, and the loop winds down.
+func (r *run) emit(typ event.Type, actor string, payload any, ops ...store.Op) {
+	if r.emitErr != nil {
+		return
+	}
+	_, err := r.t.Emitter.Emit(bus.Spec{Type: typ, TurnID: r.t.ID, Actor: actor, Payload: payload, Ops: ops})
+	if err != nil {
+		r.emitErr = err
+	}
+}
+
+func (r *run) since() int64 { return time.Since(r.start).Milliseconds() }
+
+func (r *run) do() Outcome {
+	dec := r.t.Router.Decide(routing.Input{SessionID: r.t.SessionID, SessionModel: r.t.SessionModel,
+		Workspace: r.t.Workspace, UserText: r.t.UserText, Worker: r.t.Worker})
+	r.emit(event.RouteDecided, event.ActorRouter, routeDecided(dec))
+
+	adapter, err := r.cfg.Models.Resolve(dec.Model)
+	if err != nil {
+		class, msg := model.Classify(err)
+		r.emit(event.LLMCallFailed, event.ActorAgent, llmCallFailed{Model: dec.Model, ErrorClass: class, Message: msg})
+		return r.fail(class)
+	}
+	conv, err := r.cfg.History.Conversation(r.ctx, r.t.SessionID)
+	if err != nil {
+		if r.ctx.Err() != nil {
+			return r.cancelled("between_calls", "", nil)
+		}
+		r.emit(event.LLMCallFailed, event.ActorAgent, llmCallFailed{Model: dec.Model, ErrorClass: model.ClassProviderError,
+			Message: "could not load the conversation: " + err.Error()})
+		return r.fail(model.ClassProviderError)
+	}
+	r.conv = repairHistory(conv)
+
+	for r.calls = 0; r.calls < r.cfg.MaxCalls; {
+		if r.ctx.Err() != nil {
+			return r.cancelled("between_calls", "", nil)
+		}
+		c := r.call(adapter, dec.Model)
+		switch {
+		case r.emitErr != nil:
+			return Outcome{Status: store.TurnFailed, Reason: "emit_failed", Usage: r.usage}
+		case c.cancelled:
+			return r.cancelled("llm", c.msg.ID, nil)
+		case c.err != nil:
+			return r.fail(c.class)
+		}
+		r.conv = append(r.conv, c.msg)
+		uses := toolUses(c.msg)
+		if c.stop != model.StopToolUse || len(uses) == 0 {
+			return r.complete(c.stop)
+		}
+		results, cancelledIDs, started := r.dispatch(c, uses)
+		if r.emitErr != nil {
+			return Outcome{Status: store.TurnFailed, Reason: "emit_failed", Usage: r.usage}
+		}
+		if r.ctx.Err() != nil {
+			phase := "tools"
+			if !started {
+				phase = "seam"
+			}
+			return r.cancelled(phase, "", cancelledIDs)
+		}
+		r.conv = append(r.conv, results)
+	}
+	r.emit(event.TurnCompleted, event.ActorAgent, turnCompleted{Outcome: "failed", ErrorClass: "max_llm_calls",
+		Usage: r.usage, Calls: r.calls, DurationMS: r.since()}, r.turnRow(store.TurnFailed, "max_llm_calls"))
+	return Outcome{Status: store.TurnFailed, Reason: "max_llm_calls", Usage: r.usage, FinalText: r.final}
+}
+
+func (r *run) turnRow(status store.TurnStatus, reason string) store.Op {
+	return store.PutTurn{Turn: store.Turn{ID: r.t.ID, SessionID: r.t.SessionID, Status: status, Reason: reason,
+		StartedAt: r.start, EndedAt: time.Now()}}
+}
+
+func (r *run) complete(stop string) Outcome {
+	r.emit(event.TurnCompleted, event.ActorAgent, turnCompleted{Outcome: "completed", StopReason: stop,
+		Usage: r.usage, Calls: r.calls, DurationMS: r.since()}, r.turnRow(store.TurnCompleted, ""))
+	return Outcome{Status: store.TurnCompleted, Usage: r.usage, FinalText: r.final}
+}
+
+func (r *run) fail(class string) Outcome {
+	r.emit(event.TurnCompleted, event.ActorAgent, turnCompleted{Outcome: "failed", ErrorClass: class,
+		Usage: r.usage, Calls: r.calls, DurationMS: r.since()}, r.turnRow(store.TurnFailed, class))
+	return Outcome{Status: store.TurnFailed, Reason: class, Usage: r.usage, FinalText: r.final}
+}
+
+func (r *run) cancelled(phase, partialID string, tools []string) Outcome {
+	reason := reasonOf(r.ctx)
+	if tools == nil {
+		tools = []string{}
+	}
+	r.emit(event.TurnCancelled, event.ActorAgent, turnCancelled{Reason: reason, Phase: phase, PartialMessageID: partialID,
+		CancelledTools: tools, Usage: r.usage, DurationMS: r.since()}, r.turnRow(store.TurnCancelled, reason))
+	return Outcome{Status: store.TurnCancelled, Reason: reason, Usage: r.usage, FinalText: r.final}
+}
+
+func toolUses(m message.Message) []message.Block {
+	var out []message.Block
+	for _, b := range m.Content {
+		if b.Type == message.BlockToolUse {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (r *run) request(modelID string) model.Request {
+	return model.Request{Model: modelID, System: r.cfg.System, Messages: r.conv, Tools: r.cfg.Tools.Specs()}
+}
+
+func describe(req model.Request) callRequest {
+	names := make([]string, len(req.Tools))
+	for i, t := range req.Tools {
+		names[i] = t.Name
+	}
+	return callRequest{Messages: len(req.Messages), Tools: names}
+}
+
+
+// HistoryFunc adapts a function to History.
+type HistoryFunc func(ctx context.Context, sessionID string) ([]message.Message, error)
+
+// Conversation implements History.
+func (f HistoryFunc) Conversation(ctx context.Context, sessionID string) ([]message.Message, error) {
+	return f(ctx, sessionID)
+}

@@ -1,0 +1,8 @@
+// Package api owns the HTTP API of contract §3 (sessions, turns,
+// cancellation, message history) and the local-safety guard of contract
+// §6 that every request, the WebSocket upgrade included, passes first.
+//
+// api is an edge: it imports session, attach and message, and nothing in
+// the core imports it. The WebSocket stream endpoint is mounted on the
+// same mux by the streaming server.
+package api

@@ -1,0 +1,74 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/metis-agent/metis/internal/message"
+)
+
+func (a *API) submitTurn(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Content *string `json:"content"`
+	}
+	if !decode(w, r, &req, false) {
+		return
+	}
+	if req.Content == nil {
+		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, `"content" is required`)
+		return
+	}
+	id, err := a.sessions.Submit(r.Context(), r.PathValue("id"), *req.Content)
+	if err != nil {
+		a.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"turn_id": id})
+}
+
+func (a *API) cancelTurn(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	if !decode(w, r, &req, true) {
+		return
+	}
+	if len(req.Reason) > 200 {
+		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, "reason is longer than 200 bytes")
+		return
+	}
+	res, err := a.sessions.Cancel(r.Context(), r.PathValue("id"), r.PathValue("turn_id"), req.Reason)
+	if err != nil {
+		a.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"turn_id": r.PathValue("turn_id"), "status": string(res)})
+}
+
+// Message page bounds.
+const (
+	defaultPage = 50
+	maxPage     = 500
+)
+
+func (a *API) messages(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := defaultPage
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxPage {
+			WriteError(w, http.StatusBadRequest, CodeInvalidRequest, "limit must be an integer from 1 to "+strconv.Itoa(maxPage))
+			return
+		}
+		limit = n
+	}
+	msgs, more, err := a.sessions.Messages(r.Context(), r.PathValue("id"), q.Get("before"), limit)
+	if err != nil {
+		a.writeErr(w, r, err)
+		return
+	}
+	if msgs == nil {
+		msgs = []message.Message{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs, "has_more": more})
+}

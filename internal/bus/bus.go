@@ -1,0 +1,239 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/store"
+)
+
+// ErrClosed is returned by emits after Close.
+var ErrClosed = errors.New("bus: closed")
+
+// Store is what the bus needs of the trace store.
+type Store interface {
+	// Submit queues ops for one transaction and calls done after commit.
+	Submit(ops []store.Op, done func(error))
+	// LastEventID returns the newest event id of a session ("" if none).
+	LastEventID(ctx context.Context, sessionID string) (string, error)
+	// EventsAfterSeq returns committed events in global append order.
+	EventsAfterSeq(ctx context.Context, afterSeq int64, limit int) ([]*event.Event, error)
+}
+
+// LiveSink receives every delivered event of both families, per session
+// in id order. Publish must not block: it is called with the session's
+// outbox held.
+type LiveSink interface {
+	Publish(ev *event.Event)
+}
+
+// Options configure a Bus.
+type Options struct {
+	Logger *slog.Logger
+	// SubscriberQueue bounds each subscriber's queue (default 4096).
+	SubscriberQueue int
+	// Live is the streaming server; nil drops live delivery.
+	Live LiveSink
+}
+
+// Bus is the in-process event bus. Create it with New, obtain a
+// session's Emitter with Emitter, attach subscribers with Subscribe, and
+// Close it after every emitter has stopped.
+type Bus struct {
+	store  Store
+	log    *slog.Logger
+	qlen   int
+	live   atomic.Pointer[liveHolder]
+	closed atomic.Bool
+
+	mu       sync.Mutex
+	emitters map[string]*Emitter
+	subs     []*subscriber
+
+	warnings chan warning
+	wg       sync.WaitGroup
+	stop     chan struct{}
+}
+
+type liveHolder struct{ sink LiveSink }
+
+// New returns a bus writing through st.
+func New(st Store, opts Options) *Bus {
+	b := &Bus{
+		store:    st,
+		log:      opts.Logger,
+		qlen:     opts.SubscriberQueue,
+		emitters: make(map[string]*Emitter),
+		warnings: make(chan warning, 256),
+		stop:     make(chan struct{}),
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	if b.qlen <= 0 {
+		b.qlen = 4096
+	}
+	if opts.Live != nil {
+		b.SetLive(opts.Live)
+	}
+	b.wg.Add(1)
+	go b.warnLoop()
+	return b
+}
+
+// SetLive installs the live sink. Events delivered before it is set are
+// not sent live (they remain in the store).
+func (b *Bus) SetLive(s LiveSink) { b.live.Store(&liveHolder{s}) }
+
+// Emitter returns the emitter of a session, creating it on first use
+// with a sequencer seeded from the session's newest stored event id.
+func (b *Bus) Emitter(ctx context.Context, sessionID string) (*Emitter, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e, ok := b.emitters[sessionID]; ok {
+		return e, nil
+	}
+	last, err := b.store.LastEventID(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
+	}
+	seq, err := event.NewSequencer(last, nil)
+	if err != nil {
+		return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
+	}
+	e := &Emitter{bus: b, sessionID: sessionID, seq: seq, lastOut: last}
+	b.emitters[sessionID] = e
+	return e, nil
+}
+
+// Lookup returns the emitter of a session if one exists.
+func (b *Bus) Lookup(sessionID string) (*Emitter, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.emitters[sessionID]
+	return e, ok
+}
+
+func (b *Bus) isClosed() bool { return b.closed.Load() }
+
+// deliver hands a committed (or streaming) event to its consumers. It
+// runs under the session's outbox lock and never blocks.
+func (b *Bus) deliver(ev *event.Event) {
+	if h := b.live.Load(); h != nil {
+		h.sink.Publish(ev)
+	}
+	if ev.Seq == 0 { // streaming family: live only
+		return
+	}
+	b.mu.Lock()
+	subs := b.subs
+	b.mu.Unlock()
+	for _, s := range subs {
+		s.offer(ev)
+	}
+}
+
+// Warn emits a bus.handler_warning into a session asynchronously. It
+// never blocks; warnings beyond the bus's small buffer are logged only.
+func (b *Bus) Warn(sessionID, subscription, reason string, detail map[string]any) {
+	w := warning{sessionID: sessionID, subscription: subscription, reason: reason, detail: detail}
+	select {
+	case b.warnings <- w:
+	default:
+		b.log.Warn("bus warning dropped", "session", sessionID, "subscription", subscription, "reason", reason)
+	}
+}
+
+type warning struct {
+	sessionID, subscription, reason string
+	detail                          map[string]any
+}
+
+func (b *Bus) warnLoop() {
+	defer b.wg.Done()
+	for {
+		select {
+		case w := <-b.warnings:
+			b.emitWarning(w)
+		case <-b.stop:
+			for {
+				select {
+				case w := <-b.warnings:
+					b.emitWarning(w)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (b *Bus) emitWarning(w warning) {
+	b.log.Warn("bus handler warning", "session", w.sessionID, "subscription", w.subscription, "reason", w.reason)
+	if w.sessionID == "" {
+		return
+	}
+	em, err := b.Emitter(context.Background(), w.sessionID)
+	if err != nil {
+		b.log.Error("bus warning: no emitter", "err", err)
+		return
+	}
+	payload := map[string]any{"subscription_name": w.subscription, "reason": w.reason}
+	for k, v := range w.detail {
+		payload[k] = v
+	}
+	if _, err := em.Emit(Spec{Type: event.BusHandlerWarning, Actor: event.ActorBus, Payload: payload}); err != nil && !errors.Is(err, ErrClosed) {
+		b.log.Error("bus warning: emit", "err", err)
+	}
+}
+
+// Close stops the bus: later emits fail with ErrClosed, pending
+// warnings are emitted, and subscribers drain their queues before their
+// goroutines exit (bounded by ctx). Call it after every agent loop has
+// stopped and before closing the store.
+func (b *Bus) Close(ctx context.Context) error {
+	if b.closed.Load() {
+		return nil
+	}
+	// Let every event already emitted reach the subscribers first.
+	b.mu.Lock()
+	ems := make([]*Emitter, 0, len(b.emitters))
+	for _, e := range b.emitters {
+		ems = append(ems, e)
+	}
+	b.mu.Unlock()
+	for _, e := range ems {
+		if err := e.Barrier(ctx); err != nil {
+			b.log.Warn("bus close: barrier", "err", err)
+		}
+	}
+	if b.closed.Swap(true) {
+		return nil
+	}
+	// Warnings may still be emitted while closing; let the loop drain
+	// them with the bus marked closed (their emits then fail quietly).
+	close(b.stop)
+	b.mu.Lock()
+	subs := b.subs
+	b.mu.Unlock()
+	for _, s := range subs {
+		s.close()
+	}
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		for _, s := range subs {
+			s.cancelNow()
+		}
+		<-done
+		return fmt.Errorf("bus: close: %w", ctx.Err())
+	}
+}

@@ -1,0 +1,19 @@
+// Package bus owns event emission and dispatch inside one metis process.
+//
+// Every event, of either family, is emitted through the Emitter of its
+// session, which assigns its id from the session's Sequencer and encodes
+// it once. Catalog events are then committed to the trace store (grouped
+// with the store writes they describe) and only after the commit are they
+// delivered, in id order, to bus subscribers and to the live sink (the
+// streaming server). Streaming events skip the store and the subscribers
+// and go to the live sink alone, but wait in the same per-session outbox
+// so the live sink sees one gap-free, id-ordered sequence per session.
+//
+// Delivery never blocks the emitter: each subscriber has a bounded queue
+// and its own goroutine; a subscriber that falls behind is marked lagging,
+// a bus.handler_warning is emitted, and it catches up from the trace
+// store. The live sink must accept events without blocking.
+//
+// bus imports event and store (for its Op types and reads); it never
+// imports a transport.
+package bus

@@ -1,0 +1,203 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/store"
+)
+
+// Spec describes an event to emit.
+type Spec struct {
+	Type    event.Type
+	TurnID  string
+	Actor   string
+	Payload any // marshalled with encoding/json; json.RawMessage is used as is
+	// Ops are store writes committed in the same transaction as a
+	// catalog event (for example the message row a turn.started carries).
+	// Streaming events must not carry ops.
+	Ops []store.Op
+}
+
+// Emitter emits the events of one session. It is safe for concurrent
+// use; events are ordered by the time their Emit acquires the emitter.
+type Emitter struct {
+	bus       *Bus
+	sessionID string
+	seq       *event.Sequencer
+
+	// submitMu orders id assignment with the store submission, so the
+	// store's append order equals id order. It may be held while the
+	// store's queue is full; outMu never is.
+	submitMu sync.Mutex
+
+	outMu   sync.Mutex
+	outbox  []*pending // in id order; head is the oldest undelivered
+	lastOut string     // id of the last event delivered
+}
+
+type pending struct {
+	ev    *event.Event
+	ready bool
+	err   error
+	done  chan struct{} // closed on delivery (or failure); nil if unused
+}
+
+// SessionID returns the session this emitter serves.
+func (e *Emitter) SessionID() string { return e.sessionID }
+
+// Emit assigns an id, encodes the event and queues it for delivery. It
+// returns without waiting for the commit; the event reaches subscribers
+// and the live sink once it (and every earlier event of the session) is
+// committed. It blocks only while the store's write queue is full.
+func (e *Emitter) Emit(s Spec) (*event.Event, error) {
+	ev, _, err := e.emit(s, false)
+	return ev, err
+}
+
+// EmitWait emits like Emit and waits until the event is committed and
+// delivered. ctx bounds the wait only: the event is emitted regardless.
+func (e *Emitter) EmitWait(ctx context.Context, s Spec) (*event.Event, error) {
+	ev, p, err := e.emit(s, true)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return nil, p.err
+		}
+		return ev, nil
+	case <-ctx.Done():
+		return ev, fmt.Errorf("bus: wait for %s: %w", ev.Type, ctx.Err())
+	}
+}
+
+// LastDelivered returns the id of the newest event of this session that
+// has been delivered to the live sink ("" if none since start).
+func (e *Emitter) LastDelivered() string {
+	e.outMu.Lock()
+	defer e.outMu.Unlock()
+	return e.lastOut
+}
+
+// WithDelivered runs f while no event of this session can be delivered,
+// passing the id of the last delivered one. The streaming server uses it
+// to register a client and fix its seam atomically (spec §3.7). f must
+// not block or emit.
+func (e *Emitter) WithDelivered(f func(lastID string)) {
+	e.outMu.Lock()
+	defer e.outMu.Unlock()
+	f(e.lastOut)
+}
+
+func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
+	info, ok := event.Lookup(s.Type)
+	if !ok {
+		return nil, nil, fmt.Errorf("bus: emit unknown event type %q", s.Type)
+	}
+	if info.Family == event.Streaming && len(s.Ops) > 0 {
+		return nil, nil, fmt.Errorf("bus: streaming event %s cannot carry store ops", s.Type)
+	}
+	payload, err := encodePayload(s.Payload)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bus: %s payload: %w", s.Type, err)
+	}
+	if e.bus.isClosed() {
+		return nil, nil, ErrClosed
+	}
+
+	e.submitMu.Lock()
+	defer e.submitMu.Unlock()
+	id, ts := e.seq.Next()
+	ev := &event.Event{ID: id, Type: s.Type, SessionID: e.sessionID, TurnID: s.TurnID, TS: ts, Actor: s.Actor, Payload: payload}
+	if err := ev.Seal(); err != nil {
+		return nil, nil, err
+	}
+	p := &pending{ev: ev}
+	if wait {
+		p.done = make(chan struct{})
+	}
+
+	if info.Family == event.Streaming {
+		p.ready = true
+		e.outMu.Lock()
+		e.outbox = append(e.outbox, p)
+		e.flushLocked()
+		e.outMu.Unlock()
+		return ev, p, nil
+	}
+
+	e.outMu.Lock()
+	e.outbox = append(e.outbox, p)
+	e.outMu.Unlock()
+	ops := make([]store.Op, 0, len(s.Ops)+1)
+	ops = append(ops, s.Ops...)
+	ops = append(ops, store.AppendEvent{Event: ev})
+	e.bus.store.Submit(ops, func(err error) { e.committed(p, err) })
+	return ev, p, nil
+}
+
+// committed runs on the store's writer goroutine after the commit.
+func (e *Emitter) committed(p *pending, err error) {
+	e.outMu.Lock()
+	defer e.outMu.Unlock()
+	p.ready = true
+	p.err = err
+	e.flushLocked()
+}
+
+// flushLocked delivers the ready prefix of the outbox in id order.
+func (e *Emitter) flushLocked() {
+	n := 0
+	for _, p := range e.outbox {
+		if !p.ready {
+			break
+		}
+		n++
+		if p.err != nil {
+			// Never hand out an event the store lost.
+			e.bus.log.Error("event not committed; dropped", "event", p.ev.String(), "err", p.err)
+		} else {
+			e.lastOut = p.ev.ID
+			e.bus.deliver(p.ev)
+		}
+		if p.done != nil {
+			close(p.done)
+		}
+	}
+	if n > 0 {
+		clear(e.outbox[:n])
+		e.outbox = e.outbox[n:]
+	}
+}
+
+func encodePayload(v any) (json.RawMessage, error) {
+	switch p := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return p, nil
+	case []byte:
+		return json.RawMessage(p), nil
+	}
+	return json.Marshal(v)
+}
+
+// Barrier waits until every event emitted by this session before the
+// call has been committed and delivered.
+func (e *Emitter) Barrier(ctx context.Context) error {
+	done := make(chan struct{})
+	e.submitMu.Lock()
+	e.bus.store.Submit(nil, func(error) { close(done) })
+	e.submitMu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("bus: barrier for %s: %w", e.sessionID, ctx.Err())
+	}
+}

@@ -1,0 +1,199 @@
+// Package config owns the server's configuration: the defaults, the
+// keys of <home>/config.yaml and the flags of `metis serve` (contract
+// §1). Flags override the file, which overrides the defaults.
+//
+// config imports cost (for the price table type) and yaml.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/metis-agent/metis/internal/cost"
+)
+
+// Config is the whole server configuration.
+type Config struct {
+	Addr             string        // listen address
+	Home             string        // state directory
+	PingInterval     time.Duration // spec §3.8
+	PingMisses       int           // spec §3.8
+	ClientQueue      int           // spec §8.1, events
+	ReplayLimit      int           // spec §3.6, events
+	Retention        time.Duration // trace store retention
+	SnapshotMessages int           // spec §3.4
+	TurnTimeout      time.Duration // 0: none
+	DefaultModel     string        // "": builtin:demo unless a provider key is set
+	DemoDelay        time.Duration // pause between builtin:demo deltas
+	LogLevel         string        // debug, info, warn, error
+
+	Prices map[string]cost.Price // config.yaml only: overrides of the price table
+}
+
+// Defaults returns the configuration before the file and flags apply.
+func Defaults() Config {
+	return Config{
+		Addr:             "127.0.0.1:8421",
+		Home:             defaultHome(),
+		PingInterval:     30 * time.Second,
+		PingMisses:       3,
+		ClientQueue:      1000,
+		ReplayLimit:      10000,
+		Retention:        168 * time.Hour,
+		SnapshotMessages: 50,
+		DemoDelay:        20 * time.Millisecond,
+		LogLevel:         "info",
+	}
+}
+
+func defaultHome() string {
+	if h := os.Getenv("METIS_HOME"); h != "" {
+		return h
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".metis")
+	}
+	return ".metis"
+}
+
+// field binds one setting to its flag and config.yaml key.
+type field struct {
+	name  string // flag name; the yaml key is the same, '-' or '_'
+	usage string
+	get   func(*Config) string
+	set   func(*Config, string) error
+}
+
+func durField(name, usage string, p func(*Config) *time.Duration) field {
+	return field{name, usage,
+		func(c *Config) string { return p(c).String() },
+		func(c *Config, s string) error {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return err
+			}
+			if d < 0 {
+				return errors.New("must not be negative")
+			}
+			*p(c) = d
+			return nil
+		}}
+}
+
+func intField(name, usage string, min int, p func(*Config) *int) field {
+	return field{name, usage,
+		func(c *Config) string { return strconv.Itoa(*p(c)) },
+		func(c *Config, s string) error {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return err
+			}
+			if n < min {
+				return fmt.Errorf("must be at least %d", min)
+			}
+			*p(c) = n
+			return nil
+		}}
+}
+
+func strField(name, usage string, p func(*Config) *string) field {
+	return field{name, usage,
+		func(c *Config) string { return *p(c) },
+		func(c *Config, s string) error { *p(c) = s; return nil }}
+}
+
+var fields = []field{
+	strField("addr", "listen address", func(c *Config) *string { return &c.Addr }),
+	durField("ping-interval", "idle time before the server pings a client", func(c *Config) *time.Duration { return &c.PingInterval }),
+	intField("ping-misses", "unanswered pings before a client is dropped", 1, func(c *Config) *int { return &c.PingMisses }),
+	intField("client-queue", "events queued per client before it is dropped as too slow", 1, func(c *Config) *int { return &c.ClientQueue }),
+	intField("replay-limit", "most events replayed to a reconnecting client", 1, func(c *Config) *int { return &c.ReplayLimit }),
+	durField("retention", "how long the trace store keeps events", func(c *Config) *time.Duration { return &c.Retention }),
+	intField("snapshot-messages", "messages in a snapshot", 0, func(c *Config) *int { return &c.SnapshotMessages }),
+	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),
+	strField("default-model", "model of sessions created without one (default builtin:demo, or a provider whose key is set)", func(c *Config) *string { return &c.DefaultModel }),
+	durField("demo-delay", "pause between builtin:demo deltas", func(c *Config) *time.Duration { return &c.DemoDelay }),
+	strField("log-level", "debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
+}
+
+// Load parses `metis serve` arguments, reads <home>/config.yaml (home
+// from --home, else $METIS_HOME, else ~/.metis) and returns the merged
+// configuration. A missing file is fine; an unreadable or invalid one is
+// an error naming the key.
+func Load(args []string) (Config, error) {
+	cfg := Defaults()
+	fs := flag.NewFlagSet("metis serve", flag.ContinueOnError)
+	home := fs.String("home", cfg.Home, "state directory (default $METIS_HOME, else ~/.metis)")
+	set := map[string]string{}
+	for _, f := range fields {
+		fs.Func(f.name, f.usage+" (default "+f.get(&cfg)+")", func(s string) error {
+			set[f.name] = s
+			return f.set(&Config{}, s) // validate now; applied after the file
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	cfg.Home = *home
+	if err := cfg.loadFile(filepath.Join(cfg.Home, "config.yaml")); err != nil {
+		return Config{}, err
+	}
+	for _, f := range fields {
+		if v, ok := set[f.name]; ok {
+			if err := f.set(&cfg, v); err != nil {
+				return Config{}, fmt.Errorf("--%s: %w", f.name, err)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+func (c *Config) loadFile(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	var raw map[string]yaml.Node
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	byName := map[string]field{}
+	for _, f := range fields {
+		byName[f.name] = f
+	}
+	for key, node := range raw {
+		name := strings.ReplaceAll(key, "_", "-")
+		if name == "prices" {
+			if err := node.Decode(&c.Prices); err != nil {
+				return fmt.Errorf("config %s: prices: %w", path, err)
+			}
+			continue
+		}
+		f, ok := byName[name]
+		if !ok {
+			return fmt.Errorf("config %s: unknown key %q", path, key)
+		}
+		if node.Kind != yaml.ScalarNode {
+			return fmt.Errorf("config %s: %s: want a single value", path, key)
+		}
+		if err := f.set(c, node.Value); err != nil {
+			return fmt.Errorf("config %s: %s: %w", path, key, err)
+		}
+	}
+	return nil
+}

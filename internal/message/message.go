@@ -1,0 +1,173 @@
+// Package message owns the canonical message format (docs/message-format.md):
+// messages, their content blocks, status and usage. Model adapters translate
+// provider formats to and from it; the store persists it; snapshots and the
+// messages endpoint return it.
+//
+// It imports only the standard library.
+package message
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Role of a message's author.
+type Role string
+
+// Roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	// RoleTool carries tool_result blocks fed back to the model.
+	RoleTool Role = "tool"
+)
+
+// Status of a message (spec §6.2.6).
+type Status string
+
+// Statuses.
+const (
+	StatusComplete  Status = "complete"
+	StatusCancelled Status = "cancelled"
+	StatusFailed    Status = "failed"
+)
+
+// Block types.
+const (
+	BlockText       = "text"
+	BlockThinking   = "thinking"
+	BlockToolUse    = "tool_use"
+	BlockToolResult = "tool_result"
+)
+
+// Block is one content block. Which fields are set depends on Type; the
+// JSON encoding carries exactly the fields of contract §4 for each type.
+type Block struct {
+	Type string
+
+	Text string // text
+
+	Thinking  string // thinking
+	Signature string // thinking; "" encodes as null
+
+	ID    string          // tool_use
+	Name  string          // tool_use
+	Input json.RawMessage // tool_use: a JSON object
+
+	ToolUseID string // tool_result
+	Content   string // tool_result
+	IsError   bool   // tool_result
+}
+
+// Text returns a text block.
+func Text(s string) Block { return Block{Type: BlockText, Text: s} }
+
+// MarshalJSON encodes the block with the fields of its type only.
+func (b Block) MarshalJSON() ([]byte, error) {
+	switch b.Type {
+	case BlockText:
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{b.Type, b.Text})
+	case BlockThinking:
+		var sig *string
+		if b.Signature != "" {
+			sig = &b.Signature
+		}
+		return json.Marshal(struct {
+			Type      string  `json:"type"`
+			Thinking  string  `json:"thinking"`
+			Signature *string `json:"signature"`
+		}{b.Type, b.Thinking, sig})
+	case BlockToolUse:
+		in := b.Input
+		if len(in) == 0 {
+			in = json.RawMessage("{}")
+		}
+		return json.Marshal(struct {
+			Type  string          `json:"type"`
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}{b.Type, b.ID, b.Name, in})
+	case BlockToolResult:
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			ToolUseID string `json:"tool_use_id"`
+			Content   string `json:"content"`
+			IsError   bool   `json:"is_error"`
+		}{b.Type, b.ToolUseID, b.Content, b.IsError})
+	}
+	type plain Block
+	return json.Marshal(plain(b))
+}
+
+// UnmarshalJSON decodes any block type.
+func (b *Block) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		Thinking  string          `json:"thinking"`
+		Signature *string         `json:"signature"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   string          `json:"content"`
+		IsError   bool            `json:"is_error"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*b = Block{Type: w.Type, Text: w.Text, Thinking: w.Thinking, ID: w.ID, Name: w.Name,
+		Input: w.Input, ToolUseID: w.ToolUseID, Content: w.Content, IsError: w.IsError}
+	if w.Signature != nil {
+		b.Signature = *w.Signature
+	}
+	return nil
+}
+
+// Usage of one model call, or a sum of calls.
+type Usage struct {
+	InputTokens         int64   `json:"input_tokens"`
+	OutputTokens        int64   `json:"output_tokens"`
+	CacheReadTokens     int64   `json:"cache_read_tokens,omitempty"`
+	CacheCreationTokens int64   `json:"cache_creation_tokens,omitempty"`
+	CostUSD             float64 `json:"cost_usd"`
+}
+
+// Add returns the sum of u and o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:         u.InputTokens + o.InputTokens,
+		OutputTokens:        u.OutputTokens + o.OutputTokens,
+		CacheReadTokens:     u.CacheReadTokens + o.CacheReadTokens,
+		CacheCreationTokens: u.CacheCreationTokens + o.CacheCreationTokens,
+		CostUSD:             u.CostUSD + o.CostUSD,
+	}
+}
+
+// Message is one canonical message of a session's conversation.
+type Message struct {
+	ID        string    `json:"id"`
+	SessionID string    `json:"session_id"`
+	TurnID    string    `json:"turn_id,omitempty"`
+	Role      Role      `json:"role"`
+	Content   []Block   `json:"content"`
+	Status    Status    `json:"status"`
+	Model     string    `json:"model,omitempty"`
+	Usage     *Usage    `json:"usage,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// PlainText concatenates the text blocks of m.
+func (m *Message) PlainText() string {
+	var s string
+	for _, b := range m.Content {
+		if b.Type == BlockText {
+			s += b.Text
+		}
+	}
+	return s
+}

@@ -1,0 +1,267 @@
+// Package builtin provides builtin:demo, the offline model that is always
+// available. It is deterministic: the same conversation yields the same
+// deltas. It streams a short thinking block, text in word-sized deltas
+// and, on the first call of a turn, a list_dir tool call whose input
+// arrives in several JSON fragments; after the tool result it answers
+// with a summary of what the tool returned.
+//
+// Prompts starting with a slash steer it, for demos and tests:
+//
+//	/echo TEXT    answer TEXT without thinking or tools
+//	/long N       stream N numbered sentences, no tools
+//	/tool NAME {json}  call tool NAME with that input, then summarise
+//
+// builtin imports model and message only.
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/internal/model"
+)
+
+// Provider is the provider name of the demo model.
+const Provider = "builtin"
+
+// ModelID is the full id of the demo model.
+const ModelID = "builtin:demo"
+
+// Demo is the builtin:demo adapter.
+type Demo struct {
+	// Delay is the pause before each delta (0: none).
+	Delay time.Duration
+}
+
+// Stream implements model.Adapter.
+func (d Demo) Stream(ctx context.Context, req model.Request, emit func(model.Delta) error) (model.Result, error) {
+	if len(req.Messages) == 0 {
+		return model.Result{}, &model.Error{Class: model.ClassInvalidRequest, Message: "no messages"}
+	}
+	s := &streamer{ctx: ctx, delay: d.Delay, emit: emit}
+	last := req.Messages[len(req.Messages)-1]
+	prompt := lastUserText(req.Messages)
+	var stop string
+	var err error
+	switch {
+	case last.Role == message.RoleTool:
+		err = s.summarise(prompt, last)
+		stop = model.StopEndTurn
+	default:
+		stop, err = s.answer(prompt, toolNames(req.Tools))
+	}
+	usage := message.Usage{InputTokens: int64(inputTokens(req)), OutputTokens: int64(s.tokens)}
+	if err != nil {
+		return model.Result{Usage: usage}, err
+	}
+	return model.Result{StopReason: stop, Usage: usage}, nil
+}
+
+type streamer struct {
+	ctx    context.Context
+	delay  time.Duration
+	emit   func(model.Delta) error
+	index  int
+	tokens int
+	timer  *time.Timer
+}
+
+func (s *streamer) send(d model.Delta) error {
+	if s.delay > 0 {
+		if s.timer == nil {
+			s.timer = time.NewTimer(s.delay)
+		} else {
+			s.timer.Reset(s.delay)
+		}
+		select {
+		case <-s.ctx.Done():
+			s.timer.Stop()
+			return s.ctx.Err()
+		case <-s.timer.C:
+		}
+	} else if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	s.tokens++
+	return s.emit(d)
+}
+
+func (s *streamer) text(kind model.DeltaKind, text, signature string) error {
+	words := chunk(text)
+	for i, w := range words {
+		d := model.Delta{Kind: kind, Index: s.index, Text: w}
+		if i == len(words)-1 {
+			d.Signature = signature
+		}
+		if err := s.send(d); err != nil {
+			return err
+		}
+	}
+	if err := s.send(model.Delta{Kind: model.KindBlockStop, Index: s.index}); err != nil {
+		return err
+	}
+	s.index++
+	return nil
+}
+
+func (s *streamer) toolUse(name string, input string) error {
+	id := fmt.Sprintf("tu_demo_%s_%d", name, s.index)
+	if err := s.send(model.Delta{Kind: model.KindToolUseStart, Index: s.index, ToolUseID: id, ToolName: name}); err != nil {
+		return err
+	}
+	for _, frag := range fragments(input, 7) {
+		if err := s.send(model.Delta{Kind: model.KindToolInput, Index: s.index, Text: frag}); err != nil {
+			return err
+		}
+	}
+	if err := s.send(model.Delta{Kind: model.KindBlockStop, Index: s.index}); err != nil {
+		return err
+	}
+	s.index++
+	return nil
+}
+
+func (s *streamer) answer(prompt string, tools map[string]bool) (string, error) {
+	cmd, arg, _ := strings.Cut(strings.TrimSpace(prompt), " ")
+	switch cmd {
+	case "/echo":
+		return model.StopEndTurn, s.text(model.KindText, arg, "")
+	case "/long":
+		n, err := strconv.Atoi(strings.TrimSpace(arg))
+		if err != nil || n <= 0 {
+			n = 50
+		}
+		var b strings.Builder
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "Sentence %d of %d. ", i, n)
+		}
+		return model.StopEndTurn, s.text(model.KindText, b.String(), "")
+	case "/tool":
+		name, input, _ := strings.Cut(strings.TrimSpace(arg), " ")
+		if strings.TrimSpace(input) == "" {
+			input = "{}"
+		}
+		if err := s.text(model.KindText, fmt.Sprintf("Calling %s.", name), ""); err != nil {
+			return "", err
+		}
+		return model.StopToolUse, s.toolUse(name, input)
+	}
+	thinking := fmt.Sprintf("The user wrote %d words. I should look at the workspace before answering.", len(strings.Fields(prompt)))
+	if err := s.text(model.KindThinking, thinking, "demo-signature-"+strconv.Itoa(len(prompt))); err != nil {
+		return "", err
+	}
+	if !tools["list_dir"] {
+		return model.StopEndTurn, s.text(model.KindText, "I am the built-in demo model. You said: "+prompt, "")
+	}
+	if err := s.text(model.KindText, "Let me look at the files in your workspace first.", ""); err != nil {
+		return "", err
+	}
+	return model.StopToolUse, s.toolUse("list_dir", `{"path": "."}`)
+}
+
+func (s *streamer) summarise(prompt string, results message.Message) error {
+	var b strings.Builder
+	for _, r := range results.Content {
+		if r.Type != message.BlockToolResult {
+			continue
+		}
+		if r.IsError {
+			fmt.Fprintf(&b, "The tool call failed: %s. ", firstLine(r.Content))
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(r.Content), "\n")
+		if len(lines) == 1 && lines[0] == "" {
+			lines = nil
+		}
+		shown := lines
+		if len(shown) > 8 {
+			shown = shown[:8]
+		}
+		fmt.Fprintf(&b, "The tool returned %d lines", len(lines))
+		if len(shown) > 0 {
+			fmt.Fprintf(&b, ", starting with: %s", strings.Join(shown, ", "))
+		}
+		b.WriteString(". ")
+	}
+	fmt.Fprintf(&b, "I am the built-in demo model, so that is as far as I go with %q. Set ANTHROPIC_API_KEY or OPENAI_API_KEY to talk to a real model.", truncate(prompt, 60))
+	return s.text(model.KindText, b.String(), "")
+}
+
+func lastUserText(ms []message.Message) string {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Role == message.RoleUser {
+			return ms[i].PlainText()
+		}
+	}
+	return ""
+}
+
+func toolNames(specs []model.ToolSpec) map[string]bool {
+	m := make(map[string]bool, len(specs))
+	for _, s := range specs {
+		m[s.Name] = true
+	}
+	return m
+}
+
+func inputTokens(req model.Request) int {
+	n := len(strings.Fields(req.System))
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			n += len(strings.Fields(b.Text)) + len(strings.Fields(b.Thinking)) + len(strings.Fields(b.Content)) + len(b.Input)/4
+		}
+	}
+	return n
+}
+
+// chunk splits text into word-sized deltas that keep their spacing, so
+// concatenating them gives back text exactly.
+func chunk(text string) []string {
+	var out []string
+	start := 0
+	for i := 1; i < len(text); i++ {
+		if text[i] == ' ' && text[i-1] != ' ' {
+			out = append(out, text[start:i])
+			start = i
+		}
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
+}
+
+// fragments splits s into pieces of about n bytes, like a provider
+// splitting JSON mid-token, but never inside a UTF-8 sequence.
+func fragments(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		cut := n
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut++
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}

@@ -1,0 +1,10 @@
+// Package model owns the model adapter interface: how the agent loop asks
+// a model for one streamed completion and receives canonical deltas,
+// whatever the provider. It also holds the registry that resolves a model
+// id ("provider:model") to an adapter, the delta accumulator that turns a
+// delta stream into canonical content blocks, and the error classes of a
+// failed call.
+//
+// Adapters live in sub-packages (builtin, and later anthropic, openai).
+// model imports message only; it never imports the bus or a transport.
+package model

@@ -1,0 +1,209 @@
+// Package server assembles a metis server from its parts (trace store,
+// bus, cost accumulator, model registry, tools, router, agent loop,
+// session manager, HTTP API) and runs it: listen, print the ready line,
+// prune the trace store, and shut down in order on request.
+//
+// server is the outermost package below cmd/metis; it may import every
+// other package.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/metis-agent/metis/internal/agent"
+	"github.com/metis-agent/metis/internal/api"
+	"github.com/metis-agent/metis/internal/attach"
+	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/cost"
+	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/model/builtin"
+	"github.com/metis-agent/metis/internal/routing"
+	"github.com/metis-agent/metis/internal/session"
+	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/internal/tool"
+)
+
+// Server is one running metis.
+type Server struct {
+	Config   config.Config
+	Log      *slog.Logger
+	Store    *store.Store
+	Bus      *bus.Bus
+	Sessions *session.Manager
+	Models   *model.Registry
+	Tokens   *attach.Registry
+	API      *api.API
+
+	handler  http.Handler
+	http     *http.Server
+	ln       net.Listener
+	stopBg   context.CancelFunc
+	bg       sync.WaitGroup
+	shutOnce sync.Once
+	shutErr  error
+}
+
+// New opens the store under cfg.Home and wires every component. It does
+// not listen yet.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("home %s: %w", cfg.Home, err)
+	}
+	st, err := store.Open(ctx, store.Options{Path: filepath.Join(cfg.Home, "metis.db"), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Config: cfg, Log: log, Store: st}
+	s.Models = model.NewRegistry()
+	s.Models.Register(builtin.Provider, builtin.Demo{Delay: cfg.DemoDelay})
+	s.Models.Unavailable("anthropic", "the Anthropic adapter is not built yet")
+	s.Models.Unavailable("openai", "the OpenAI adapter is not built yet")
+	if cfg.DefaultModel == "" {
+		s.Config.DefaultModel = builtin.ModelID
+	}
+	if err := s.Models.Check(s.Config.DefaultModel); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("default model: %w", err)
+	}
+
+	s.Bus = bus.New(st, bus.Options{Logger: log})
+	prices := cost.NewTable(cfg.Prices, log)
+	if err := cost.StartAccumulator(ctx, s.Bus, st); err != nil {
+		s.closeCore(ctx)
+		return nil, err
+	}
+	router := routing.NewStatic()
+	var mgr *session.Manager
+	loop := agent.New(agent.Config{
+		Models: s.Models, Tools: tool.NewRegistry(tool.Builtins()...), Prices: prices, Logger: log,
+		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
+			return mgr.Conversation(ctx, id)
+		}),
+	})
+	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
+		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log})
+	s.Sessions = mgr
+	if err := mgr.Recover(ctx); err != nil {
+		s.closeCore(ctx)
+		return nil, err
+	}
+	s.Tokens = attach.NewRegistry(0, nil)
+	s.API = api.New(mgr, s.Tokens, log)
+	host, _, _ := net.SplitHostPort(cfg.Addr)
+	s.handler = api.Guard{ExtraHosts: []string{host}}.Wrap(s.API)
+
+	bgctx, stop := context.WithCancel(context.Background())
+	s.stopBg = stop
+	s.bg.Add(1)
+	go s.pruneLoop(bgctx)
+	return s, nil
+}
+
+// Handler returns the guarded HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Listen binds cfg.Addr and starts serving; it returns the base URL.
+func (s *Server) Listen() (string, error) {
+	ln, err := net.Listen("tcp", s.Config.Addr)
+	if err != nil {
+		return "", fmt.Errorf("listen %s: %w", s.Config.Addr, err)
+	}
+	s.ln = ln
+	s.http = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelDebug)}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.Log.Error("http serve", "err", err)
+		}
+	}()
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Run listens, prints the ready line to out, and serves until ctx is
+// done; then it shuts down in order and returns.
+func (s *Server) Run(ctx context.Context, out io.Writer) error {
+	url, err := s.Listen()
+	if err != nil {
+		s.Shutdown(context.Background())
+		return err
+	}
+	fmt.Fprintf(out, "metis serving %s (home %s, default model %s)\n", url, s.Config.Home, s.Config.DefaultModel)
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return s.Shutdown(sctx)
+}
+
+// Shutdown cancels in-flight turns with reason server_shutdown, waits for
+// them, stops HTTP, drains the bus and flushes the store. It is safe to
+// call more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutOnce.Do(func() {
+		var errs []error
+		if err := s.Sessions.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if s.http != nil {
+			if err := s.http.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+			}
+		}
+		s.stopBg()
+		s.bg.Wait()
+		errs = append(errs, s.closeCore(ctx))
+		s.shutErr = errors.Join(errs...)
+	})
+	return s.shutErr
+}
+
+func (s *Server) closeCore(ctx context.Context) error {
+	var errs []error
+	if s.Bus != nil {
+		if err := s.Bus.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := s.Store.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// pruneInterval is how often the trace store is pruned to --retention.
+const pruneInterval = time.Hour
+
+func (s *Server) pruneLoop(ctx context.Context) {
+	defer s.bg.Done()
+	t := time.NewTicker(pruneInterval)
+	defer t.Stop()
+	for {
+		n, err := s.Store.Prune(ctx, time.Now().Add(-s.Config.Retention))
+		if err != nil && ctx.Err() == nil {
+			s.Log.Error("prune trace store", "err", err)
+		} else if n > 0 {
+			s.Log.Info("pruned trace store", "events", n, "retention", s.Config.Retention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

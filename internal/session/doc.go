@@ -1,0 +1,9 @@
+// Package session owns sessions and their turns: creating and listing
+// sessions, admitting one turn at a time per session, running each turn
+// on the agent loop in a goroutine the manager owns, cancelling turns
+// (from a client, the turn timeout, or shutdown) exactly once, and
+// recovering turns a crash left open.
+//
+// session imports agent, attach-free core packages (bus, event, message,
+// model, routing, store); the HTTP and WebSocket edges import it.
+package session

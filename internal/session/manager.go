@@ -1,0 +1,175 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/metis-agent/metis/internal/agent"
+	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/routing"
+	"github.com/metis-agent/metis/internal/store"
+)
+
+// Config wires a Manager.
+type Config struct {
+	Store        *store.Store
+	Bus          *bus.Bus
+	Loop         *agent.Loop
+	Router       routing.Router
+	Models       *model.Registry
+	DefaultModel string
+	TurnTimeout  time.Duration // 0: none
+	Logger       *slog.Logger
+}
+
+// Manager owns sessions and their turns. Create it with New, call
+// Recover once at start, and Shutdown at the end.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	turns   map[string]*activeTurn // by session id: the turn in flight
+	closing bool
+	wg      sync.WaitGroup
+}
+
+type activeTurn struct {
+	id         string
+	cancel     context.CancelCauseFunc
+	cancelling bool
+	done       chan struct{}
+}
+
+// New returns a manager.
+func New(cfg Config) *Manager {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Manager{cfg: cfg, log: log, turns: map[string]*activeTurn{}}
+}
+
+// CreateRequest is the body of POST /sessions.
+type CreateRequest struct {
+	WorkspacePath   string `json:"workspace_path"`
+	Model           string `json:"model"`
+	ParentSessionID string `json:"-"` // set by delegation only
+}
+
+// Create validates the request and creates a session; it returns once
+// the session and its session.created event are committed.
+func (m *Manager) Create(ctx context.Context, req CreateRequest) (Summary, error) {
+	ws := req.WorkspacePath
+	if ws == "" || !filepath.IsAbs(ws) {
+		return Summary{}, fmt.Errorf("%w: workspace_path must be an absolute path", ErrInvalid)
+	}
+	ws = filepath.Clean(ws)
+	st, err := os.Stat(ws)
+	if err != nil || !st.IsDir() {
+		return Summary{}, fmt.Errorf("%w: workspace_path %q is not an existing directory", ErrInvalid, ws)
+	}
+	modelID := req.Model
+	if modelID == "" {
+		modelID = m.cfg.DefaultModel
+	}
+	if err := m.cfg.Models.Check(modelID); err != nil {
+		_, msg := model.Classify(err)
+		return Summary{}, fmt.Errorf("%w: %s", ErrInvalid, msg)
+	}
+	m.mu.Lock()
+	closing := m.closing
+	m.mu.Unlock()
+	if closing {
+		return Summary{}, ErrClosed
+	}
+
+	s := store.Session{ID: event.NewID("sess_"), ParentSessionID: req.ParentSessionID, WorkspacePath: ws,
+		ActiveModel: modelID, RoutingPolicyVersion: m.cfg.Router.Version(), CreatedAt: time.Now().UTC()}
+	em, err := m.cfg.Bus.Emitter(ctx, s.ID)
+	if err != nil {
+		return Summary{}, err
+	}
+	var parent *string
+	if s.ParentSessionID != "" {
+		parent = &s.ParentSessionID
+	}
+	payload := map[string]any{"workspace_path": ws, "model": modelID, "parent_session_id": parent}
+	if _, err := em.EmitWait(ctx, bus.Spec{Type: event.SessionCreated, Actor: event.ActorSession, Payload: payload,
+		Ops: []store.Op{store.CreateSession{Session: s}}}); err != nil {
+		return Summary{}, fmt.Errorf("create session: %w", err)
+	}
+	return summarize(s, nil), nil
+}
+
+// Get returns a session's summary.
+func (m *Manager) Get(ctx context.Context, id string) (Summary, error) {
+	s, err := m.cfg.Store.Session(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Summary{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return Summary{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return summarize(s, m.turns[id]), nil
+}
+
+// List returns every session, oldest first.
+func (m *Manager) List(ctx context.Context) ([]Summary, error) {
+	ss, err := m.cfg.Store.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Summary, len(ss))
+	for i, s := range ss {
+		out[i] = summarize(s, m.turns[s.ID])
+	}
+	return out, nil
+}
+
+// Messages returns a page of a session's messages (see store.Messages).
+func (m *Manager) Messages(ctx context.Context, sessionID, before string, limit int) ([]message.Message, bool, error) {
+	if _, err := m.Get(ctx, sessionID); err != nil {
+		return nil, false, err
+	}
+	msgs, more, err := m.cfg.Store.Messages(ctx, sessionID, before, limit)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, fmt.Errorf("%w: %q is not a message of session %s", ErrNoMessage, before, sessionID)
+	}
+	return msgs, more, err
+}
+
+// Conversation implements agent.History: every message, oldest first.
+func (m *Manager) Conversation(ctx context.Context, sessionID string) ([]message.Message, error) {
+	var pages [][]message.Message
+	before := ""
+	for {
+		page, more, err := m.cfg.Store.Messages(ctx, sessionID, before, 500)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, page)
+		if !more || len(page) == 0 {
+			break
+		}
+		before = page[0].ID
+	}
+	var out []message.Message
+	for i := len(pages) - 1; i >= 0; i-- {
+		out = append(out, pages[i]...)
+	}
+	return out, nil
+}

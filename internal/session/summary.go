@@ -1,0 +1,45 @@
+package session
+
+import (
+	"time"
+
+	"github.com/metis-agent/metis/internal/store"
+)
+
+// Summary is a session as clients see it: the snapshot's session object
+// (spec §3.4) plus parent_session_id and created_at (contract §3).
+type Summary struct {
+	ID                   string    `json:"id"`
+	ParentSessionID      *string   `json:"parent_session_id"`
+	WorkspacePath        string    `json:"workspace_path"`
+	ActiveModel          string    `json:"active_model"`
+	RoutingPolicyVersion string    `json:"routing_policy_version"`
+	CostSoFarUSD         float64   `json:"cost_so_far_usd"`
+	TurnCount            int       `json:"turn_count"`
+	CurrentTurnID        *string   `json:"current_turn_id"`
+	CurrentTurnStatus    *string   `json:"current_turn_status"`
+	CreatedAt            time.Time `json:"created_at"`
+}
+
+// Turn statuses reported in current_turn_status.
+const (
+	StatusInFlight   = "in_flight"
+	StatusCancelling = "cancelling"
+)
+
+func summarize(s store.Session, t *activeTurn) Summary {
+	out := Summary{ID: s.ID, WorkspacePath: s.WorkspacePath, ActiveModel: s.ActiveModel,
+		RoutingPolicyVersion: s.RoutingPolicyVersion, CostSoFarUSD: s.CostUSD, TurnCount: s.TurnCount, CreatedAt: s.CreatedAt}
+	if s.ParentSessionID != "" {
+		p := s.ParentSessionID
+		out.ParentSessionID = &p
+	}
+	if t != nil {
+		id, st := t.id, StatusInFlight
+		if t.cancelling {
+			st = StatusCancelling
+		}
+		out.CurrentTurnID, out.CurrentTurnStatus = &id, &st
+	}
+	return out
+}

@@ -1,0 +1,255 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/metis-agent/metis/internal/agent"
+	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/internal/store"
+)
+
+// MaxTurnContent bounds a user message, in bytes.
+const MaxTurnContent = 1 << 20
+
+// Submit starts a turn with the user's text and returns its id once
+// turn.started (carrying the persisted user message) is committed. Only
+// one turn per session runs at a time: a second fails with
+// ErrTurnInFlight.
+func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string, error) {
+	if strings.TrimSpace(content) == "" {
+		return "", fmt.Errorf("%w: content is empty", ErrInvalid)
+	}
+	if len(content) > MaxTurnContent {
+		return "", fmt.Errorf("%w: content is %d bytes; the limit is %d", ErrInvalid, len(content), MaxTurnContent)
+	}
+	s, err := m.cfg.Store.Session(ctx, sessionID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return "", fmt.Errorf("%w: %s", ErrNotFound, sessionID)
+		}
+		return "", err
+	}
+	root, err := os.OpenRoot(s.WorkspacePath)
+	if err != nil {
+		return "", fmt.Errorf("%w: workspace %s cannot be opened: %v", ErrInvalid, s.WorkspacePath, err)
+	}
+
+	t := &activeTurn{id: event.NewID("turn_"), done: make(chan struct{})}
+	m.mu.Lock()
+	switch {
+	case m.closing:
+		m.mu.Unlock()
+		root.Close()
+		return "", ErrClosed
+	case m.turns[sessionID] != nil:
+		m.mu.Unlock()
+		root.Close()
+		return "", fmt.Errorf("%w: turn %s", ErrTurnInFlight, m.turns[sessionID].id)
+	}
+	m.turns[sessionID] = t
+	m.wg.Add(1)
+	m.mu.Unlock()
+
+	release := func() {
+		m.mu.Lock()
+		delete(m.turns, sessionID)
+		m.mu.Unlock()
+		close(t.done)
+		root.Close()
+		m.wg.Done()
+	}
+	em, err := m.cfg.Bus.Emitter(ctx, sessionID)
+	if err != nil {
+		release()
+		return "", err
+	}
+	now := time.Now().UTC()
+	user := message.Message{ID: event.NewID("msg_"), SessionID: sessionID, TurnID: t.id, Role: message.RoleUser,
+		Content: []message.Block{message.Text(content)}, Status: message.StatusComplete, CreatedAt: now}
+	ops := []store.Op{
+		store.PutTurn{Turn: store.Turn{ID: t.id, SessionID: sessionID, Status: store.TurnInFlight, StartedAt: now}},
+		store.PutMessage{Message: user},
+	}
+	if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnStarted, TurnID: t.id, Actor: event.ActorUser,
+		Payload: map[string]any{"user_message": user}, Ops: ops}); err != nil {
+		release()
+		return "", fmt.Errorf("start turn: %w", err)
+	}
+
+	turnCtx, cancel := context.WithCancelCause(context.Background())
+	m.mu.Lock()
+	t.cancel = cancel
+	shutdown := m.closing
+	m.mu.Unlock()
+	if shutdown {
+		m.cancelTurn(sessionID, t.id, agent.ReasonServerShutdown)
+	}
+	var timeout *time.Timer
+	if m.cfg.TurnTimeout > 0 {
+		timeout = time.AfterFunc(m.cfg.TurnTimeout, func() {
+			m.cancelTurn(sessionID, t.id, agent.ReasonTurnTimeout)
+		})
+	}
+
+	go func() {
+		defer release()
+		defer cancel(nil)
+		if timeout != nil {
+			defer timeout.Stop()
+		}
+		out := m.cfg.Loop.Run(turnCtx, agent.Turn{ID: t.id, SessionID: sessionID, SessionModel: s.ActiveModel,
+			Workspace: s.WorkspacePath, Root: root, Emitter: em, Router: m.cfg.Router, UserText: content,
+			Worker: s.ParentSessionID != ""})
+		m.log.Info("turn ended", "session", sessionID, "turn", t.id, "status", out.Status, "reason", out.Reason)
+	}()
+	return t.id, nil
+}
+
+// CancelResult tells what a cancel request did.
+type CancelResult string
+
+// Cancel outcomes.
+const (
+	// Cancelling: the turn was in flight and is now being cancelled.
+	Cancelling CancelResult = "cancelling"
+	// AlreadyCancelling: a redundant cancel (spec §6.5); a
+	// bus.handler_warning was emitted and nothing else happened.
+	AlreadyCancelling CancelResult = "already_cancelling"
+	// AlreadyEnded: the turn had ended before the cancel arrived.
+	AlreadyEnded CancelResult = "already_ended"
+)
+
+// Cancel cancels a turn of a session with a reason (default
+// user_cancel). It is idempotent: only the first cancel of a turn has
+// an effect. Unknown sessions and turns fail with ErrNotFound and
+// ErrTurnNotFound.
+func (m *Manager) Cancel(ctx context.Context, sessionID, turnID, reason string) (CancelResult, error) {
+	if reason == "" {
+		reason = agent.ReasonUser
+	}
+	if r, ok := m.cancelTurn(sessionID, turnID, reason); ok {
+		return r, nil
+	}
+	if _, err := m.cfg.Store.Session(ctx, sessionID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return "", fmt.Errorf("%w: %s", ErrNotFound, sessionID)
+		}
+		return "", err
+	}
+	t, err := m.cfg.Store.Turn(ctx, turnID)
+	if err != nil || t.SessionID != sessionID {
+		if err == nil || errors.Is(err, store.ErrNotFound) {
+			return "", fmt.Errorf("%w: %s in session %s", ErrTurnNotFound, turnID, sessionID)
+		}
+		return "", err
+	}
+	if t.Status == store.TurnCancelled {
+		m.cfg.Bus.Warn(sessionID, "session-manager", "redundant_cancel", map[string]any{"turn_id": turnID})
+		return AlreadyCancelling, nil
+	}
+	return AlreadyEnded, nil
+}
+
+// cancelTurn cancels the in-flight turn if it is turnID; ok is false if
+// that turn is not in flight.
+func (m *Manager) cancelTurn(sessionID, turnID, reason string) (CancelResult, bool) {
+	m.mu.Lock()
+	t := m.turns[sessionID]
+	if t == nil || t.id != turnID || t.cancel == nil {
+		m.mu.Unlock()
+		return "", false
+	}
+	if t.cancelling {
+		m.mu.Unlock()
+		m.cfg.Bus.Warn(sessionID, "session-manager", "redundant_cancel", map[string]any{"turn_id": turnID})
+		return AlreadyCancelling, true
+	}
+	t.cancelling = true
+	m.mu.Unlock()
+	t.cancel(&agent.CancelCause{Reason: reason})
+	return Cancelling, true
+}
+
+// Wait blocks until the turn in flight on sessionID (if any) has ended.
+func (m *Manager) Wait(ctx context.Context, sessionID string) error {
+	m.mu.Lock()
+	t := m.turns[sessionID]
+	m.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	select {
+	case <-t.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Shutdown refuses new turns, cancels every turn in flight with reason
+// server_shutdown, and waits (bounded by ctx) for them to end.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.closing = true
+	var cancels []*activeTurn
+	for _, t := range m.turns {
+		if !t.cancelling && t.cancel != nil {
+			t.cancelling = true
+			cancels = append(cancels, t)
+		}
+	}
+	m.mu.Unlock()
+	for _, t := range cancels {
+		t.cancel(&agent.CancelCause{Reason: agent.ReasonServerShutdown})
+	}
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("session shutdown: %w", ctx.Err())
+	}
+}
+
+// Recover closes turns that a crash left in flight: each gets
+// turn.cancelled with reason server_restart, and its unfinished tool
+// calls are marked cancelled.
+func (m *Manager) Recover(ctx context.Context) error {
+	open, err := m.cfg.Store.OpenTurns(ctx)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	for _, t := range open {
+		em, err := m.cfg.Bus.Emitter(ctx, t.SessionID)
+		if err != nil {
+			return fmt.Errorf("recover turn %s: %w", t.ID, err)
+		}
+		var ops []store.Op
+		calls, err := m.cfg.Store.ToolCalls(ctx, t.ID)
+		if err != nil {
+			return fmt.Errorf("recover turn %s: %w", t.ID, err)
+		}
+		for _, c := range calls {
+			if c.Status == store.ToolPending || c.Status == store.ToolRunning {
+				c.Status, c.ErrorClass, c.ErrorMessage, c.UpdatedAt = store.ToolCancelled, "cancelled", "server restarted", time.Now()
+				ops = append(ops, store.PutToolCall{Call: c})
+			}
+		}
+		t.Status, t.Reason, t.EndedAt = store.TurnCancelled, "server_restart", time.Now()
+		ops = append(ops, store.PutTurn{Turn: t})
+		if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnCancelled, TurnID: t.ID, Actor: event.ActorSession,
+			Payload: map[string]any{"reason": "server_restart", "phase": "interrupted", "cancelled_tool_use_ids": []string{}}, Ops: ops}); err != nil {
+			return fmt.Errorf("recover turn %s: %w", t.ID, err)
+		}
+		m.log.Warn("closed a turn left open by a crash", "session", t.SessionID, "turn", t.ID)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/message"
+)
+
+// ErrNotFound is returned (wrapped) by reads of a missing row.
+var ErrNotFound = errors.New("not found")
+
+// Session is a session row.
+type Session struct {
+	ID                   string
+	ParentSessionID      string // "" unless a worker
+	WorkspacePath        string
+	ActiveModel          string
+	RoutingPolicyVersion string
+	CostUSD              float64
+	TurnCount            int
+	CreatedAt            time.Time
+}
+
+// TurnStatus of a turn row.
+type TurnStatus string
+
+// Turn statuses.
+const (
+	TurnInFlight  TurnStatus = "in_flight"
+	TurnCompleted TurnStatus = "completed"
+	TurnCancelled TurnStatus = "cancelled"
+	TurnFailed    TurnStatus = "failed"
+)
+
+// Turn is a turn row.
+type Turn struct {
+	ID        string
+	SessionID string
+	Status    TurnStatus
+	Reason    string // cancellation or failure reason
+	StartedAt time.Time
+	EndedAt   time.Time // zero while in flight
+}
+
+// ToolStatus of a tool call row.
+type ToolStatus string
+
+// Tool call statuses (spec §6.2.6).
+const (
+	ToolPending   ToolStatus = "pending"
+	ToolRunning   ToolStatus = "running"
+	ToolCompleted ToolStatus = "completed"
+	ToolFailed    ToolStatus = "failed"
+	ToolCancelled ToolStatus = "cancelled"
+)
+
+// ToolCall is a tool call row, keyed by the model's tool_use id.
+type ToolCall struct {
+	ID           string // tool_use_id
+	SessionID    string
+	TurnID       string
+	MessageID    string // the assistant message holding the tool_use block
+	Name         string
+	Input        json.RawMessage
+	Status       ToolStatus
+	Result       string
+	IsError      bool
+	ErrorClass   string
+	ErrorMessage string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Op is one write applied by the store's single writer. Ops submitted
+// together are applied in order in one transaction; consecutive
+// submissions are grouped into shared transactions (group commit).
+type Op interface{ isOp() }
+
+// AppendEvent appends a sealed catalog event. The writer sets
+// Event.Seq to the assigned global sequence before reporting success.
+type AppendEvent struct{ Event *event.Event }
+
+// CreateSession inserts a session row.
+type CreateSession struct{ Session Session }
+
+// UpdateSession changes the non-empty fields of a session row.
+type UpdateSession struct {
+	ID                   string
+	ActiveModel          string // "" leaves it
+	RoutingPolicyVersion string // "" leaves it
+}
+
+// AddUsage adds to a session's running cost and turn count.
+type AddUsage struct {
+	SessionID string
+	CostUSD   float64
+	Turns     int
+}
+
+// PutMessage inserts or replaces a message by id, keeping the position
+// of its first insertion.
+type PutMessage struct{ Message message.Message }
+
+// PutTurn inserts or replaces a turn row by id.
+type PutTurn struct{ Turn Turn }
+
+// PutToolCall inserts or replaces a tool call row by id.
+type PutToolCall struct{ Call ToolCall }
+
+func (AppendEvent) isOp()   {}
+func (CreateSession) isOp() {}
+func (UpdateSession) isOp() {}
+func (AddUsage) isOp()      {}
+func (PutMessage) isOp()    {}
+func (PutTurn) isOp()       {}
+func (PutToolCall) isOp()   {}
+
+// EventQuery selects events of one session (or several), ascending by id.
+type EventQuery struct {
+	SessionIDs []string     // required: at least one
+	AfterID    string       // exclusive lower bound; "" from the start
+	Types      []event.Type // nil: every type
+	Limit      int          // 0: no limit
+}

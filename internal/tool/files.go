@@ -1,0 +1,167 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/metis-agent/metis/internal/model"
+)
+
+// Size caps of the file tools.
+const (
+	// MaxReadBytes is the most read_file returns; longer files are cut
+	// and the result says so.
+	MaxReadBytes = 256 << 10
+	// MaxListEntries is the most list_dir returns.
+	MaxListEntries = 1000
+	// MaxWriteBytes is the largest content write_file accepts.
+	MaxWriteBytes = 8 << 20
+)
+
+// Builtins returns the built-in file tools.
+func Builtins() []Tool { return []Tool{ListDir{}, ReadFile{}, WriteFile{}} }
+
+// ListDir lists a workspace directory.
+type ListDir struct{}
+
+// Spec implements Tool.
+func (ListDir) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "list_dir", Description: "List the entries of a directory in the workspace. Directories end with '/'.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"directory relative to the workspace; '.' for its root"}},"required":["path"]}`)}
+}
+
+// Run implements Tool.
+func (ListDir) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
+	var in struct {
+		Path string `json:"path"`
+	}
+	if err := decodeInput(input, &in); err != nil {
+		return Result{}, err
+	}
+	p, err := cleanPath(in.Path)
+	if err != nil {
+		return Result{}, err
+	}
+	f, err := env.Root.Open(p)
+	if err != nil {
+		return Result{}, fsError("list", in.Path, err)
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(MaxListEntries + 1)
+	if err != nil && err != io.EOF {
+		return Result{}, fsError("list", in.Path, err)
+	}
+	truncated := len(ents) > MaxListEntries
+	if truncated {
+		ents = ents[:MaxListEntries]
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() {
+			n += "/"
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := strings.Join(names, "\n")
+	if truncated {
+		out += fmt.Sprintf("\n[listing truncated at %d entries]", MaxListEntries)
+	}
+	return Result{Content: out, Summary: fmt.Sprintf("%d entries in %s", len(names), p)}, nil
+}
+
+// ReadFile reads a workspace file.
+type ReadFile struct{}
+
+// Spec implements Tool.
+func (ReadFile) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "read_file", Description: "Read a text file in the workspace.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"file relative to the workspace"}},"required":["path"]}`)}
+}
+
+// Run implements Tool.
+func (ReadFile) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
+	var in struct {
+		Path string `json:"path"`
+	}
+	if err := decodeInput(input, &in); err != nil {
+		return Result{}, err
+	}
+	if in.Path == "" {
+		return Result{}, Errorf(ClassInvalidInput, "path is required")
+	}
+	p, err := cleanPath(in.Path)
+	if err != nil {
+		return Result{}, err
+	}
+	f, err := env.Root.Open(p)
+	if err != nil {
+		return Result{}, fsError("read", in.Path, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return Result{}, Errorf(ClassInvalidInput, "read %s: is a directory", in.Path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxReadBytes+1))
+	if err != nil {
+		return Result{}, fsError("read", in.Path, err)
+	}
+	out := string(b)
+	sum := fmt.Sprintf("read %d bytes of %s", len(b), p)
+	if len(b) > MaxReadBytes {
+		out = string(b[:MaxReadBytes]) + fmt.Sprintf("\n[file truncated: only the first %d bytes are shown]", MaxReadBytes)
+		sum = fmt.Sprintf("read first %d bytes of %s (truncated)", MaxReadBytes, p)
+	}
+	return Result{Content: out, Summary: sum}, nil
+}
+
+// WriteFile writes a workspace file, creating or replacing it.
+type WriteFile struct{}
+
+// Spec implements Tool.
+func (WriteFile) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "write_file", Description: "Create or overwrite a file in the workspace with the given content.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}`)}
+}
+
+// Run implements Tool.
+func (WriteFile) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
+	var in struct {
+		Path    string `json:"path"`
+		Content string `json:"content"`
+	}
+	if err := decodeInput(input, &in); err != nil {
+		return Result{}, err
+	}
+	if in.Path == "" {
+		return Result{}, Errorf(ClassInvalidInput, "path is required")
+	}
+	if len(in.Content) > MaxWriteBytes {
+		return Result{}, Errorf(ClassInvalidInput, "content is %d bytes; the limit is %d", len(in.Content), MaxWriteBytes)
+	}
+	if strings.HasSuffix(in.Path, "/") {
+		return Result{}, Errorf(ClassInvalidInput, "write %s: path names a directory", in.Path)
+	}
+	p, err := cleanPath(in.Path)
+	if err != nil {
+		return Result{}, err
+	}
+	f, err := env.Root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return Result{}, fsError("write", in.Path, err)
+	}
+	if _, err := f.WriteString(in.Content); err != nil {
+		f.Close()
+		return Result{}, fsError("write", in.Path, err)
+	}
+	if err := f.Close(); err != nil {
+		return Result{}, fsError("write", in.Path, err)
+	}
+	return Result{Content: fmt.Sprintf("wrote %d bytes to %s", len(in.Content), p), Summary: fmt.Sprintf("wrote %d bytes to %s", len(in.Content), p)}, nil
+}

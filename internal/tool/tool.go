@@ -1,0 +1,127 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/metis-agent/metis/internal/model"
+)
+
+// Error classes of a failed tool call (tool.failed error_class).
+const (
+	ClassInvalidInput     = "invalid_input"
+	ClassPermissionDenied = "permission_denied"
+	ClassNotFound         = "not_found"
+	ClassTimeout          = "timeout"
+	ClassCancelled        = "cancelled"
+	ClassExecution        = "execution_error"
+)
+
+// Error is a classified tool failure.
+type Error struct {
+	Class   string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Class + ": " + e.Message }
+
+// Errorf returns a classified error.
+func Errorf(class, format string, args ...any) *Error {
+	return &Error{Class: class, Message: fmt.Sprintf(format, args...)}
+}
+
+// ClassOf returns the class of err: *Error's own, cancelled or timeout
+// for context errors, execution_error otherwise.
+func ClassOf(err error) string {
+	var te *Error
+	switch {
+	case errors.As(err, &te):
+		return te.Class
+	case errors.Is(err, context.Canceled):
+		return ClassCancelled
+	case errors.Is(err, context.DeadlineExceeded):
+		return ClassTimeout
+	}
+	return ClassExecution
+}
+
+// Env is what a tool call may use.
+type Env struct {
+	// Root confines file access to the session's workspace.
+	Root *os.Root
+	// Workspace is the absolute workspace path (for subprocess cwd).
+	Workspace string
+	SessionID string
+	TurnID    string
+}
+
+// Result is a successful tool call's output, fed back to the model.
+type Result struct {
+	Content string // what the model reads
+	Summary string // one line for events and UIs
+}
+
+// Tool is one callable tool.
+type Tool interface {
+	Spec() model.ToolSpec
+	// Run executes the call. It must return promptly once ctx is done.
+	Run(ctx context.Context, env Env, input json.RawMessage) (Result, error)
+}
+
+// Registry holds tools by name.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]Tool
+}
+
+// NewRegistry returns a registry holding tools.
+func NewRegistry(tools ...Tool) *Registry {
+	r := &Registry{tools: map[string]Tool{}}
+	for _, t := range tools {
+		r.Register(t)
+	}
+	return r
+}
+
+// Register adds or replaces a tool.
+func (r *Registry) Register(t Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tools[t.Spec().Name] = t
+}
+
+// Get returns a tool by name.
+func (r *Registry) Get(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// Specs returns every tool's spec, sorted by name.
+func (r *Registry) Specs() []model.ToolSpec {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]model.ToolSpec, 0, len(r.tools))
+	for _, t := range r.tools {
+		out = append(out, t.Spec())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// decodeInput strictly decodes a tool input object into v.
+func decodeInput(input json.RawMessage, v any) error {
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(input, v); err != nil {
+		return Errorf(ClassInvalidInput, "input is not a valid object for this tool: %v", err)
+	}
+	return nil
+}
