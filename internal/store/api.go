@@ -81,19 +81,23 @@ type Op interface{ isOp() }
 
 // AppendEvent appends a sealed catalog event. The writer sets
 // Event.Seq to the assigned global sequence before reporting success.
+// An id already stored for the session fails with ErrDuplicate.
 type AppendEvent struct{ Event *event.Event }
 
-// CreateSession inserts a session row.
+// CreateSession inserts a session row; an existing id fails with
+// ErrDuplicate.
 type CreateSession struct{ Session Session }
 
-// UpdateSession changes the non-empty fields of a session row.
+// UpdateSession changes the non-empty fields of a session row; a
+// missing session fails with ErrNotFound.
 type UpdateSession struct {
 	ID                   string
 	ActiveModel          string // "" leaves it
 	RoutingPolicyVersion string // "" leaves it
 }
 
-// AddUsage adds to a session's running cost and turn count.
+// AddUsage adds to a session's running cost and turn count; a missing
+// session fails with ErrNotFound.
 type AddUsage struct {
 	SessionID string
 	CostUSD   float64

@@ -1,0 +1,112 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/internal/model"
+)
+
+func user(text string) message.Message {
+	return message.Message{Role: message.RoleUser, Content: []message.Block{message.Text(text)}}
+}
+
+func collect(t *testing.T, d Demo, req model.Request) ([]model.Delta, model.Result, *model.Accumulator) {
+	t.Helper()
+	var got []model.Delta
+	acc := &model.Accumulator{}
+	res, err := d.Stream(context.Background(), req, func(x model.Delta) error {
+		got = append(got, x)
+		return acc.Apply(x)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, res, acc
+}
+
+var tools = []model.ToolSpec{{Name: "list_dir"}}
+
+func TestDemoFirstCallThinksTalksAndCallsListDir(t *testing.T) {
+	req := model.Request{Messages: []message.Message{user("what is here?")}, Tools: tools}
+	deltas, res, acc := collect(t, Demo{}, req)
+	if res.StopReason != model.StopToolUse {
+		t.Fatalf("stop %q", res.StopReason)
+	}
+	content := acc.Content()
+	if len(content) != 3 || content[0].Type != message.BlockThinking || content[1].Type != message.BlockText || content[2].Type != message.BlockToolUse {
+		t.Fatalf("content %+v", content)
+	}
+	if content[0].Signature == "" {
+		t.Error("thinking block has no signature")
+	}
+	if content[2].Name != "list_dir" || string(content[2].Input) != `{"path": "."}` {
+		t.Errorf("tool use %+v", content[2])
+	}
+	inputFrags := 0
+	for _, d := range deltas {
+		if d.Kind == model.KindToolInput {
+			inputFrags++
+		}
+	}
+	if inputFrags < 2 {
+		t.Errorf("tool input came in %d fragments; want it split", inputFrags)
+	}
+	again, _, _ := collect(t, Demo{}, req)
+	if !reflect.DeepEqual(deltas, again) {
+		t.Error("demo is not deterministic")
+	}
+}
+
+func TestDemoSummarisesToolResult(t *testing.T) {
+	req := model.Request{Tools: tools, Messages: []message.Message{
+		user("what is here?"),
+		{Role: message.RoleAssistant, Content: []message.Block{{Type: message.BlockToolUse, ID: "tu_1", Name: "list_dir", Input: json.RawMessage(`{}`)}}},
+		{Role: message.RoleTool, Content: []message.Block{{Type: message.BlockToolResult, ToolUseID: "tu_1", Content: "a.go\nb/"}}},
+	}}
+	_, res, acc := collect(t, Demo{}, req)
+	if res.StopReason != model.StopEndTurn {
+		t.Fatalf("stop %q", res.StopReason)
+	}
+	text := acc.Content()[0].Text
+	if !strings.Contains(text, "2 lines") || !strings.Contains(text, "a.go, b/") {
+		t.Errorf("summary %q", text)
+	}
+}
+
+func TestDemoCommands(t *testing.T) {
+	_, res, acc := collect(t, Demo{}, model.Request{Messages: []message.Message{user("/echo hello  there")}})
+	if res.StopReason != model.StopEndTurn || acc.Content()[0].Text != "hello  there" {
+		t.Fatalf("echo: %+v", acc.Content())
+	}
+	_, _, acc = collect(t, Demo{}, model.Request{Messages: []message.Message{user("/long 3")}})
+	if !strings.HasSuffix(acc.Content()[0].Text, "Sentence 3 of 3. ") {
+		t.Fatalf("long: %q", acc.Content()[0].Text)
+	}
+	_, res, acc = collect(t, Demo{}, model.Request{Messages: []message.Message{user(`/tool read_file {"path":"é.txt"}`)}})
+	uses := acc.ToolUses()
+	if res.StopReason != model.StopToolUse || len(uses) != 1 || string(uses[0].Input) != `{"path":"é.txt"}` {
+		t.Fatalf("tool: %+v", uses)
+	}
+}
+
+func TestDemoCancelStopsPromptly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	_, err := Demo{Delay: time.Millisecond}.Stream(ctx, model.Request{Messages: []message.Message{user("/long 1000")}}, func(model.Delta) error {
+		n++
+		if n == 5 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || n != 5 {
+		t.Fatalf("err %v after %d deltas", err, n)
+	}
+}

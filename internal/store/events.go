@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/metis-agent/metis/internal/event"
+)
+
+const sqlInsertEvent = `INSERT INTO events (id, session_id, type, turn_id, ts, actor, body)
+VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+// appendEvent stores the event's envelope bytes as they are (JSON
+// returns the sealed bytes without encoding) and records the assigned
+// seq for publication after commit.
+func (t *txn) appendEvent(ev *event.Event) error {
+	if ev == nil {
+		return errors.New("store: append event: nil event")
+	}
+	if ev.ID == "" || ev.SessionID == "" {
+		return fmt.Errorf("store: append event %q: missing id or session id", ev.String())
+	}
+	res, err := t.exec(stInsertEvent,
+		ev.ID, ev.SessionID, string(ev.Type), nullString(ev.TurnID), nanos(ev.TS), ev.Actor, ev.JSON())
+	if err != nil {
+		if isUnique(err) {
+			err = fmt.Errorf("%w: %w", ErrDuplicate, err)
+		}
+		return fmt.Errorf("store: append event %s: %w", ev.ID, err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("store: append event %s: seq: %w", ev.ID, err)
+	}
+	t.seqs = append(t.seqs, seqAssign{ev: ev, seq: seq})
+	return nil
+}
+
+// eventWhere builds the WHERE clause and arguments of q.
+func eventWhere(q *EventQuery) (string, []any, error) {
+	if len(q.SessionIDs) == 0 {
+		return "", nil, errors.New("no session id")
+	}
+	var b strings.Builder
+	args := make([]any, 0, len(q.SessionIDs)+len(q.Types)+2)
+	if len(q.SessionIDs) == 1 {
+		b.WriteString("session_id = ?")
+	} else {
+		b.WriteString("session_id IN (?" + strings.Repeat(", ?", len(q.SessionIDs)-1) + ")")
+	}
+	for _, id := range q.SessionIDs {
+		args = append(args, id)
+	}
+	if q.AfterID != "" {
+		b.WriteString(" AND id > ?")
+		args = append(args, q.AfterID)
+	}
+	if len(q.Types) == 1 {
+		b.WriteString(" AND type = ?")
+	} else if len(q.Types) > 1 {
+		b.WriteString(" AND type IN (?" + strings.Repeat(", ?", len(q.Types)-1) + ")")
+	}
+	for _, t := range q.Types {
+		args = append(args, string(t))
+	}
+	return b.String(), args, nil
+}
+
+// Events returns the stored events matching q, ascending by id (across
+// sessions too: ids are ULIDs, so that is time order), at most q.Limit
+// of them when it is positive. Each event is sealed with its stored
+// bytes and has Seq set.
+func (s *Store) Events(ctx context.Context, q EventQuery) ([]*event.Event, error) {
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	where, args, err := eventWhere(&q)
+	if err != nil {
+		return nil, fmt.Errorf("store: events: %w", err)
+	}
+	query := "SELECT seq, body FROM events WHERE " + where + " ORDER BY id"
+	if q.Limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, q.Limit)
+	}
+	evs, err := s.queryEvents(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: events of %v: %w", q.SessionIDs, err)
+	}
+	return evs, nil
+}
+
+// CountEvents counts the stored events matching q, ignoring q.Limit,
+// without decoding any. Without a type filter it reads only the
+// (session, id) index, so it is cheap enough to decide whether a replay
+// is too large; with one it also reads the type of each event in the id
+// range, about ten times slower. (An index covering the type would
+// halve append throughput.) The count without types bounds the count
+// with them, so a caller enforcing a cap can try it first.
+func (s *Store) CountEvents(ctx context.Context, q EventQuery) (int, error) {
+	if err := s.readable(); err != nil {
+		return 0, err
+	}
+	where, args, err := eventWhere(&q)
+	if err != nil {
+		return 0, fmt.Errorf("store: count events: %w", err)
+	}
+	var n int
+	if err := s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM events WHERE "+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: count events of %v: %w", q.SessionIDs, err)
+	}
+	return n, nil
+}
+
+// EventsAfterSeq returns the events whose Seq is greater than afterSeq,
+// in global append order, at most limit of them when it is positive.
+// Subscribers use it to catch up from the last Seq they saw.
+func (s *Store) EventsAfterSeq(ctx context.Context, afterSeq int64, limit int) ([]*event.Event, error) {
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	query := "SELECT seq, body FROM events WHERE seq > ? ORDER BY seq"
+	args := []any{afterSeq}
+	if limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, limit)
+	}
+	evs, err := s.queryEvents(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: events after seq %d: %w", afterSeq, err)
+	}
+	return evs, nil
+}
+
+// queryEvents runs a query selecting (seq, body) and decodes the rows.
+func (s *Store) queryEvents(ctx context.Context, query string, args ...any) ([]*event.Event, error) {
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var evs []*event.Event
+	for rows.Next() {
+		var (
+			seq  int64
+			body []byte // a fresh copy per row: the event keeps it
+		)
+		if err := rows.Scan(&seq, &body); err != nil {
+			return nil, err
+		}
+		ev, err := event.Decode(body)
+		if err != nil {
+			return nil, fmt.Errorf("seq %d: %w", seq, err)
+		}
+		ev.Seq = seq
+		evs = append(evs, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// LastEventID returns the greatest event id stored for the session, ""
+// if it has none (or all were pruned).
+func (s *Store) LastEventID(ctx context.Context, sessionID string) (string, error) {
+	return s.edgeEventID(ctx, sessionID, "DESC")
+}
+
+// OldestEventID returns the smallest event id stored for the session, ""
+// if it has none. Events before it were pruned or never existed.
+func (s *Store) OldestEventID(ctx context.Context, sessionID string) (string, error) {
+	return s.edgeEventID(ctx, sessionID, "ASC")
+}
+
+func (s *Store) edgeEventID(ctx context.Context, sessionID, dir string) (string, error) {
+	if err := s.readable(); err != nil {
+		return "", err
+	}
+	var id string
+	err := s.rdb.QueryRowContext(ctx,
+		"SELECT id FROM events WHERE session_id = ? ORDER BY id "+dir+" LIMIT 1", sessionID).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("store: event ids of %s: %w", sessionID, err)
+	}
+	return id, nil
+}

@@ -1,0 +1,219 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// ErrClosed is returned by every method of a closed Store, and passed to
+// the done callback of a submission made after Close.
+var ErrClosed = errors.New("store: closed")
+
+// Defaults of Options.
+const (
+	DefaultMaxBatch = 4096 // ops per write transaction
+	DefaultQueueLen = 8192 // queued submissions
+	busyTimeoutMS   = 10000
+	readConns       = 4
+)
+
+// Options configure Open.
+type Options struct {
+	// Path is the database file. Its directory is created if missing.
+	// Required; in-memory databases are not supported because the
+	// writer and the readers use separate connections.
+	Path string
+	// Logger receives writer diagnostics; nil uses slog.Default().
+	Logger *slog.Logger
+	// MaxBatch bounds the ops grouped into one write transaction
+	// (default DefaultMaxBatch). A single submission larger than
+	// MaxBatch still gets a transaction of its own.
+	MaxBatch int
+	// QueueLen bounds the submissions waiting for the writer (default
+	// DefaultQueueLen); Submit blocks while the queue is full.
+	QueueLen int
+}
+
+// Store is the trace store. It is safe for concurrent use. Open it with
+// Open and Close it when done.
+type Store struct {
+	log        *slog.Logger
+	maxBatch   int
+	pruneChunk int
+
+	wdb   *sql.DB // the one write connection, owned by the writer goroutine
+	rdb   *sql.DB // read-only pool
+	stmts writerStmts
+
+	// mu guards sends on queue against Close closing it: Submit holds it
+	// shared while sending, Close exclusively while closing.
+	mu      sync.RWMutex
+	queue   chan submission
+	closed  atomic.Bool
+	stopped chan struct{} // closed when the writer goroutine returns
+
+	seqBuf []seqAssign // scratch of the writer goroutine
+
+	stats stats
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the database at opts.Path, brings its
+// schema up to date and starts the writer goroutine. ctx bounds the
+// opening only.
+//
+// The database runs in WAL mode with synchronous=NORMAL: a committed
+// transaction survives a crash of the process, though not necessarily a
+// power loss of the machine.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Path == "" {
+		return nil, errors.New("store: open: empty path")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	if opts.QueueLen <= 0 {
+		opts.QueueLen = DefaultQueueLen
+	}
+	path, err := filepath.Abs(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", opts.Path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+
+	wdb, err := openDB(ctx, path, writerParams, 1)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: writer: %w", path, err)
+	}
+	if err := migrate(ctx, wdb); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	stmts, err := prepareWriter(ctx, wdb)
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	rdb, err := openDB(ctx, path, readerParams, readConns)
+	if err != nil {
+		stmts.close()
+		wdb.Close()
+		return nil, fmt.Errorf("store: open %s: readers: %w", path, err)
+	}
+
+	s := &Store{
+		log:        opts.Logger,
+		maxBatch:   opts.MaxBatch,
+		pruneChunk: defaultPruneChunk,
+		wdb:        wdb,
+		rdb:        rdb,
+		stmts:      stmts,
+		queue:      make(chan submission, opts.QueueLen),
+		stopped:    make(chan struct{}),
+	}
+	go s.run()
+	return s, nil
+}
+
+// Connection parameters (modernc.org/sqlite DSN keys). The writer takes
+// its write lock at BEGIN (immediate) so a transaction never has to
+// upgrade; readers are query_only.
+var (
+	writerParams = []string{
+		fmt.Sprintf("_pragma=busy_timeout(%d)", busyTimeoutMS),
+		"_pragma=journal_mode(WAL)",
+		"_pragma=synchronous(NORMAL)",
+		"_pragma=foreign_keys(OFF)",
+		"_pragma=temp_store(MEMORY)",
+		"_pragma=cache_size(-16000)",
+		"_pragma=journal_size_limit(67108864)",
+		"_pragma=wal_autocheckpoint(4000)",
+		"_txlock=immediate",
+	}
+	readerParams = []string{
+		fmt.Sprintf("_pragma=busy_timeout(%d)", busyTimeoutMS),
+		"_pragma=cache_size(-8000)",
+		"_pragma=temp_store(MEMORY)",
+		"_query_only=1",
+	}
+)
+
+// openDB opens a pool of at most conns connections to path and checks
+// that one can be established.
+func openDB(ctx context.Context, path string, params []string, conns int) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn(path, params))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// dsn builds a SQLite URI for path: "%", "?" and "#" in the path are
+// percent-encoded so they cannot be taken for URI syntax.
+func dsn(path string, params []string) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(path))
+	return "file:" + esc + "?" + strings.Join(params, "&")
+}
+
+// Close stops accepting submissions, waits for the writer to commit
+// everything already submitted (calling their done callbacks), then
+// checkpoints the WAL and closes the database. Calling it again returns
+// the first call's result. It must not be called from a done callback.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed.Store(true)
+		close(s.queue)
+		s.mu.Unlock()
+		<-s.stopped
+
+		var errs []error
+		// Fold the WAL into the database so the file is self-contained;
+		// failure only leaves a WAL for the next Open to recover.
+		if _, err := s.wdb.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			s.log.Warn("store: checkpoint on close failed", "err", err)
+		}
+		s.stmts.close()
+		if err := s.rdb.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("store: close readers: %w", err))
+		}
+		if err := s.wdb.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("store: close writer: %w", err))
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// readable reports ErrClosed once Close has begun.
+func (s *Store) readable() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}

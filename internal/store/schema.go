@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// schemaVersion is the PRAGMA user_version this code writes and reads.
+const schemaVersion = 1
+
+// schemaV1 creates every table and index. Times are unix nanoseconds
+// (0 for the zero time); JSON values are TEXT.
+const schemaV1 = `
+CREATE TABLE IF NOT EXISTS events (
+	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+	id         TEXT    NOT NULL,
+	session_id TEXT    NOT NULL,
+	type       TEXT    NOT NULL,
+	turn_id    TEXT,
+	ts         INTEGER NOT NULL,
+	actor      TEXT    NOT NULL,
+	body       BLOB    NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_session_id ON events(session_id, id);
+CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
+
+CREATE TABLE IF NOT EXISTS sessions (
+	id                     TEXT    PRIMARY KEY,
+	parent_session_id      TEXT    NOT NULL DEFAULT '',
+	workspace_path         TEXT    NOT NULL DEFAULT '',
+	active_model           TEXT    NOT NULL DEFAULT '',
+	routing_policy_version TEXT    NOT NULL DEFAULT '',
+	cost_usd               REAL    NOT NULL DEFAULT 0,
+	turn_count             INTEGER NOT NULL DEFAULT 0,
+	created_at             INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_created ON sessions(created_at);
+CREATE INDEX IF NOT EXISTS sessions_parent ON sessions(parent_session_id, created_at)
+	WHERE parent_session_id <> '';
+
+CREATE TABLE IF NOT EXISTS turns (
+	id         TEXT    PRIMARY KEY,
+	session_id TEXT    NOT NULL,
+	status     TEXT    NOT NULL,
+	reason     TEXT    NOT NULL DEFAULT '',
+	started_at INTEGER NOT NULL,
+	ended_at   INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS turns_in_flight ON turns(started_at) WHERE status = 'in_flight';
+
+CREATE TABLE IF NOT EXISTS messages (
+	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+	id         TEXT    NOT NULL UNIQUE,
+	session_id TEXT    NOT NULL,
+	turn_id    TEXT    NOT NULL DEFAULT '',
+	role       TEXT    NOT NULL,
+	content    TEXT    NOT NULL,
+	status     TEXT    NOT NULL DEFAULT '',
+	model      TEXT    NOT NULL DEFAULT '',
+	usage      TEXT,
+	created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_session ON messages(session_id, seq);
+
+CREATE TABLE IF NOT EXISTS tool_calls (
+	id            TEXT    PRIMARY KEY,
+	session_id    TEXT    NOT NULL,
+	turn_id       TEXT    NOT NULL DEFAULT '',
+	message_id    TEXT    NOT NULL DEFAULT '',
+	name          TEXT    NOT NULL,
+	input         TEXT,
+	status        TEXT    NOT NULL,
+	result        TEXT    NOT NULL DEFAULT '',
+	is_error      INTEGER NOT NULL DEFAULT 0,
+	error_class   TEXT    NOT NULL DEFAULT '',
+	error_message TEXT    NOT NULL DEFAULT '',
+	created_at    INTEGER NOT NULL,
+	updated_at    INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tool_calls_turn ON tool_calls(turn_id, created_at);
+
+CREATE TABLE IF NOT EXISTS cursors (
+	name TEXT    PRIMARY KEY,
+	seq  INTEGER NOT NULL
+) WITHOUT ROWID;
+`
+
+// migrate brings the schema to schemaVersion. It is idempotent and
+// refuses a database written by a newer version.
+func migrate(ctx context.Context, db *sql.DB) error {
+	var v int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("schema: read version: %w", err)
+	}
+	switch {
+	case v == schemaVersion:
+		return nil
+	case v > schemaVersion:
+		return fmt.Errorf("schema: database version %d is newer than supported version %d", v, schemaVersion)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("schema: begin: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, schemaV1); err != nil {
+		return fmt.Errorf("schema: create v1: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return fmt.Errorf("schema: set version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("schema: commit: %w", err)
+	}
+	return nil
+}
+
+// nanos encodes t as unix nanoseconds, the zero time as 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos decodes nanos: 0 is the zero time, anything else a UTC time.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// nullString maps "" to SQL NULL.
+func nullString(s string) sql.NullString {
+	return sql.NullString{String: s, Valid: s != ""}
+}

@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+const (
+	sqlInsertSession = `INSERT INTO sessions
+(id, parent_session_id, workspace_path, active_model, routing_policy_version, cost_usd, turn_count, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+	sqlUpdateSession = `UPDATE sessions SET
+active_model = CASE WHEN ?1 <> '' THEN ?1 ELSE active_model END,
+routing_policy_version = CASE WHEN ?2 <> '' THEN ?2 ELSE routing_policy_version END
+WHERE id = ?3`
+
+	sqlAddUsage = `UPDATE sessions SET cost_usd = cost_usd + ?, turn_count = turn_count + ? WHERE id = ?`
+
+	sessionCols = `id, parent_session_id, workspace_path, active_model, routing_policy_version,
+cost_usd, turn_count, created_at`
+)
+
+func (t *txn) createSession(ss *Session) error {
+	if ss.ID == "" {
+		return errors.New("store: create session: empty id")
+	}
+	_, err := t.exec(stInsertSession, ss.ID, ss.ParentSessionID, ss.WorkspacePath, ss.ActiveModel,
+		ss.RoutingPolicyVersion, ss.CostUSD, ss.TurnCount, nanos(ss.CreatedAt))
+	if err != nil {
+		if isUnique(err) {
+			err = fmt.Errorf("%w: %w", ErrDuplicate, err)
+		}
+		return fmt.Errorf("store: create session %s: %w", ss.ID, err)
+	}
+	return nil
+}
+
+func (t *txn) updateSession(u *UpdateSession) error {
+	res, err := t.exec(stUpdateSession, u.ActiveModel, u.RoutingPolicyVersion, u.ID)
+	if err != nil {
+		return fmt.Errorf("store: update session %s: %w", u.ID, err)
+	}
+	return mustAffect(res, "update session", u.ID)
+}
+
+func (t *txn) addUsage(u *AddUsage) error {
+	res, err := t.exec(stAddUsage, u.CostUSD, u.Turns, u.SessionID)
+	if err != nil {
+		return fmt.Errorf("store: add usage to session %s: %w", u.SessionID, err)
+	}
+	return mustAffect(res, "add usage to session", u.SessionID)
+}
+
+// Session returns the session row id, or an error wrapping ErrNotFound.
+func (s *Store) Session(ctx context.Context, id string) (Session, error) {
+	if err := s.readable(); err != nil {
+		return Session{}, err
+	}
+	ss, err := scanSession(s.rdb.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("store: session %s: %w", id, err)
+	}
+	return ss, nil
+}
+
+// Sessions returns every session, workers included, in creation order.
+func (s *Store) Sessions(ctx context.Context) ([]Session, error) {
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	ss, err := s.querySessions(ctx, "SELECT "+sessionCols+" FROM sessions ORDER BY created_at, rowid")
+	if err != nil {
+		return nil, fmt.Errorf("store: sessions: %w", err)
+	}
+	return ss, nil
+}
+
+// Children returns the worker sessions whose parent is parentID, in
+// creation order (none for an unknown parent).
+func (s *Store) Children(ctx context.Context, parentID string) ([]Session, error) {
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	if parentID == "" {
+		return nil, nil
+	}
+	ss, err := s.querySessions(ctx, "SELECT "+sessionCols+
+		" FROM sessions WHERE parent_session_id = ? AND parent_session_id <> '' ORDER BY created_at, rowid", parentID)
+	if err != nil {
+		return nil, fmt.Errorf("store: children of session %s: %w", parentID, err)
+	}
+	return ss, nil
+}
+
+func (s *Store) querySessions(ctx context.Context, query string, args ...any) ([]Session, error) {
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		ss, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss)
+	}
+	return out, rows.Err()
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+func scanSession(r scanner) (Session, error) {
+	var (
+		ss      Session
+		created int64
+	)
+	err := r.Scan(&ss.ID, &ss.ParentSessionID, &ss.WorkspacePath, &ss.ActiveModel,
+		&ss.RoutingPolicyVersion, &ss.CostUSD, &ss.TurnCount, &created)
+	ss.CreatedAt = fromNanos(created)
+	return ss, err
+}
