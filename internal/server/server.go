@@ -43,6 +43,7 @@ type Server struct {
 	Bus      *bus.Bus
 	Sessions *session.Manager
 	Models   *model.Registry
+	Tools    *tool.Registry
 	Tokens   *attach.Registry
 	API      *api.API
 
@@ -88,9 +89,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, err
 	}
 	router := routing.NewStatic()
+	s.Tools = tool.NewRegistry(tool.Builtins()...)
 	var mgr *session.Manager
 	loop := agent.New(agent.Config{
-		Models: s.Models, Tools: tool.NewRegistry(tool.Builtins()...), Prices: prices, Logger: log,
+		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log,
 		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 			return mgr.Conversation(ctx, id)
 		}),
