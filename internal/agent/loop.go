@@ -226,7 +226,6 @@ func describe(req model.Request) callRequest {
 	return callRequest{Messages: len(req.Messages), Tools: names}
 }
 
-
 // HistoryFunc adapts a function to History.
 type HistoryFunc func(ctx context.Context, sessionID string) ([]message.Message, error)
 

@@ -465,4 +465,3 @@ func (r *recordingAdapter) Stream(ctx context.Context, req model.Request, emit f
 	*r.seen = req.Messages
 	return r.inner.Stream(ctx, req, emit)
 }
-

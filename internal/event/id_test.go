@@ -18,7 +18,11 @@ func TestSequencerMonotonicUnderClockSteps(t *testing.T) {
 		steps := rapid.SliceOfN(rapid.IntRange(-5000, 5000), 1, 300).Draw(t, "steps")
 		now := base
 		i := 0
-		s, err := NewSequencer("", func() time.Time { now = now.Add(time.Duration(steps[i%len(steps)]) * time.Millisecond); i++; return now })
+		s, err := NewSequencer("", func() time.Time {
+			now = now.Add(time.Duration(steps[i%len(steps)]) * time.Millisecond)
+			i++
+			return now
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
