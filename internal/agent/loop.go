@@ -69,6 +69,10 @@ type Turn struct {
 	Router       routing.Router
 	UserText     string
 	Worker       bool
+	// History, if not nil, is the session's conversation including this
+	// turn's user message; otherwise the loop loads it from
+	// Config.History.
+	History []message.Message
 }
 
 // Outcome is how a turn ended.
@@ -77,6 +81,9 @@ type Outcome struct {
 	Reason    string // cancellation reason or failure class
 	FinalText string // text of the last assistant message
 	Usage     message.Usage
+	// Conversation is the history after a completed turn (as the next
+	// turn's History); nil unless Status is completed.
+	Conversation []message.Message
 }
 
 // Run runs the turn to its end. Cancelling ctx (with a *CancelCause)
@@ -130,7 +137,10 @@ func (r *run) do() Outcome {
 		r.emit(event.LLMCallFailed, event.ActorAgent, llmCallFailed{Model: dec.Model, ErrorClass: class, Message: msg})
 		return r.fail(class)
 	}
-	conv, err := r.cfg.History.Conversation(r.ctx, r.t.SessionID)
+	conv, err := r.t.History, error(nil)
+	if conv == nil {
+		conv, err = r.cfg.History.Conversation(r.ctx, r.t.SessionID)
+	}
 	if err != nil {
 		if r.ctx.Err() != nil {
 			return r.cancelled("between_calls", "", nil)
@@ -185,7 +195,7 @@ func (r *run) turnRow(status store.TurnStatus, reason string) store.Op {
 func (r *run) complete(stop string) Outcome {
 	r.emit(event.TurnCompleted, event.ActorAgent, turnCompleted{Outcome: "completed", StopReason: stop,
 		Usage: r.usage, Calls: r.calls, DurationMS: r.since()}, r.turnRow(store.TurnCompleted, ""))
-	return Outcome{Status: store.TurnCompleted, Usage: r.usage, FinalText: r.final}
+	return Outcome{Status: store.TurnCompleted, Usage: r.usage, FinalText: r.final, Conversation: r.conv}
 }
 
 func (r *run) fail(class string) Outcome {

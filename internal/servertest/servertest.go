@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -61,7 +62,8 @@ func Start(t testing.TB, home string, opts ...Option) *Harness {
 			t.Fatal(err)
 		}
 	}
-	srv, err := server.New(context.Background(), cfg, nil)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := server.New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

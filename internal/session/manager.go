@@ -38,7 +38,8 @@ type Manager struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	turns   map[string]*activeTurn // by session id: the turn in flight
+	turns   map[string]*activeTurn       // by session id: the turn in flight
+	history map[string][]message.Message // conversations after a completed turn
 	closing bool
 	wg      sync.WaitGroup
 }
@@ -47,6 +48,8 @@ type activeTurn struct {
 	id         string
 	cancel     context.CancelCauseFunc
 	cancelling bool
+	pending    string           // reason of a cancel that came before cancel was set
+	ended      store.TurnStatus // how the loop ended; "" while it runs
 	done       chan struct{}
 }
 
@@ -56,7 +59,7 @@ func New(cfg Config) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{cfg: cfg, log: log, turns: map[string]*activeTurn{}}
+	return &Manager{cfg: cfg, log: log, turns: map[string]*activeTurn{}, history: map[string][]message.Message{}}
 }
 
 // CreateRequest is the body of POST /sessions.
@@ -172,4 +175,43 @@ func (m *Manager) Conversation(ctx context.Context, sessionID string) ([]message
 		out = append(out, pages[i]...)
 	}
 	return out, nil
+}
+
+// Conversation caching: after a turn completes, the loop hands back the
+// conversation it ended with, so the next turn does not re-read and
+// re-decode the whole history from the store. Only completed turns are
+// cached (a cancelled or failed turn's partial messages are reloaded from
+// the store, repaired), and the cache is bounded.
+const (
+	maxCachedSessions = 64
+	maxCachedMessages = 2000
+)
+
+// cachedHistory returns a copy of the cached conversation plus user, or
+// nil if none is cached.
+func (m *Manager) cachedHistory(sessionID string, user message.Message) []message.Message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, ok := m.history[sessionID]
+	if !ok {
+		return nil
+	}
+	out := make([]message.Message, 0, len(h)+1)
+	return append(append(out, h...), user)
+}
+
+func (m *Manager) rememberHistory(sessionID string, conv []message.Message) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if conv == nil || len(conv) > maxCachedMessages {
+		delete(m.history, sessionID)
+		return
+	}
+	if _, ok := m.history[sessionID]; !ok && len(m.history) >= maxCachedSessions {
+		for k := range m.history { // evict any one
+			delete(m.history, k)
+			break
+		}
+	}
+	m.history[sessionID] = conv
 }

@@ -86,10 +86,13 @@ func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string
 	turnCtx, cancel := context.WithCancelCause(context.Background())
 	m.mu.Lock()
 	t.cancel = cancel
-	shutdown := m.closing
+	pending := t.pending // a client that saw turn.started live may have cancelled already
+	if pending == "" && m.closing {
+		t.cancelling, pending = true, agent.ReasonServerShutdown
+	}
 	m.mu.Unlock()
-	if shutdown {
-		m.cancelTurn(sessionID, t.id, agent.ReasonServerShutdown)
+	if pending != "" {
+		cancel(&agent.CancelCause{Reason: pending})
 	}
 	var timeout *time.Timer
 	if m.cfg.TurnTimeout > 0 {
@@ -106,7 +109,23 @@ func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string
 		}
 		out := m.cfg.Loop.Run(turnCtx, agent.Turn{ID: t.id, SessionID: sessionID, SessionModel: s.ActiveModel,
 			Workspace: s.WorkspacePath, Root: root, Emitter: em, Router: m.cfg.Router, UserText: content,
-			Worker: s.ParentSessionID != ""})
+			Worker: s.ParentSessionID != "", History: m.cachedHistory(sessionID, user)})
+		m.rememberHistory(sessionID, out.Conversation)
+		// Run emits the terminal event without waiting for its commit, so
+		// the stored turn row may still say in_flight: answer cancels from
+		// the outcome, and release the turn only once the row is committed.
+		ended := out.Status
+		if ended == "" {
+			ended = store.TurnFailed
+		}
+		m.mu.Lock()
+		t.ended = ended
+		m.mu.Unlock()
+		bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := em.Barrier(bctx); err != nil {
+			m.log.Warn("turn end not committed", "session", sessionID, "turn", t.id, "err", err)
+		}
+		bcancel()
 		m.log.Info("turn ended", "session", sessionID, "turn", t.id, "status", out.Status, "reason", out.Reason)
 	}()
 	return t.id, nil
@@ -162,18 +181,29 @@ func (m *Manager) Cancel(ctx context.Context, sessionID, turnID, reason string) 
 func (m *Manager) cancelTurn(sessionID, turnID, reason string) (CancelResult, bool) {
 	m.mu.Lock()
 	t := m.turns[sessionID]
-	if t == nil || t.id != turnID || t.cancel == nil {
+	if t == nil || t.id != turnID {
 		m.mu.Unlock()
 		return "", false
 	}
-	if t.cancelling {
+	switch {
+	case t.ended == store.TurnCancelled || t.ended == "" && t.cancelling:
 		m.mu.Unlock()
 		m.cfg.Bus.Warn(sessionID, "session-manager", "redundant_cancel", map[string]any{"turn_id": turnID})
 		return AlreadyCancelling, true
+	case t.ended != "":
+		m.mu.Unlock()
+		return AlreadyEnded, true
+	case t.cancel == nil:
+		// turn.started is out but the turn's context is not set up yet:
+		// Submit cancels it with this reason as soon as it is.
+		t.cancelling, t.pending = true, reason
+		m.mu.Unlock()
+		return Cancelling, true
 	}
 	t.cancelling = true
+	cancel := t.cancel
 	m.mu.Unlock()
-	t.cancel(&agent.CancelCause{Reason: reason})
+	cancel(&agent.CancelCause{Reason: reason})
 	return Cancelling, true
 }
 

@@ -209,14 +209,15 @@ func toolNames(specs []model.ToolSpec) map[string]bool {
 	return m
 }
 
+// inputTokens estimates the prompt size at four bytes a token.
 func inputTokens(req model.Request) int {
-	n := len(strings.Fields(req.System))
+	n := len(req.System)
 	for _, m := range req.Messages {
 		for _, b := range m.Content {
-			n += len(strings.Fields(b.Text)) + len(strings.Fields(b.Thinking)) + len(strings.Fields(b.Content)) + len(b.Input)/4
+			n += len(b.Text) + len(b.Thinking) + len(b.Content) + len(b.Input)
 		}
 	}
-	return n
+	return n/4 + 1
 }
 
 // chunk splits text into word-sized deltas that keep their spacing, so
