@@ -57,9 +57,14 @@ func (r *Registry) Issue(sessionID string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sweepLocked()
-	for len(r.order) >= maxOutstanding {
+	// The cap counts outstanding tokens, not order entries: order still
+	// lists redeemed tokens behind an older unredeemed one.
+	for len(r.tokens) >= maxOutstanding && len(r.order) > 0 {
 		delete(r.tokens, r.order[0])
 		r.order = r.order[1:]
+	}
+	if len(r.order) >= 2*maxOutstanding {
+		r.compactLocked()
 	}
 	r.tokens[tok] = entry{sessionID: sessionID, expires: r.now().Add(r.ttl)}
 	r.order = append(r.order, tok)
@@ -96,4 +101,15 @@ func (r *Registry) sweepLocked() {
 		n++
 	}
 	r.order = r.order[n:]
+}
+
+// compactLocked drops redeemed tokens from order, keeping issue order.
+func (r *Registry) compactLocked() {
+	live := make([]string, 0, len(r.tokens)+1)
+	for _, t := range r.order {
+		if _, ok := r.tokens[t]; ok {
+			live = append(live, t)
+		}
+	}
+	r.order = live
 }

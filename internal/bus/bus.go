@@ -48,7 +48,7 @@ type Bus struct {
 	store  Store
 	log    *slog.Logger
 	qlen   int
-	live   atomic.Pointer[liveHolder]
+	live   atomic.Pointer[[]LiveSink] // copy on write
 	closed atomic.Bool
 
 	mu       sync.Mutex
@@ -60,7 +60,6 @@ type Bus struct {
 	stop     chan struct{}
 }
 
-type liveHolder struct{ sink LiveSink }
 
 // New returns a bus writing through st.
 func New(st Store, opts Options) *Bus {
@@ -79,16 +78,25 @@ func New(st Store, opts Options) *Bus {
 		b.qlen = 4096
 	}
 	if opts.Live != nil {
-		b.SetLive(opts.Live)
+		b.AddLive(opts.Live)
 	}
 	b.wg.Add(1)
 	go b.warnLoop()
 	return b
 }
 
-// SetLive installs the live sink. Events delivered before it is set are
-// not sent live (they remain in the store).
-func (b *Bus) SetLive(s LiveSink) { b.live.Store(&liveHolder{s}) }
+// AddLive adds a live sink (the streaming server; tests add recorders).
+// Events delivered before it is added are not sent to it.
+func (b *Bus) AddLive(s LiveSink) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var sinks []LiveSink
+	if p := b.live.Load(); p != nil {
+		sinks = append(sinks, *p...)
+	}
+	sinks = append(sinks, s)
+	b.live.Store(&sinks)
+}
 
 // Emitter returns the emitter of a session, creating it on first use
 // with a sequencer seeded from the session's newest stored event id.
@@ -124,8 +132,10 @@ func (b *Bus) isClosed() bool { return b.closed.Load() }
 // deliver hands a committed (or streaming) event to its consumers. It
 // runs under the session's outbox lock and never blocks.
 func (b *Bus) deliver(ev *event.Event) {
-	if h := b.live.Load(); h != nil {
-		h.sink.Publish(ev)
+	if p := b.live.Load(); p != nil {
+		for _, s := range *p {
+			s.Publish(ev)
+		}
 	}
 	if ev.Seq == 0 { // streaming family: live only
 		return

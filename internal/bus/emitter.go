@@ -135,7 +135,12 @@ func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
 	e.outbox = append(e.outbox, p)
 	e.outMu.Unlock()
 	ops := make([]store.Op, 0, len(s.Ops)+1)
-	ops = append(ops, s.Ops...)
+	for _, op := range s.Ops {
+		if st, ok := op.(store.EventStamper); ok {
+			op = st.StampEvent(ev.ID)
+		}
+		ops = append(ops, op)
+	}
 	ops = append(ops, store.AppendEvent{Event: ev})
 	e.bus.store.Submit(ops, func(err error) { e.committed(p, err) })
 	return ev, p, nil

@@ -68,7 +68,7 @@ func Start(t testing.TB, home string, opts ...Option) *Harness {
 		t.Fatal(err)
 	}
 	rec := NewRecorder()
-	srv.Bus.SetLive(rec)
+	srv.Bus.AddLive(rec)
 	url, err := srv.Listen()
 	if err != nil {
 		t.Fatal(err)

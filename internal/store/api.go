@@ -106,7 +106,22 @@ type AddUsage struct {
 
 // PutMessage inserts or replaces a message by id, keeping the position
 // of its first insertion.
-type PutMessage struct{ Message message.Message }
+type PutMessage struct {
+	Message message.Message
+	// EventID is the event committed with the row; the bus fills it in
+	// (see EventStamper). Snapshots use it to stay consistent.
+	EventID string
+}
+
+// EventStamper is an op that records the id of the event it is
+// committed with. The bus stamps such ops before submitting them.
+type EventStamper interface {
+	Op
+	StampEvent(eventID string) Op
+}
+
+// StampEvent implements EventStamper.
+func (p PutMessage) StampEvent(eventID string) Op { p.EventID = eventID; return p }
 
 // PutTurn inserts or replaces a turn row by id.
 type PutTurn struct{ Turn Turn }

@@ -14,8 +14,8 @@ import (
 const (
 	// sqlPutMessage upserts by id without touching seq, so a replaced
 	// message keeps the position of its first insertion.
-	sqlPutMessage = `INSERT INTO messages (id, session_id, turn_id, role, content, status, model, usage, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	sqlPutMessage = `INSERT INTO messages (id, session_id, turn_id, role, content, status, model, usage, created_at, event_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
 	session_id = excluded.session_id,
 	turn_id    = excluded.turn_id,
@@ -24,12 +24,14 @@ ON CONFLICT (id) DO UPDATE SET
 	status     = excluded.status,
 	model      = excluded.model,
 	usage      = excluded.usage,
-	created_at = excluded.created_at`
+	created_at = excluded.created_at,
+	event_id   = excluded.event_id`
 
 	messageCols = `seq, id, session_id, turn_id, role, content, status, model, usage, created_at`
 )
 
-func (t *txn) putMessage(m *message.Message) error {
+func (t *txn) putMessage(op *PutMessage) error {
+	m := &op.Message
 	if m.ID == "" || m.SessionID == "" {
 		return fmt.Errorf("store: put message %q: missing id or session id", m.ID)
 	}
@@ -46,7 +48,7 @@ func (t *txn) putMessage(m *message.Message) error {
 		usage = sql.NullString{String: string(b), Valid: true}
 	}
 	_, err = t.exec(stPutMessage, m.ID, m.SessionID, m.TurnID, string(m.Role), string(content),
-		string(m.Status), m.Model, usage, nanos(m.CreatedAt))
+		string(m.Status), m.Model, usage, nanos(m.CreatedAt), op.EventID)
 	if err != nil {
 		return fmt.Errorf("store: put message %s: %w", m.ID, err)
 	}
@@ -87,6 +89,32 @@ func (s *Store) Messages(ctx context.Context, sessionID, beforeID string, limit 
 	msgs, err = s.queryMessages(ctx, query, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: messages of %s: %w", sessionID, err)
+	}
+	if limit > 0 && len(msgs) > limit {
+		msgs, hasMore = msgs[:limit], true
+	}
+	slices.Reverse(msgs)
+	return msgs, hasMore, nil
+}
+
+// MessagesAsOf returns the limit newest messages of a session written
+// with an event whose id is at most eventID (plus rows written without
+// an event), oldest first, and whether older ones exist. It is the
+// message list of a snapshot consistent as of eventID: a row committed
+// together with a later event is not included.
+func (s *Store) MessagesAsOf(ctx context.Context, sessionID, eventID string, limit int) (msgs []message.Message, hasMore bool, err error) {
+	if err := s.readable(); err != nil {
+		return nil, false, err
+	}
+	query := "SELECT " + messageCols + " FROM messages WHERE session_id = ? AND event_id <= ? ORDER BY seq DESC"
+	args := []any{sessionID, eventID}
+	if limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, limit+1)
+	}
+	msgs, err = s.queryMessages(ctx, query, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: messages of %s as of %s: %w", sessionID, eventID, err)
 	}
 	if limit > 0 && len(msgs) > limit {
 		msgs, hasMore = msgs[:limit], true

@@ -60,7 +60,8 @@ CREATE TABLE IF NOT EXISTS messages (
 	status     TEXT    NOT NULL DEFAULT '',
 	model      TEXT    NOT NULL DEFAULT '',
 	usage      TEXT,
-	created_at INTEGER NOT NULL
+	created_at INTEGER NOT NULL,
+	event_id   TEXT    NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS messages_session ON messages(session_id, seq);
 

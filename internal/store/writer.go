@@ -350,9 +350,9 @@ func (t *txn) apply(op Op) error {
 	case *AddUsage:
 		return t.addUsage(op)
 	case PutMessage:
-		return t.putMessage(&op.Message)
+		return t.putMessage(&op)
 	case *PutMessage:
-		return t.putMessage(&op.Message)
+		return t.putMessage(op)
 	case PutTurn:
 		return t.putTurn(&op.Turn)
 	case *PutTurn:

@@ -3,11 +3,13 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/metis-agent/metis/internal/model"
 )
@@ -47,11 +49,18 @@ func (ListDir) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	f, err := env.Root.Open(p)
+	f, err := openNoBlock(env.Root, p, os.O_RDONLY)
 	if err != nil {
 		return Result{}, fsError("list", in.Path, err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Result{}, fsError("list", in.Path, err)
+	}
+	if !st.IsDir() {
+		return Result{}, Errorf(ClassInvalidInput, "list %s: not a directory", in.Path)
+	}
 	ents, err := f.ReadDir(MaxListEntries + 1)
 	if err != nil && err != io.EOF {
 		return Result{}, fsError("list", in.Path, err)
@@ -100,13 +109,20 @@ func (ReadFile) Run(ctx context.Context, env Env, input json.RawMessage) (Result
 	if err != nil {
 		return Result{}, err
 	}
-	f, err := env.Root.Open(p)
+	f, err := openNoBlock(env.Root, p, os.O_RDONLY)
 	if err != nil {
 		return Result{}, fsError("read", in.Path, err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
+	st, err := f.Stat()
+	if err != nil {
+		return Result{}, fsError("read", in.Path, err)
+	}
+	if st.IsDir() {
 		return Result{}, Errorf(ClassInvalidInput, "read %s: is a directory", in.Path)
+	}
+	if !st.Mode().IsRegular() {
+		return Result{}, Errorf(ClassInvalidInput, "read %s: not a regular file", in.Path)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxReadBytes+1))
 	if err != nil {
@@ -145,16 +161,34 @@ func (WriteFile) Run(ctx context.Context, env Env, input json.RawMessage) (Resul
 	if len(in.Content) > MaxWriteBytes {
 		return Result{}, Errorf(ClassInvalidInput, "content is %d bytes; the limit is %d", len(in.Content), MaxWriteBytes)
 	}
-	if strings.HasSuffix(in.Path, "/") {
-		return Result{}, Errorf(ClassInvalidInput, "write %s: path names a directory", in.Path)
-	}
 	p, err := cleanPath(in.Path)
 	if err != nil {
 		return Result{}, err
 	}
-	f, err := env.Root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	if strings.HasSuffix(in.Path, "/") {
+		// Confinement comes first (spec §5): "link/" through a symlink
+		// leading out is permission_denied, not merely a bad path.
+		if _, err := env.Root.Stat(p); isEscape(err) {
+			return Result{}, fsError("write", in.Path, err)
+		}
+		return Result{}, Errorf(ClassInvalidInput, "write %s: path names a directory", in.Path)
+	}
+	f, err := openNoBlock(env.Root, p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	switch {
+	case errors.Is(err, syscall.EISDIR):
+		return Result{}, Errorf(ClassInvalidInput, "write %s: is a directory", in.Path)
+	case errors.Is(err, syscall.ENXIO):
+		// O_NONBLOCK open of a FIFO nobody reads.
+		return Result{}, Errorf(ClassInvalidInput, "write %s: not a regular file", in.Path)
+	case err != nil:
 		return Result{}, fsError("write", in.Path, err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return Result{}, fsError("write", in.Path, err)
+		}
+		return Result{}, Errorf(ClassInvalidInput, "write %s: not a regular file", in.Path)
 	}
 	if _, err := f.WriteString(in.Content); err != nil {
 		f.Close()

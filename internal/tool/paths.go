@@ -3,8 +3,10 @@ package tool
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // cleanPath validates a workspace-relative path. Absolute paths, NUL
@@ -44,4 +46,14 @@ func fsError(op, p string, err error) error {
 // isEscape recognises os.Root's refusal of a path leading outside.
 func isEscape(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+// openNoBlock opens p in root with O_NONBLOCK, so that opening a FIFO
+// (which the model can create with the shell tool) fails or returns at
+// once instead of blocking until a peer opens the other end, which would
+// hang the tool call beyond any cancellation. Callers check the file's
+// type before using it; O_NONBLOCK has no effect on regular files and
+// directories.
+func openNoBlock(root *os.Root, p string, flag int) (*os.File, error) {
+	return root.OpenFile(p, flag|syscall.O_NONBLOCK, 0o644)
 }
