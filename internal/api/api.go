@@ -86,7 +86,8 @@ func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
 		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not the expected JSON object: "+err.Error())
 		return false
 	}
-	if dec.More() {
+	// dec.More is not enough: it reports false for a stray '}' or ']'.
+	if rest := body[dec.InputOffset():]; len(strings.TrimSpace(string(rest))) != 0 {
 		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "the body has data after the JSON object")
 		return false
 	}

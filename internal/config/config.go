@@ -6,6 +6,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -176,10 +177,16 @@ func (c *Config) loadFile(path string) error {
 	for _, f := range fields {
 		byName[f.name] = f
 	}
+	seen := map[string]string{} // name -> the key that set it
 	for key, node := range raw {
 		name := strings.ReplaceAll(key, "_", "-")
+		if other, dup := seen[name]; dup {
+			a, b := min(key, other), max(key, other)
+			return fmt.Errorf("config %s: %q and %q are the same key; set it once", path, a, b)
+		}
+		seen[name] = key
 		if name == "prices" {
-			if err := node.Decode(&c.Prices); err != nil {
+			if err := decodeStrict(&node, &c.Prices); err != nil {
 				return fmt.Errorf("config %s: prices: %w", path, err)
 			}
 			continue
@@ -196,4 +203,16 @@ func (c *Config) loadFile(path string) error {
 		}
 	}
 	return nil
+}
+
+// decodeStrict decodes node into v, refusing fields v does not have (a
+// misspelled price field such as cache-read would otherwise be 0).
+func decodeStrict(node *yaml.Node, v any) error {
+	b, err := yaml.Marshal(node)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	return dec.Decode(v)
 }
