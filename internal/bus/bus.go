@@ -202,6 +202,23 @@ func (b *Bus) emitWarning(w warning) {
 	}
 }
 
+// Flush waits until every event emitted so far, in every session, has
+// been committed and delivered.
+func (b *Bus) Flush(ctx context.Context) error {
+	b.mu.Lock()
+	ems := make([]*Emitter, 0, len(b.emitters))
+	for _, e := range b.emitters {
+		ems = append(ems, e)
+	}
+	b.mu.Unlock()
+	for _, e := range ems {
+		if err := e.Barrier(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Close stops the bus: later emits fail with ErrClosed, pending
 // warnings are emitted, and subscribers drain their queues before their
 // goroutines exit (bounded by ctx). Call it after every agent loop has
@@ -211,16 +228,8 @@ func (b *Bus) Close(ctx context.Context) error {
 		return nil
 	}
 	// Let every event already emitted reach the subscribers first.
-	b.mu.Lock()
-	ems := make([]*Emitter, 0, len(b.emitters))
-	for _, e := range b.emitters {
-		ems = append(ems, e)
-	}
-	b.mu.Unlock()
-	for _, e := range ems {
-		if err := e.Barrier(ctx); err != nil {
-			b.log.Warn("bus close: barrier", "err", err)
-		}
+	if err := b.Flush(ctx); err != nil {
+		b.log.Warn("bus close: flush", "err", err)
 	}
 	if b.closed.Swap(true) {
 		return nil

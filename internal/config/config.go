@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,6 +34,8 @@ type Config struct {
 	Retention        time.Duration // trace store retention
 	SnapshotMessages int           // spec §3.4
 	TurnTimeout      time.Duration // 0: none
+	WriteTimeout     time.Duration // longest a frame write to a client may take
+	StreamRing       int           // streaming events kept per session for reconnects
 	DefaultModel     string        // "": builtin:demo unless a provider key is set
 	DemoDelay        time.Duration // pause between builtin:demo deltas
 	LogLevel         string        // debug, info, warn, error
@@ -51,6 +54,8 @@ func Defaults() Config {
 		ReplayLimit:      10000,
 		Retention:        168 * time.Hour,
 		SnapshotMessages: 50,
+		WriteTimeout:     10 * time.Second,
+		StreamRing:       4096,
 		DemoDelay:        20 * time.Millisecond,
 		LogLevel:         "info",
 	}
@@ -120,6 +125,8 @@ var fields = []field{
 	intField("replay-limit", "most events replayed to a reconnecting client", 1, func(c *Config) *int { return &c.ReplayLimit }),
 	durField("retention", "how long the trace store keeps events", func(c *Config) *time.Duration { return &c.Retention }),
 	intField("snapshot-messages", "messages in a snapshot", 0, func(c *Config) *int { return &c.SnapshotMessages }),
+	durField("write-timeout", "close a client whose frame write takes longer than this", func(c *Config) *time.Duration { return &c.WriteTimeout }),
+	intField("stream-ring", "streaming events kept per session so a reconnecting client gets its deltas back", 0, func(c *Config) *int { return &c.StreamRing }),
 	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),
 	strField("default-model", "model of sessions created without one (default builtin:demo, or a provider whose key is set)", func(c *Config) *string { return &c.DefaultModel }),
 	durField("demo-delay", "pause between builtin:demo deltas", func(c *Config) *time.Duration { return &c.DemoDelay }),
@@ -135,13 +142,23 @@ func Load(args []string) (Config, error) {
 	fs := flag.NewFlagSet("metis serve", flag.ContinueOnError)
 	home := fs.String("home", cfg.Home, "state directory (default $METIS_HOME, else ~/.metis)")
 	set := map[string]string{}
+	fs.SetOutput(io.Discard) // errors are returned, not printed with the whole usage
 	for _, f := range fields {
-		fs.Func(f.name, f.usage+" (default "+f.get(&cfg)+")", func(s string) error {
+		usage := f.usage
+		if d := f.get(&cfg); d != "" {
+			usage += " (default " + d + ")"
+		}
+		fs.Func(f.name, usage, func(s string) error {
 			set[f.name] = s
 			return f.set(&Config{}, s) // validate now; applied after the file
 		})
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stderr)
+			fmt.Fprintln(os.Stderr, "usage: metis serve [flags]; every flag is also a key of <home>/config.yaml")
+			fs.PrintDefaults()
+		}
 		return Config{}, err
 	}
 	if fs.NArg() > 0 {

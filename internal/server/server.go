@@ -26,12 +26,15 @@ import (
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/cost"
+	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/model/builtin"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/internal/stream"
 	"github.com/metis-agent/metis/internal/tool"
 )
 
@@ -46,6 +49,9 @@ type Server struct {
 	Tools    *tool.Registry
 	Tokens   *attach.Registry
 	API      *api.API
+	Hub      *hub.Hub
+	Stream   *stream.Server
+	Metrics  *metrics.Registry
 
 	handler  http.Handler
 	http     *http.Server
@@ -83,6 +89,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 
 	s.Bus = bus.New(st, bus.Options{Logger: log})
+	s.Metrics = metrics.New()
+	s.Hub = hub.New(st, s.Bus, hub.Config{ClientQueue: cfg.ClientQueue, ReplayLimit: cfg.ReplayLimit,
+		Retention: cfg.Retention, SnapshotMessages: cfg.SnapshotMessages, RingSize: cfg.StreamRing,
+		Logger: log, Metrics: s.Metrics.Stream})
+	s.Bus.AddLive(s.Hub)
 	prices := cost.NewTable(cfg.Prices, log)
 	if err := cost.StartAccumulator(ctx, s.Bus, st); err != nil {
 		s.closeCore(ctx)
@@ -106,6 +117,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	s.Tokens = attach.NewRegistry(0, nil)
 	s.API = api.New(mgr, s.Tokens, log)
+	s.Stream = stream.New(s.Hub, s.Tokens, mgr, stream.Config{PingInterval: cfg.PingInterval, PingMisses: cfg.PingMisses,
+		WriteTimeout: cfg.WriteTimeout, Logger: log, Metrics: s.Metrics.Stream})
+	s.API.Route("/sessions/{id}/stream", map[string]http.HandlerFunc{"GET": s.Stream.ServeHTTP})
+	s.API.Route("/metrics", map[string]http.HandlerFunc{"GET": s.Metrics.Handler().ServeHTTP})
 	host, _, _ := net.SplitHostPort(cfg.Addr)
 	s.handler = api.Guard{ExtraHosts: []string{host}}.Wrap(s.API)
 
@@ -161,6 +176,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		var errs []error
 		if err := s.Sessions.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
+		}
+		// Every event of the cancelled turns reaches the clients' queues,
+		// then each connection flushes its queue and closes with 1001.
+		if err := s.Bus.Flush(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if err := s.Stream.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stream close: %w", err))
 		}
 		if s.http != nil {
 			if err := s.http.Shutdown(ctx); err != nil {

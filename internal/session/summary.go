@@ -27,19 +27,28 @@ const (
 	StatusCancelling = "cancelling"
 )
 
-func summarize(s store.Session, t *activeTurn) Summary {
+// NewSummary builds a summary from a session row and, if a turn is in
+// flight, its id and whether it is being cancelled.
+func NewSummary(s store.Session, turnID string, cancelling bool) Summary {
 	out := Summary{ID: s.ID, WorkspacePath: s.WorkspacePath, ActiveModel: s.ActiveModel,
 		RoutingPolicyVersion: s.RoutingPolicyVersion, CostSoFarUSD: s.CostUSD, TurnCount: s.TurnCount, CreatedAt: s.CreatedAt}
 	if s.ParentSessionID != "" {
 		p := s.ParentSessionID
 		out.ParentSessionID = &p
 	}
-	if t != nil {
-		id, st := t.id, StatusInFlight
-		if t.cancelling {
+	if turnID != "" {
+		id, st := turnID, StatusInFlight
+		if cancelling {
 			st = StatusCancelling
 		}
 		out.CurrentTurnID, out.CurrentTurnStatus = &id, &st
 	}
 	return out
+}
+
+func summarize(s store.Session, t *activeTurn) Summary {
+	if t == nil {
+		return NewSummary(s, "", false)
+	}
+	return NewSummary(s, t.id, t.cancelling)
 }

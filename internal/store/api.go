@@ -141,6 +141,7 @@ func (PutToolCall) isOp()   {}
 type EventQuery struct {
 	SessionIDs []string     // required: at least one
 	AfterID    string       // exclusive lower bound; "" from the start
+	UpToID     string       // inclusive upper bound; "" to the end
 	Types      []event.Type // nil: every type
 	Limit      int          // 0: no limit
 }

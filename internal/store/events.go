@@ -58,6 +58,10 @@ func eventWhere(q *EventQuery) (string, []any, error) {
 		b.WriteString(" AND id > ?")
 		args = append(args, q.AfterID)
 	}
+	if q.UpToID != "" {
+		b.WriteString(" AND id <= ?")
+		args = append(args, q.UpToID)
+	}
 	if len(q.Types) == 1 {
 		b.WriteString(" AND type = ?")
 	} else if len(q.Types) > 1 {

@@ -1,0 +1,22 @@
+// Package hub is the transport-free heart of the streaming server: it is
+// the bus's live sink, holds each session's attached clients and their
+// bounded outbound queues, keeps a bounded ring of each session's recent
+// streaming events, and answers a subscribe with a consistent snapshot or
+// an exact replay joined to the live stream at a gap-free, duplicate-free
+// seam (spec §3.7).
+//
+// The seam: a client is registered, and the id L of the last event the
+// session delivered is read, atomically with respect to delivery (under
+// the session emitter's outbox lock). Every event after L then reaches
+// the client's queue; the snapshot is built as of L and the replay covers
+// exactly (since, L], from the trace store (catalog events) merged by id
+// with the ring (streaming events). Nothing is missed and nothing is
+// sent twice, whatever arrives while the replay is read.
+//
+// Each event is framed once, in Publish, and the same bytes are queued
+// for every client. Enqueueing is O(1) and never blocks; a full queue
+// marks the client too slow, and the transport closes it.
+//
+// hub imports bus, event, message, protocol, session (for the summary
+// shape) and store; it never imports a transport.
+package hub

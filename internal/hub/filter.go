@@ -1,0 +1,43 @@
+package hub
+
+import (
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/protocol"
+)
+
+// filter is a resolved protocol.Filter compiled for matching.
+type filter struct {
+	types   map[event.Type]bool
+	actors  map[string]bool // nil: every actor
+	workers bool
+}
+
+func compile(f protocol.Filter) filter {
+	c := filter{types: make(map[event.Type]bool, len(f.EventTypes)), workers: f.IncludeWorkerSessions}
+	for _, t := range f.EventTypes {
+		c.types[event.Type(t)] = true
+	}
+	if f.Actors != nil {
+		c.actors = make(map[string]bool, len(f.Actors))
+		for _, a := range f.Actors {
+			c.actors[a] = true
+		}
+	}
+	return c
+}
+
+func (f *filter) match(it *Item) bool {
+	return f.types[it.Type] && (f.actors == nil || f.actors[it.Actor])
+}
+
+// catalogTypes returns the filter's catalog-family types, for store
+// queries.
+func (f *filter) catalogTypes() []event.Type {
+	var out []event.Type
+	for t := range f.types {
+		if event.FamilyOf(t) == event.Catalog {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,216 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/session"
+	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/protocol"
+)
+
+// Attachment is an accepted subscribe: the client, registered and already
+// receiving live events after the seam, and what must be written before
+// them: the ack, then the snapshot or the replay.
+type Attachment struct {
+	Client   *Client
+	Ack      protocol.SubscribeAck
+	Snapshot []byte // the snapshot frame, or nil
+	Replay   []Item // events in (since, seam], in id order
+	// Seam is the id of the last event covered by the snapshot or replay;
+	// every queued live item is newer.
+	Seam string
+}
+
+// Subscribe validates a subscribe for a session and attaches a client.
+// On refusal it returns the subscribe_error to send, and nothing is
+// attached.
+func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Subscribe) (*Attachment, *protocol.SubscribeError) {
+	resolved, err := sub.Resolve()
+	if err != nil {
+		var fe *protocol.FilterError
+		errors.As(err, &fe)
+		return nil, h.refuse(protocol.CodeInvalidFilter, err.Error(), fe.Offending)
+	}
+	sess, err := h.store.Session(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, h.refuse(protocol.CodeSessionNotFound, "session "+sessionID+" does not exist", "")
+	}
+	if err != nil {
+		return nil, h.internal(err)
+	}
+	since := ""
+	if sub.Since != nil && !sub.Snapshot {
+		since = *sub.Since
+		at, err := event.IDTime(since)
+		if err != nil {
+			return nil, h.refuse(protocol.CodeInvalidCursor, "since is not an event id: "+err.Error(), "")
+		}
+		if at.Before(h.cfg.Now().Add(-h.cfg.Retention)) {
+			return nil, h.refuse(protocol.CodeCursorExpired, "the cursor is older than the trace store's retention; subscribe again with snapshot: true", "")
+		}
+	}
+	em, err := h.bus.Emitter(ctx, sessionID)
+	if err != nil {
+		return nil, h.internal(err)
+	}
+
+	c := newClient(h, h.nextName(), sessionID, compile(resolved), h.cfg.ClientQueue)
+	a := &Attachment{Client: c, Ack: protocol.SubscribeAck{Type: protocol.TypeSubscribeAck, ResolvedFilter: resolved,
+		Since: sub.Since, Snapshot: sub.Snapshot}}
+	var ringItems []Item
+	var currentTurn, evicted, heldFrom string
+	// The seam: register and read the last delivered id with delivery held.
+	em.WithDelivered(func(last string) {
+		st := h.state(sessionID, last+"\x00")
+		st.mu.Lock()
+		st.clients = append(st.clients[:len(st.clients):len(st.clients)], c)
+		if since != "" {
+			ringItems = st.ring.after(since, last, &c.filter)
+		}
+		currentTurn, evicted, heldFrom = st.currentTurn, st.ring.evicted, st.heldFrom
+		st.mu.Unlock()
+		a.Seam = last
+	})
+
+	if sub.Snapshot {
+		snap, err := h.snapshot(ctx, sess, a.Seam, currentTurn)
+		if err != nil {
+			h.Unsubscribe(c)
+			return nil, h.internal(err)
+		}
+		a.Snapshot = snap
+	} else if since != "" && since < a.Seam {
+		replay, serr := h.replay(ctx, c, since, a.Seam, ringItems)
+		if serr != nil {
+			h.Unsubscribe(c)
+			return nil, serr
+		}
+		a.Replay = replay
+		a.Ack.ReplayEventCount = len(replay)
+		gap, err := h.streamingGap(ctx, sessionID, since, a.Seam, evicted, heldFrom)
+		if err != nil {
+			h.Unsubscribe(c)
+			return nil, h.internal(err)
+		}
+		a.Ack.StreamingGap = gap
+	}
+	if h.m != nil {
+		h.m.ReplayEvents.Observe(float64(len(a.Replay)))
+	}
+	h.meta(sessionID, event.BusSubscriberRegistered, c.Name)
+	return a, nil
+}
+
+func (h *Hub) refuse(code, msg, offending string) *protocol.SubscribeError {
+	if h.m != nil {
+		h.m.SubscribeErrs.WithLabelValues(code).Inc()
+	}
+	return &protocol.SubscribeError{Type: protocol.TypeSubscribeError, Code: code, Message: msg, Offending: offending}
+}
+
+func (h *Hub) internal(err error) *protocol.SubscribeError {
+	h.log.Error("subscribe failed", "err", err)
+	return h.refuse("internal", "the server could not read the session; try again", "")
+}
+
+// replay returns the events in (since, seam] matching the client's
+// filter: catalog events from the store merged by id with the ring's
+// streaming events. It refuses with replay_too_large past the limit.
+func (h *Hub) replay(ctx context.Context, c *Client, since, seam string, ringItems []Item) ([]Item, *protocol.SubscribeError) {
+	limit := h.cfg.ReplayLimit
+	tooLarge := h.refuse(protocol.CodeReplayTooLarge,
+		fmt.Sprintf("Gap exceeds the replay limit of %d events. Reconnect with snapshot: true.", limit), "")
+	q := store.EventQuery{SessionIDs: []string{c.SessionID}, AfterID: since, UpToID: seam}
+	// Counting without a type filter only reads the index: an upper bound
+	// that settles most cases cheaply.
+	n, err := h.store.CountEvents(ctx, q)
+	if err != nil {
+		return nil, h.internal(err)
+	}
+	types := c.filter.catalogTypes()
+	if len(types) == 0 {
+		n = 0
+	} else if n+len(ringItems) > limit {
+		q.Types = types
+		if n, err = h.store.CountEvents(ctx, q); err != nil {
+			return nil, h.internal(err)
+		}
+	}
+	if n+len(ringItems) > limit {
+		return nil, tooLarge
+	}
+	var stored []*event.Event
+	if len(types) > 0 {
+		q.Types = types
+		if stored, err = h.store.Events(ctx, q); err != nil {
+			return nil, h.internal(err)
+		}
+	}
+	out := make([]Item, 0, len(stored)+len(ringItems))
+	i := 0
+	for _, ev := range stored {
+		it := newItem(ev)
+		if !c.filter.match(&it) {
+			continue
+		}
+		for i < len(ringItems) && ringItems[i].ID < it.ID {
+			out = append(out, ringItems[i])
+			i++
+		}
+		out = append(out, it)
+	}
+	out = append(out, ringItems[i:]...)
+	return out, nil
+}
+
+// streamingGap reports whether streaming events after since may be
+// missing from the replay: evicted from the ring, or emitted before this
+// process held the session (a restart) while a model call was running.
+func (h *Hub) streamingGap(ctx context.Context, sessionID, since, seam, evicted, heldFrom string) (bool, error) {
+	if since < evicted {
+		return true, nil
+	}
+	if since >= heldFrom {
+		return false, nil
+	}
+	// Streaming events only occur inside model calls; look for one in the
+	// unheld range.
+	upTo := min(heldFrom, seam)
+	n, err := h.store.CountEvents(ctx, store.EventQuery{SessionIDs: []string{sessionID}, AfterID: since, UpToID: upTo,
+		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}})
+	return n > 0, err
+}
+
+// snapshot builds the snapshot frame as of seam (spec §3.4).
+func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTurn string) ([]byte, error) {
+	n := h.cfg.SnapshotMessages
+	if n == 0 {
+		n = 1 // read one to tell whether there are any (has_more_messages)
+	}
+	msgs, more, err := h.store.MessagesAsOf(ctx, sess.ID, seam, n)
+	if err != nil {
+		return nil, err
+	}
+	if h.cfg.SnapshotMessages == 0 {
+		msgs, more = nil, len(msgs) > 0
+	}
+	summary, err := json.Marshal(session.NewSummary(sess, currentTurn, false))
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]json.RawMessage, 0, len(msgs))
+	for _, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		raw = append(raw, b)
+	}
+	return protocol.Marshal(protocol.Snapshot{Type: protocol.TypeSnapshot, Session: summary, Messages: raw,
+		HasMoreMessages: more, SnapshotAtEventID: seam}), nil
+}
+

@@ -1,0 +1,66 @@
+// Package metrics owns the Prometheus collectors of metis, on a registry
+// of its own (never the global one), all named metis_*. Labels never
+// carry ids (sessions, clients, turns): cardinality stays fixed.
+//
+// metrics imports the Prometheus client only.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Stream holds the streaming server's collectors. A nil *Stream is
+// valid and records nothing.
+type Stream struct {
+	Clients       prometheus.Gauge
+	EventsSent    prometheus.Counter
+	SlowCloses    prometheus.Counter
+	Closes        *prometheus.CounterVec // by close reason code
+	ReplayEvents  prometheus.Histogram
+	QueueDepth    prometheus.Histogram
+	DeltaLatency  prometheus.Histogram
+	SubscribeErrs *prometheus.CounterVec // by subscribe_error code
+}
+
+// Registry is the server's metric registry.
+type Registry struct {
+	reg    *prometheus.Registry
+	Stream *Stream
+}
+
+// New returns a registry with the Go runtime collectors and the stream
+// collectors registered.
+func New() *Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s := &Stream{
+		Clients: prometheus.NewGauge(prometheus.GaugeOpts{Name: "metis_stream_clients",
+			Help: "WebSocket clients currently attached."}),
+		EventsSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "metis_stream_events_sent_total",
+			Help: "Event frames written to clients, replay included."}),
+		SlowCloses: prometheus.NewCounter(prometheus.CounterOpts{Name: "metis_stream_slow_client_closes_total",
+			Help: "Clients closed with 1008 because their queue overflowed."}),
+		Closes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metis_stream_closes_total",
+			Help: "Connections closed by the server, by reason."}, []string{"reason"}),
+		ReplayEvents: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "metis_stream_replay_events",
+			Help: "Events replayed per reconnect.", Buckets: []float64{0, 1, 10, 100, 1000, 5000, 10000}}),
+		QueueDepth: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "metis_stream_queue_depth",
+			Help: "Events waiting in a client's queue when its writer wakes.", Buckets: []float64{0, 1, 4, 16, 64, 256, 1000}}),
+		DeltaLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "metis_stream_delta_latency_seconds",
+			Help:    "From a text.delta's emission to its write on a client socket.",
+			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1}}),
+		SubscribeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metis_stream_subscribe_errors_total",
+			Help: "Subscribes refused, by code."}, []string{"code"}),
+	}
+	reg.MustRegister(s.Clients, s.EventsSent, s.SlowCloses, s.Closes, s.ReplayEvents, s.QueueDepth, s.DeltaLatency, s.SubscribeErrs)
+	return &Registry{reg: reg, Stream: s}
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (r *Registry) Handler() http.Handler {
+	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{})
+}

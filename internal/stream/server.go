@@ -1,0 +1,116 @@
+package stream
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/metis-agent/metis/internal/api"
+	"github.com/metis-agent/metis/internal/attach"
+	"github.com/metis-agent/metis/internal/hub"
+	"github.com/metis-agent/metis/internal/metrics"
+	"github.com/metis-agent/metis/internal/session"
+)
+
+// Canceller cancels turns; the session manager implements it.
+type Canceller interface {
+	Cancel(ctx context.Context, sessionID, turnID, reason string) (session.CancelResult, error)
+}
+
+// Config holds the connection limits.
+type Config struct {
+	PingInterval     time.Duration // idle time before a ping (default 30s)
+	PingMisses       int           // unanswered pings before closing (default 3)
+	WriteTimeout     time.Duration // longest a single frame write may take (default 10s)
+	SubscribeTimeout time.Duration // longest wait for the subscribe frame (default 10s)
+	Logger           *slog.Logger
+	Metrics          *metrics.Stream
+}
+
+// Server serves GET /sessions/{id}/stream.
+type Server struct {
+	cfg    Config
+	hub    *hub.Hub
+	tokens *attach.Registry
+	cancel Canceller
+	log    *slog.Logger
+	m      *metrics.Stream
+
+	ctx    context.Context // cancelled by Close
+	stop   context.CancelFunc
+	mu     sync.Mutex
+	closed bool
+	conns  sync.WaitGroup
+}
+
+// New returns a stream server.
+func New(h *hub.Hub, tokens *attach.Registry, c Canceller, cfg Config) *Server {
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = 30 * time.Second
+	}
+	if cfg.PingMisses <= 0 {
+		cfg.PingMisses = 3
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	if cfg.SubscribeTimeout <= 0 {
+		cfg.SubscribeTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, hub: h, tokens: tokens, cancel: c, log: cfg.Logger, m: cfg.Metrics, ctx: ctx, stop: stop}
+}
+
+// ServeHTTP upgrades GET /sessions/{id}/stream?attach=TOKEN. A missing,
+// unknown, expired or used token, or one issued for another session, is
+// answered 401 without an upgrade. The request has already passed the
+// local-safety guard (Host and Origin).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sid := r.PathValue("id")
+	if !s.tokens.Redeem(r.URL.Query().Get("attach"), sid) {
+		api.WriteError(w, http.StatusUnauthorized, "invalid_attach_token",
+			"the attach token is missing, unknown, expired or already used; GET /sessions/"+sid+" for a fresh one")
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		api.WriteError(w, http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+		return
+	}
+	s.conns.Add(1)
+	s.mu.Unlock()
+	defer s.conns.Done()
+
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		s.log.Debug("websocket accept", "session", sid, "err", err)
+		return // Accept has answered
+	}
+	c := newConn(s, ws, sid)
+	c.run()
+}
+
+// Close makes every connection flush what is queued and close with 1001
+// (going away), refuses new ones, and waits for them (bounded by ctx).
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stop()
+	done := make(chan struct{})
+	go func() { s.conns.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
