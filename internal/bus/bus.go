@@ -60,7 +60,6 @@ type Bus struct {
 	stop     chan struct{}
 }
 
-
 // New returns a bus writing through st.
 func New(st Store, opts Options) *Bus {
 	b := &Bus{

@@ -213,4 +213,3 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 	return protocol.Marshal(protocol.Snapshot{Type: protocol.TypeSnapshot, Session: summary, Messages: raw,
 		HasMoreMessages: more, SnapshotAtEventID: seam}), nil
 }
-
