@@ -40,7 +40,25 @@ type Config struct {
 	DemoDelay        time.Duration // pause between builtin:demo deltas
 	LogLevel         string        // debug, info, warn, error
 
-	Prices map[string]cost.Price // config.yaml only: overrides of the price table
+	ModelIdleTimeout time.Duration // a provider stream silent this long fails with class timeout
+	MaxOutputTokens  int           // max_tokens of each model call
+
+	Prices    map[string]cost.Price // config.yaml only: overrides of the price table
+	Providers Providers             // config.yaml `providers`, then the environment
+}
+
+// Provider is one provider's endpoint and key.
+type Provider struct {
+	APIKey  string `yaml:"api_key"`
+	BaseURL string `yaml:"base_url"`
+}
+
+// Providers holds the settings of the model providers. The environment
+// ($ANTHROPIC_API_KEY, $ANTHROPIC_BASE_URL, $OPENAI_API_KEY,
+// $OPENAI_BASE_URL) overrides config.yaml.
+type Providers struct {
+	Anthropic Provider `yaml:"anthropic"`
+	OpenAI    Provider `yaml:"openai"`
 }
 
 // Defaults returns the configuration before the file and flags apply.
@@ -55,6 +73,8 @@ func Defaults() Config {
 		Retention:        168 * time.Hour,
 		SnapshotMessages: 50,
 		WriteTimeout:     10 * time.Second,
+		ModelIdleTimeout: 90 * time.Second,
+		MaxOutputTokens:  8192,
 		StreamRing:       4096,
 		DemoDelay:        20 * time.Millisecond,
 		LogLevel:         "info",
@@ -127,6 +147,8 @@ var fields = []field{
 	intField("snapshot-messages", "messages in a snapshot", 0, func(c *Config) *int { return &c.SnapshotMessages }),
 	durField("write-timeout", "close a client whose frame write takes longer than this", func(c *Config) *time.Duration { return &c.WriteTimeout }),
 	intField("stream-ring", "streaming events kept per session so a reconnecting client gets its deltas back", 0, func(c *Config) *int { return &c.StreamRing }),
+	durField("model-idle-timeout", "fail a model call whose stream sends nothing for this long", func(c *Config) *time.Duration { return &c.ModelIdleTimeout }),
+	intField("max-output-tokens", "max_tokens of each model call", 1, func(c *Config) *int { return &c.MaxOutputTokens }),
 	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),
 	strField("default-model", "model of sessions created without one (default builtin:demo, or a provider whose key is set)", func(c *Config) *string { return &c.DefaultModel }),
 	durField("demo-delay", "pause between builtin:demo deltas", func(c *Config) *time.Duration { return &c.DemoDelay }),
@@ -168,6 +190,7 @@ func Load(args []string) (Config, error) {
 	if err := cfg.loadFile(filepath.Join(cfg.Home, "config.yaml")); err != nil {
 		return Config{}, err
 	}
+	cfg.Providers.fromEnv()
 	for _, f := range fields {
 		if v, ok := set[f.name]; ok {
 			if err := f.set(&cfg, v); err != nil {
@@ -208,6 +231,12 @@ func (c *Config) loadFile(path string) error {
 			}
 			continue
 		}
+		if name == "providers" {
+			if err := decodeStrict(&node, &c.Providers); err != nil {
+				return fmt.Errorf("config %s: providers: %w", path, err)
+			}
+			continue
+		}
 		f, ok := byName[name]
 		if !ok {
 			return fmt.Errorf("config %s: unknown key %q", path, key)
@@ -232,4 +261,20 @@ func decodeStrict(node *yaml.Node, v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	return dec.Decode(v)
+}
+
+func (p *Providers) fromEnv() {
+	for _, e := range []struct {
+		name string
+		dst  *string
+	}{
+		{"ANTHROPIC_API_KEY", &p.Anthropic.APIKey},
+		{"ANTHROPIC_BASE_URL", &p.Anthropic.BaseURL},
+		{"OPENAI_API_KEY", &p.OpenAI.APIKey},
+		{"OPENAI_BASE_URL", &p.OpenAI.BaseURL},
+	} {
+		if v := os.Getenv(e.name); v != "" {
+			*e.dst = v
+		}
+	}
 }

@@ -161,13 +161,15 @@ func TestFlagsOverrideFile(t *testing.T) {
 	// Every flag is accepted and applied.
 	c, err = Load([]string{"--home", dir, "--ping-interval=1s", "--ping-misses=4", "--client-queue=5", "--replay-limit=6",
 		"--retention=3h", "--snapshot-messages=8", "--turn-timeout=9s", "--default-model=builtin:demo",
-		"--demo-delay=1ms", "--log-level=warn", "--addr=localhost:1", "--write-timeout=11s", "--stream-ring=12"})
+		"--demo-delay=1ms", "--log-level=warn", "--addr=localhost:1", "--write-timeout=11s", "--stream-ring=12",
+		"--model-idle-timeout=13s", "--max-output-tokens=14"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "localhost:1", Home: dir, PingInterval: time.Second, PingMisses: 4, ClientQueue: 5, ReplayLimit: 6,
 		Retention: 3 * time.Hour, SnapshotMessages: 8, TurnTimeout: 9 * time.Second, DefaultModel: "builtin:demo",
-		DemoDelay: time.Millisecond, LogLevel: "warn", WriteTimeout: 11 * time.Second, StreamRing: 12}
+		DemoDelay: time.Millisecond, LogLevel: "warn", WriteTimeout: 11 * time.Second, StreamRing: 12,
+		ModelIdleTimeout: 13 * time.Second, MaxOutputTokens: 14}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("\n got %+v\nwant %+v", c, want)
 	}
@@ -368,5 +370,32 @@ prices:
 	c, err = Load([]string{"--home", dir2})
 	if err != nil || c.Prices != nil {
 		t.Errorf("prices %v, %v", c.Prices, err)
+	}
+}
+
+func TestProvidersFromFileAndEnv(t *testing.T) {
+	dir := t.TempDir()
+	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"} {
+		t.Setenv(k, "")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(
+		"providers:\n  anthropic:\n    api_key: file-key\n    base_url: http://a.local\n  openai:\n    base_url: http://o.local/v1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OPENAI_API_KEY", "env-key")
+	t.Setenv("ANTHROPIC_BASE_URL", "http://env.local")
+	c, err := Load([]string{"--home", dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Providers{Anthropic: Provider{APIKey: "file-key", BaseURL: "http://env.local"}, OpenAI: Provider{APIKey: "env-key", BaseURL: "http://o.local/v1"}}
+	if c.Providers != want {
+		t.Fatalf("providers %+v, want %+v", c.Providers, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("providers:\n  anthropic:\n    key: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load([]string{"--home", dir}); err == nil || !strings.Contains(err.Error(), "providers") {
+		t.Fatalf("misspelled provider field: %v", err)
 	}
 }
