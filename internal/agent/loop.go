@@ -20,6 +20,9 @@ import (
 // DefaultMaxCalls bounds the model calls of one turn's tool loop.
 const DefaultMaxCalls = 25
 
+// DefaultMaxTokens is the max_tokens of a model call unless configured.
+const DefaultMaxTokens = 8192
+
 // DefaultSystemPrompt is sent with every model call unless configured.
 const DefaultSystemPrompt = "You are metis, a careful coding agent working in the user's workspace. Use the tools to inspect and change files; paths are relative to the workspace."
 
@@ -31,13 +34,14 @@ type History interface {
 
 // Config holds what every turn shares.
 type Config struct {
-	Models   *model.Registry
-	Tools    *tool.Registry
-	Prices   *cost.Table
-	History  History
-	Logger   *slog.Logger
-	MaxCalls int    // 0: DefaultMaxCalls
-	System   string // "": DefaultSystemPrompt
+	Models    *model.Registry
+	Tools     *tool.Registry
+	Prices    *cost.Table
+	History   History
+	Logger    *slog.Logger
+	MaxCalls  int    // 0: DefaultMaxCalls
+	System    string // "": DefaultSystemPrompt
+	MaxTokens int    // max_tokens of each call; 0: DefaultMaxTokens
 }
 
 // Loop runs turns.
@@ -50,6 +54,9 @@ func New(cfg Config) *Loop {
 	}
 	if cfg.System == "" {
 		cfg.System = DefaultSystemPrompt
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = DefaultMaxTokens
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -225,7 +232,7 @@ func toolUses(m message.Message) []message.Block {
 }
 
 func (r *run) request(modelID string) model.Request {
-	return model.Request{Model: modelID, System: r.cfg.System, Messages: r.conv, Tools: r.cfg.Tools.Specs()}
+	return model.Request{Model: modelID, System: r.cfg.System, Messages: r.conv, Tools: r.cfg.Tools.Specs(), MaxTokens: r.cfg.MaxTokens}
 }
 
 func describe(req model.Request) callRequest {
