@@ -42,6 +42,13 @@ type Config struct {
 	MaxCalls  int    // 0: DefaultMaxCalls
 	System    string // "": DefaultSystemPrompt
 	MaxTokens int    // max_tokens of each call; 0: DefaultMaxTokens
+	// ToolConcurrency bounds the tool calls of one message running at
+	// once (0: DefaultToolConcurrency).
+	ToolConcurrency int
+	// BeforeTools, if set, runs after a model call that asked for tools
+	// and before the first tool starts. Tests use it to land a cancel at
+	// the seam (spec §6.2.3); it must return once ctx is done.
+	BeforeTools func(ctx context.Context, turnID string)
 }
 
 // Loop runs turns.
@@ -58,11 +65,18 @@ func New(cfg Config) *Loop {
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = DefaultMaxTokens
 	}
+	if cfg.ToolConcurrency <= 0 {
+		cfg.ToolConcurrency = DefaultToolConcurrency
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	return &Loop{cfg: cfg}
 }
+
+// SetBeforeTools installs Config.BeforeTools. Call it before any turn
+// runs (tests use it to land a cancel at the seam).
+func (l *Loop) SetBeforeTools(f func(ctx context.Context, turnID string)) { l.cfg.BeforeTools = f }
 
 // Turn is one turn to run. turn.started (with the user message) has
 // already been emitted and committed by the session manager.

@@ -11,83 +11,134 @@ import (
 	"github.com/metis-agent/metis/internal/tool"
 )
 
-// dispatch runs the tool calls of one assistant message in order. Each
-// ends with exactly one tool.completed or tool.failed; a tool that has
-// not started when the turn is cancelled fails with cancelled without
-// running (spec §6.2.3), a running one is cancelled through its context
-// (§6.2.2). The tool results message is persisted with the last of those
-// events. It returns the results message, the ids of cancelled calls and
-// whether any tool started.
+// DefaultToolConcurrency bounds how many tool calls of one message run at
+// once.
+const DefaultToolConcurrency = 4
+
+// toolDone is a finished tool call, sent from its goroutine to the
+// dispatcher.
+type toolDone struct {
+	i   int
+	res tool.Result
+	err error
+	dur time.Duration
+}
+
+// dispatch runs the tool calls of one assistant message (see
+// docs/tool-dispatcher.md). Up to ToolConcurrency run at once, started in
+// the message's order; every call ends with exactly one tool.completed or
+// tool.failed, emitted as it finishes. A call not started when the turn
+// is cancelled fails with cancelled and never runs (spec §6.2.3); a
+// running one is cancelled through its context (§6.2.2). All events are
+// emitted from this goroutine. The tool results message, in the
+// message's order, is persisted with the last terminal event. It returns
+// that message, the ids of cancelled calls and whether any call started.
 func (r *run) dispatch(c callResult, uses []message.Block) (message.Message, []string, bool) {
 	results := message.Message{ID: event.NewID("msg_"), SessionID: r.t.SessionID, TurnID: r.t.ID,
-		Role: message.RoleTool, Status: message.StatusComplete, CreatedAt: time.Now()}
+		Role: message.RoleTool, Status: message.StatusComplete, CreatedAt: time.Now(),
+		Content: make([]message.Block, len(uses))}
 	var cancelled []string
 	anyStarted := false
-	for i, u := range uses {
-		var extra []store.Op
-		last := i == len(uses)-1
-		row := r.tools[u.ID]
-		block := message.Block{Type: message.BlockToolResult, ToolUseID: u.ID}
+	remaining := len(uses)
+	done := make(chan toolDone, len(uses))
+	running, next := 0, 0
 
+	// finish records a call's result and emits its terminal event,
+	// carrying the results message if it is the last.
+	finish := func(i int, payload any, typ event.Type, row *store.ToolCall, block message.Block) {
+		results.Content[i] = block
+		remaining--
+		ops := []store.Op{store.PutToolCall{Call: *row}}
+		if remaining == 0 {
+			ops = append(ops, store.PutMessage{Message: results})
+		}
+		r.emit(typ, event.ActorTool, payload, ops...)
+	}
+
+	if r.cfg.BeforeTools != nil {
+		r.cfg.BeforeTools(r.ctx, r.t.ID)
+	}
+	cancelledCh := r.ctx.Done() // nil once the cancel has been handled
+	for remaining > 0 {
+		// Calls that can no longer start fail now, in order.
 		if r.ctx.Err() != nil {
-			block.Content, block.IsError = "cancelled before it ran", true
-			results.Content = append(results.Content, block)
-			cancelled = append(cancelled, u.ID)
-			row.Status, row.ErrorClass, row.ErrorMessage = store.ToolCancelled, tool.ClassCancelled, "cancelled before it ran: "+reasonOf(r.ctx)
-			row.UpdatedAt = time.Now()
-			if last {
-				extra = append(extra, store.PutMessage{Message: results})
-			}
-			r.emit(event.ToolFailed, event.ActorTool, toolFailed{ToolUseID: u.ID, ToolName: u.Name, ErrorClass: tool.ClassCancelled,
-				Message: row.ErrorMessage}, append([]store.Op{store.PutToolCall{Call: *row}}, extra...)...)
-			continue
-		}
-
-		anyStarted = true
-		row.Status, row.UpdatedAt = store.ToolRunning, time.Now()
-		r.emit(event.ToolCalled, event.ActorTool, toolCalled{ToolUseID: u.ID, ToolName: u.Name, MessageID: c.msg.ID, Input: u.Input},
-			store.PutToolCall{Call: *row})
-		started := time.Now()
-		res, err := r.runTool(c, u)
-		dur := time.Since(started).Milliseconds()
-		row.UpdatedAt = time.Now()
-		if err != nil {
-			class := tool.ClassOf(err)
-			msg := err.Error()
-			if te := (*tool.Error)(nil); errors.As(err, &te) {
-				msg = te.Message
-			}
-			if r.ctx.Err() != nil && (class == tool.ClassCancelled || class == tool.ClassTimeout) {
-				class, msg = tool.ClassCancelled, "cancelled while running: "+reasonOf(r.ctx)
-			}
-			row.Status, row.ErrorClass, row.ErrorMessage, row.IsError = store.ToolFailed, class, msg, true
-			if class == tool.ClassCancelled {
-				row.Status = store.ToolCancelled
+			cancelledCh = nil
+			for ; next < len(uses); next++ {
+				u := uses[next]
+				row := r.tools[u.ID]
+				row.Status, row.ErrorClass, row.UpdatedAt = store.ToolCancelled, tool.ClassCancelled, time.Now()
+				row.ErrorMessage = "cancelled before it ran: " + reasonOf(r.ctx)
 				cancelled = append(cancelled, u.ID)
+				finish(next, toolFailed{ToolUseID: u.ID, ToolName: u.Name, ErrorClass: tool.ClassCancelled, Message: row.ErrorMessage},
+					event.ToolFailed, row, message.Block{Type: message.BlockToolResult, ToolUseID: u.ID, Content: "cancelled before it ran", IsError: true})
 			}
-			block.Content, block.IsError = msg, true
-			results.Content = append(results.Content, block)
-			if last {
-				extra = append(extra, store.PutMessage{Message: results})
-			}
-			r.emit(event.ToolFailed, event.ActorTool, toolFailed{ToolUseID: u.ID, ToolName: u.Name, ErrorClass: class, Message: msg,
-				Started: true, DurationMS: dur}, append([]store.Op{store.PutToolCall{Call: *row}}, extra...)...)
+		}
+		if next < len(uses) && running < r.cfg.ToolConcurrency {
+			u := uses[next]
+			row := r.tools[u.ID]
+			row.Status, row.UpdatedAt = store.ToolRunning, time.Now()
+			r.emit(event.ToolCalled, event.ActorTool, toolCalled{ToolUseID: u.ID, ToolName: u.Name, MessageID: c.msg.ID, Input: u.Input},
+				store.PutToolCall{Call: *row})
+			anyStarted = true
+			running++
+			go func(i int, u message.Block) {
+				start := time.Now()
+				res, err := r.runTool(c, u)
+				done <- toolDone{i: i, res: res, err: err, dur: time.Since(start)}
+			}(next, u)
+			next++
 			continue
 		}
-		row.Status, row.Result = store.ToolCompleted, res.Content
-		block.Content = res.Content
-		results.Content = append(results.Content, block)
-		if last {
-			extra = append(extra, store.PutMessage{Message: results})
+		if running == 0 {
+			break // nothing left to wait for (all cancelled above)
 		}
-		preview, truncated := res.Content, false
+		select {
+		case d := <-done:
+			running--
+			if r.finishTool(d, uses[d.i], finish) {
+				cancelled = append(cancelled, uses[d.i].ID)
+			}
+		case <-cancelledCh:
+			// Loop: the pending calls fail; running ones end through ctx.
+		}
+	}
+	return results, cancelled, anyStarted
+}
+
+// finishTool emits the terminal event of a finished call and reports
+// whether it counts as cancelled.
+func (r *run) finishTool(d toolDone, u message.Block, finish func(int, any, event.Type, *store.ToolCall, message.Block)) bool {
+	row := r.tools[u.ID]
+	row.UpdatedAt = time.Now()
+	dur := d.dur.Milliseconds()
+	block := message.Block{Type: message.BlockToolResult, ToolUseID: u.ID}
+	if d.err == nil {
+		row.Status, row.Result = store.ToolCompleted, d.res.Content
+		block.Content = d.res.Content
+		preview, truncated := d.res.Content, false
 		if len(preview) > resultPreviewBytes {
 			preview, truncated = truncateUTF8(preview, resultPreviewBytes), true
 		}
-		r.emit(event.ToolCompleted, event.ActorTool, toolCompleted{ToolUseID: u.ID, ToolName: u.Name, Summary: res.Summary,
-			Result: preview, Truncated: truncated, DurationMS: dur}, append([]store.Op{store.PutToolCall{Call: *row}}, extra...)...)
+		finish(d.i, toolCompleted{ToolUseID: u.ID, ToolName: u.Name, Summary: d.res.Summary, Result: preview, Truncated: truncated,
+			DurationMS: dur}, event.ToolCompleted, row, block)
+		return false
 	}
-	return results, cancelled, anyStarted
+	class, msg := tool.ClassOf(d.err), d.err.Error()
+	var te *tool.Error
+	if errors.As(d.err, &te) {
+		msg = te.Message
+	}
+	if r.ctx.Err() != nil && (class == tool.ClassCancelled || errors.Is(d.err, context.Canceled)) {
+		class, msg = tool.ClassCancelled, "cancelled while running: "+reasonOf(r.ctx)
+	}
+	row.Status, row.ErrorClass, row.ErrorMessage, row.IsError = store.ToolFailed, class, msg, true
+	if class == tool.ClassCancelled {
+		row.Status = store.ToolCancelled
+	}
+	block.Content, block.IsError = msg, true
+	finish(d.i, toolFailed{ToolUseID: u.ID, ToolName: u.Name, ErrorClass: class, Message: msg, Started: true, DurationMS: dur},
+		event.ToolFailed, row, block)
+	return class == tool.ClassCancelled
 }
 
 func (r *run) runTool(c callResult, u message.Block) (tool.Result, error) {

@@ -47,6 +47,7 @@ type Server struct {
 	Sessions *session.Manager
 	Models   *model.Registry
 	Tools    *tool.Registry
+	Loop     *agent.Loop
 	Tokens   *attach.Registry
 	API      *api.API
 	Hub      *hub.Hub
@@ -108,6 +109,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			return mgr.Conversation(ctx, id)
 		}),
 	})
+	s.Loop = loop
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
 		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log})
 	s.Sessions = mgr

@@ -25,8 +25,8 @@ const (
 	MaxWriteBytes = 8 << 20
 )
 
-// Builtins returns the built-in file tools.
-func Builtins() []Tool { return []Tool{ListDir{}, ReadFile{}, WriteFile{}} }
+// Builtins returns the built-in tools: the file tools and shell.
+func Builtins() []Tool { return []Tool{ListDir{}, ReadFile{}, WriteFile{}, Shell{}} }
 
 // ListDir lists a workspace directory.
 type ListDir struct{}
