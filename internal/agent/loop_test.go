@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -464,4 +465,80 @@ type recordingAdapter struct {
 func (r *recordingAdapter) Stream(ctx context.Context, req model.Request, emit func(model.Delta) error) (model.Result, error) {
 	*r.seen = req.Messages
 	return r.inner.Stream(ctx, req, emit)
+}
+
+// sleepTool sleeps for its input's ms and records concurrency.
+type sleepTool struct {
+	cur, peak atomic.Int64
+}
+
+func (s *sleepTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "nap", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (s *sleepTool) Run(ctx context.Context, env tool.Env, in json.RawMessage) (tool.Result, error) {
+	n := s.cur.Add(1)
+	defer s.cur.Add(-1)
+	for {
+		p := s.peak.Load()
+		if n <= p || s.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	var v struct{ MS int }
+	json.Unmarshal(in, &v)
+	select {
+	case <-time.After(time.Duration(v.MS) * time.Millisecond):
+		return tool.Result{Content: string(in)}, nil
+	case <-ctx.Done():
+		return tool.Result{}, ctx.Err()
+	}
+}
+
+// TestParallelToolsKeepTheModelsOrder: six calls run at most
+// ToolConcurrency at a time; results go back in the model's order even
+// though they finish in another.
+func TestParallelToolsKeepTheModelsOrder(t *testing.T) {
+	var deltas []model.Delta
+	durations := []int{120, 10, 80, 5, 60, 1}
+	for i, ms := range durations {
+		id := "tu_" + string(rune('a'+i))
+		deltas = append(deltas,
+			model.Delta{Kind: model.KindToolUseStart, Index: i, ToolUseID: id, ToolName: "nap"},
+			model.Delta{Kind: model.KindToolInput, Index: i, Text: `{"MS":` + strconv.Itoa(ms) + `}`},
+			model.Delta{Kind: model.KindBlockStop, Index: i})
+	}
+	q := &seq{scripts: []script{
+		{deltas: deltas, result: model.Result{StopReason: model.StopToolUse}},
+		{deltas: []model.Delta{{Kind: model.KindText, Text: "ok"}}, result: model.Result{StopReason: model.StopEndTurn}},
+	}}
+	r := newRig(t, q)
+	nap := &sleepTool{}
+	r.tools.Register(nap)
+	out, evs := r.run(context.Background(), "fake:m")
+	if out.Status != store.TurnCompleted {
+		t.Fatalf("outcome %+v", out)
+	}
+	if p := nap.peak.Load(); p < 2 || p > int64(agent.DefaultToolConcurrency) {
+		t.Errorf("peak concurrency %d", p)
+	}
+	var finished []string
+	for _, e := range find(evs, event.ToolCompleted) {
+		finished = append(finished, payload(t, e)["tool_use_id"].(string))
+	}
+	if len(finished) != len(durations) || finished[0] == "tu_a" {
+		t.Errorf("completion order %v: the 120 ms call finished first", finished)
+	}
+	msgs, _, _ := r.st.Messages(context.Background(), r.sid, "", 0)
+	var results message.Message
+	for _, m := range msgs {
+		if m.Role == message.RoleTool {
+			results = m
+		}
+	}
+	for i, b := range results.Content {
+		if want := "tu_" + string(rune('a'+i)); b.ToolUseID != want || b.Content != `{"MS":`+strconv.Itoa(durations[i])+`}` {
+			t.Fatalf("result %d: %+v", i, b)
+		}
+	}
 }
