@@ -90,6 +90,8 @@ type Turn struct {
 	Router       routing.Router
 	UserText     string
 	Worker       bool
+	// ModelOverride is a model the user named with "/model" for this turn.
+	ModelOverride string
 	// History, if not nil, is the session's conversation including this
 	// turn's user message; otherwise the loop loads it from
 	// Config.History.
@@ -149,7 +151,7 @@ func (r *run) since() int64 { return time.Since(r.start).Milliseconds() }
 
 func (r *run) do() Outcome {
 	dec := r.t.Router.Decide(routing.Input{SessionID: r.t.SessionID, SessionModel: r.t.SessionModel,
-		Workspace: r.t.Workspace, UserText: r.t.UserText, Worker: r.t.Worker})
+		Workspace: r.t.Workspace, UserText: r.t.UserText, Worker: r.t.Worker, Override: r.t.ModelOverride})
 	r.emit(event.RouteDecided, event.ActorRouter, routeDecided(dec))
 
 	adapter, err := r.cfg.Models.Resolve(dec.Model)

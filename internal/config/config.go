@@ -40,6 +40,7 @@ type Config struct {
 	DemoDelay        time.Duration // pause between builtin:demo deltas
 	LogLevel         string        // debug, info, warn, error
 
+	RoutingPoll      time.Duration // how often routing.yaml is checked for changes
 	ModelIdleTimeout time.Duration // a provider stream silent this long fails with class timeout
 	MaxOutputTokens  int           // max_tokens of each model call
 
@@ -74,6 +75,7 @@ func Defaults() Config {
 		SnapshotMessages: 50,
 		WriteTimeout:     10 * time.Second,
 		ModelIdleTimeout: 90 * time.Second,
+		RoutingPoll:      time.Second,
 		MaxOutputTokens:  8192,
 		StreamRing:       4096,
 		DemoDelay:        20 * time.Millisecond,
@@ -147,6 +149,7 @@ var fields = []field{
 	intField("snapshot-messages", "messages in a snapshot", 0, func(c *Config) *int { return &c.SnapshotMessages }),
 	durField("write-timeout", "close a client whose frame write takes longer than this", func(c *Config) *time.Duration { return &c.WriteTimeout }),
 	intField("stream-ring", "streaming events kept per session so a reconnecting client gets its deltas back", 0, func(c *Config) *int { return &c.StreamRing }),
+	durField("routing-poll", "how often <home>/routing.yaml is checked for changes", func(c *Config) *time.Duration { return &c.RoutingPoll }),
 	durField("model-idle-timeout", "fail a model call whose stream sends nothing for this long", func(c *Config) *time.Duration { return &c.ModelIdleTimeout }),
 	intField("max-output-tokens", "max_tokens of each model call", 1, func(c *Config) *int { return &c.MaxOutputTokens }),
 	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),

@@ -38,7 +38,8 @@ const (
 	TurnCompleted Type = "turn.completed"
 	TurnCancelled Type = "turn.cancelled"
 
-	RouteDecided Type = "route.decided"
+	RouteDecided          Type = "route.decided"
+	RoutingPolicyReloaded Type = "routing.policy_reloaded"
 
 	LLMCallStarted   Type = "llm.call_started"
 	LLMCallCompleted Type = "llm.call_completed"
@@ -93,6 +94,7 @@ var catalog = []Info{
 	{TurnCompleted, Catalog, "agent loop", true},
 	{TurnCancelled, Catalog, "agent loop", true},
 	{RouteDecided, Catalog, "router (via agent loop)", true},
+	{RoutingPolicyReloaded, Catalog, "routing engine (server)", false},
 	{LLMCallStarted, Catalog, "agent loop", true},
 	{LLMCallCompleted, Catalog, "agent loop", true},
 	{LLMCallFailed, Catalog, "agent loop", true},

@@ -26,6 +26,7 @@ import (
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/cost"
+	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
@@ -48,6 +49,7 @@ type Server struct {
 	Models   *model.Registry
 	Tools    *tool.Registry
 	Loop     *agent.Loop
+	Router   *routing.Engine
 	Tokens   *attach.Registry
 	API      *api.API
 	Hub      *hub.Hub
@@ -100,7 +102,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		s.closeCore(ctx)
 		return nil, err
 	}
-	router := routing.NewStatic()
+	router, err := routing.NewEngine(filepath.Join(cfg.Home, "routing.yaml"), log, func(c routing.Change) { s.announcePolicy(c) })
+	if err != nil {
+		s.closeCore(ctx)
+		return nil, fmt.Errorf("routing policy: %w", err)
+	}
+	s.Router = router
 	s.Tools = tool.NewRegistry(tool.Builtins()...)
 	var mgr *session.Manager
 	loop := agent.New(agent.Config{
@@ -128,8 +135,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
-	s.bg.Add(1)
+	s.bg.Add(2)
 	go s.pruneLoop(bgctx)
+	go func() {
+		defer s.bg.Done()
+		router.Watch(bgctx, cfg.RoutingPoll)
+	}()
 	return s, nil
 }
 
@@ -231,6 +242,30 @@ func (s *Server) pruneLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// announcePolicy tells the sessions that have clients attached that the
+// routing policy changed (routing.policy_reloaded), or that a new
+// routing.yaml was refused and the previous policy stays
+// (bus.handler_warning).
+func (s *Server) announcePolicy(c routing.Change) {
+	if s.Hub == nil {
+		return
+	}
+	for _, sid := range s.Hub.AttachedSessions() {
+		if c.Err != nil {
+			s.Bus.Warn(sid, "routing", "routing_policy_invalid", map[string]any{"path": c.Path, "error": c.Err.Error(), "policy_version": c.Version})
+			continue
+		}
+		em, err := s.Bus.Emitter(context.Background(), sid)
+		if err == nil {
+			_, err = em.Emit(bus.Spec{Type: event.RoutingPolicyReloaded, Actor: event.ActorRouter,
+				Payload: map[string]string{"policy_version": c.Version, "path": c.Path}})
+		}
+		if err != nil {
+			s.Log.Warn("announce routing policy", "session", sid, "err", err)
 		}
 	}
 }

@@ -111,7 +111,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Summary, error
 		Ops: []store.Op{store.CreateSession{Session: s}}}); err != nil {
 		return Summary{}, fmt.Errorf("create session: %w", err)
 	}
-	return summarize(s, nil), nil
+	return m.summarize(s, nil), nil
 }
 
 // Get returns a session's summary.
@@ -125,7 +125,7 @@ func (m *Manager) Get(ctx context.Context, id string) (Summary, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return summarize(s, m.turns[id]), nil
+	return m.summarize(s, m.turns[id]), nil
 }
 
 // List returns every session, oldest first.
@@ -138,7 +138,7 @@ func (m *Manager) List(ctx context.Context) ([]Summary, error) {
 	defer m.mu.Unlock()
 	out := make([]Summary, len(ss))
 	for i, s := range ss {
-		out[i] = summarize(s, m.turns[s.ID])
+		out[i] = m.summarize(s, m.turns[s.ID])
 	}
 	return out, nil
 }

@@ -46,7 +46,8 @@ func NewSummary(s store.Session, turnID string, cancelling bool) Summary {
 	return out
 }
 
-func summarize(s store.Session, t *activeTurn) Summary {
+func (m *Manager) summarize(s store.Session, t *activeTurn) Summary {
+	s.RoutingPolicyVersion = m.cfg.Router.Version() // the policy in force now
 	if t == nil {
 		return NewSummary(s, "", false)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/store"
 )
 
@@ -25,6 +27,17 @@ const MaxTurnContent = 1 << 20
 func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string, error) {
 	if strings.TrimSpace(content) == "" {
 		return "", fmt.Errorf("%w: content is empty", ErrInvalid)
+	}
+	override, rest, isCommand := routing.ParseCommand(content)
+	if isCommand {
+		if rest == "" {
+			return "", fmt.Errorf("%w: nothing to send after /model %s", ErrInvalid, override)
+		}
+		if err := m.cfg.Models.Check(override); err != nil {
+			_, msg := model.Classify(err)
+			return "", fmt.Errorf("%w: %s", ErrInvalid, msg)
+		}
+		content = rest
 	}
 	if len(content) > MaxTurnContent {
 		return "", fmt.Errorf("%w: content is %d bytes; the limit is %d", ErrInvalid, len(content), MaxTurnContent)
@@ -109,7 +122,7 @@ func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string
 		}
 		out := m.cfg.Loop.Run(turnCtx, agent.Turn{ID: t.id, SessionID: sessionID, SessionModel: s.ActiveModel,
 			Workspace: s.WorkspacePath, Root: root, Emitter: em, Router: m.cfg.Router, UserText: content,
-			Worker: s.ParentSessionID != "", History: m.cachedHistory(sessionID, user)})
+			Worker: s.ParentSessionID != "", ModelOverride: override, History: m.cachedHistory(sessionID, user)})
 		m.rememberHistory(sessionID, out.Conversation)
 		// Run emits the terminal event without waiting for its commit, so
 		// the stored turn row may still say in_flight: answer cancels from
