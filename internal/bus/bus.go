@@ -23,6 +23,9 @@ type Store interface {
 	LastEventID(ctx context.Context, sessionID string) (string, error)
 	// EventsAfterSeq returns committed events in global append order.
 	EventsAfterSeq(ctx context.Context, afterSeq int64, limit int) ([]*event.Event, error)
+	// Session returns a session row (for its parent), or an error
+	// wrapping store.ErrNotFound.
+	Session(ctx context.Context, id string) (store.Session, error)
 }
 
 // LiveSink receives every delivered event of both families, per session
@@ -53,7 +56,7 @@ type Bus struct {
 
 	mu       sync.Mutex
 	emitters map[string]*Emitter
-	subs     []*subscriber
+	subs     atomic.Pointer[[]*subscriber] // copy on write; read without mu
 
 	warnings chan warning
 	wg       sync.WaitGroup
@@ -97,23 +100,66 @@ func (b *Bus) AddLive(s LiveSink) {
 	b.live.Store(&sinks)
 }
 
-// Emitter returns the emitter of a session, creating it on first use
-// with a sequencer seeded from the session's newest stored event id.
+// Emitter returns the emitter of an existing session, creating it on
+// first use. A worker's emitter joins its tree's outbox (the parent is
+// read from the store); a session not in the store yet is a root.
 func (b *Bus) Emitter(ctx context.Context, sessionID string) (*Emitter, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if e, ok := b.emitters[sessionID]; ok {
+		b.mu.Unlock()
 		return e, nil
+	}
+	b.mu.Unlock()
+	parent := ""
+	s, err := b.store.Session(ctx, sessionID)
+	switch {
+	case err == nil:
+		parent = s.ParentSessionID
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
+	}
+	return b.Attach(ctx, sessionID, parent)
+}
+
+// Attach returns the emitter of sessionID, creating it as a member of
+// parentID's delegation tree ("" for a root). Session creation uses it
+// before the session row exists.
+func (b *Bus) Attach(ctx context.Context, sessionID, parentID string) (*Emitter, error) {
+	var o *outbox
+	if parentID != "" {
+		pe, err := b.Emitter(ctx, parentID)
+		if err != nil {
+			return nil, err
+		}
+		o = pe.o
 	}
 	last, err := b.store.LastEventID(ctx, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
 	}
-	seq, err := event.NewSequencer(last, nil)
-	if err != nil {
-		return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
+	if o == nil {
+		seq, err := event.NewSequencer(last, nil)
+		if err != nil {
+			return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
+		}
+		o = &outbox{root: sessionID, seq: seq, lastOut: last}
+	} else {
+		// Joining a tree: its ids and seam move past this session's own.
+		// (outMu is never taken under b.mu: delivery takes them the other
+		// way round.)
+		if err := o.seq.Observe(last); err != nil {
+			return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
+		}
+		o.outMu.Lock()
+		o.lastOut = max(o.lastOut, last)
+		o.outMu.Unlock()
 	}
-	e := &Emitter{bus: b, sessionID: sessionID, seq: seq, lastOut: last}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e, ok := b.emitters[sessionID]; ok {
+		return e, nil
+	}
+	e := &Emitter{bus: b, sessionID: sessionID, o: o}
 	b.emitters[sessionID] = e
 	return e, nil
 }
@@ -139,11 +185,10 @@ func (b *Bus) deliver(ev *event.Event) {
 	if ev.Seq == 0 { // streaming family: live only
 		return
 	}
-	b.mu.Lock()
-	subs := b.subs
-	b.mu.Unlock()
-	for _, s := range subs {
-		s.offer(ev)
+	if subs := b.subs.Load(); subs != nil {
+		for _, s := range *subs {
+			s.offer(ev)
+		}
 	}
 }
 
@@ -210,7 +255,12 @@ func (b *Bus) Flush(ctx context.Context) error {
 		ems = append(ems, e)
 	}
 	b.mu.Unlock()
+	seen := map[*outbox]bool{}
 	for _, e := range ems {
+		if seen[e.o] {
+			continue
+		}
+		seen[e.o] = true
 		if err := e.Barrier(ctx); err != nil {
 			return err
 		}
@@ -236,9 +286,10 @@ func (b *Bus) Close(ctx context.Context) error {
 	// Warnings may still be emitted while closing; let the loop drain
 	// them with the bus marked closed (their emits then fail quietly).
 	close(b.stop)
-	b.mu.Lock()
-	subs := b.subs
-	b.mu.Unlock()
+	var subs []*subscriber
+	if p := b.subs.Load(); p != nil {
+		subs = *p
+	}
 	for _, s := range subs {
 		s.close()
 	}

@@ -24,10 +24,22 @@ type Spec struct {
 
 // Emitter emits the events of one session. It is safe for concurrent
 // use; events are ordered by the time their Emit acquires the emitter.
+//
+// The sessions of one delegation tree (a planner and every worker it
+// started, nested ones included) share one outbox: one id sequence, one
+// order of delivery. A client that follows a planner with its workers
+// therefore sees one stream in strictly increasing id order, and a single
+// cursor resumes it exactly.
 type Emitter struct {
 	bus       *Bus
 	sessionID string
-	seq       *event.Sequencer
+	o         *outbox
+}
+
+// outbox orders the events of one delegation tree.
+type outbox struct {
+	root string
+	seq  *event.Sequencer
 
 	// submitMu orders id assignment with the store submission, so the
 	// store's append order equals id order. It may be held while the
@@ -35,7 +47,7 @@ type Emitter struct {
 	submitMu sync.Mutex
 
 	outMu   sync.Mutex
-	outbox  []*pending // in id order; head is the oldest undelivered
+	pending []*pending // in id order; head is the oldest undelivered
 	lastOut string     // id of the last event delivered
 }
 
@@ -76,22 +88,27 @@ func (e *Emitter) EmitWait(ctx context.Context, s Spec) (*event.Event, error) {
 	}
 }
 
-// LastDelivered returns the id of the newest event of this session that
-// has been delivered to the live sink ("" if none since start).
+// Root returns the id of the root session of this session's delegation
+// tree (the session itself unless it is a worker).
+func (e *Emitter) Root() string { return e.o.root }
+
+// LastDelivered returns the id of the newest event of this session's
+// tree that has been delivered to the live sink (the newest stored one
+// if none since start).
 func (e *Emitter) LastDelivered() string {
-	e.outMu.Lock()
-	defer e.outMu.Unlock()
-	return e.lastOut
+	e.o.outMu.Lock()
+	defer e.o.outMu.Unlock()
+	return e.o.lastOut
 }
 
-// WithDelivered runs f while no event of this session can be delivered,
-// passing the id of the last delivered one. The streaming server uses it
-// to register a client and fix its seam atomically (spec §3.7). f must
-// not block or emit.
+// WithDelivered runs f while no event of this session's tree can be
+// delivered, passing the id of the last delivered one. The streaming
+// server uses it to register a client and fix its seam atomically (spec
+// §3.7). f must not block or emit.
 func (e *Emitter) WithDelivered(f func(lastID string)) {
-	e.outMu.Lock()
-	defer e.outMu.Unlock()
-	f(e.lastOut)
+	e.o.outMu.Lock()
+	defer e.o.outMu.Unlock()
+	f(e.o.lastOut)
 }
 
 func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
@@ -110,9 +127,10 @@ func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
 		return nil, nil, ErrClosed
 	}
 
-	e.submitMu.Lock()
-	defer e.submitMu.Unlock()
-	id, ts := e.seq.Next()
+	o := e.o
+	o.submitMu.Lock()
+	defer o.submitMu.Unlock()
+	id, ts := o.seq.Next()
 	ev := &event.Event{ID: id, Type: s.Type, SessionID: e.sessionID, TurnID: s.TurnID, TS: ts, Actor: s.Actor, Payload: payload}
 	if err := ev.Seal(); err != nil {
 		return nil, nil, err
@@ -124,16 +142,16 @@ func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
 
 	if info.Family == event.Streaming {
 		p.ready = true
-		e.outMu.Lock()
-		e.outbox = append(e.outbox, p)
-		e.flushLocked()
-		e.outMu.Unlock()
+		o.outMu.Lock()
+		o.pending = append(o.pending, p)
+		o.flushLocked(e.bus)
+		o.outMu.Unlock()
 		return ev, p, nil
 	}
 
-	e.outMu.Lock()
-	e.outbox = append(e.outbox, p)
-	e.outMu.Unlock()
+	o.outMu.Lock()
+	o.pending = append(o.pending, p)
+	o.outMu.Unlock()
 	ops := make([]store.Op, 0, len(s.Ops)+1)
 	for _, op := range s.Ops {
 		if st, ok := op.(store.EventStamper); ok {
@@ -142,41 +160,41 @@ func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
 		ops = append(ops, op)
 	}
 	ops = append(ops, store.AppendEvent{Event: ev})
-	e.bus.store.Submit(ops, func(err error) { e.committed(p, err) })
+	e.bus.store.Submit(ops, func(err error) { o.committed(e.bus, p, err) })
 	return ev, p, nil
 }
 
 // committed runs on the store's writer goroutine after the commit.
-func (e *Emitter) committed(p *pending, err error) {
-	e.outMu.Lock()
-	defer e.outMu.Unlock()
+func (o *outbox) committed(b *Bus, p *pending, err error) {
+	o.outMu.Lock()
+	defer o.outMu.Unlock()
 	p.ready = true
 	p.err = err
-	e.flushLocked()
+	o.flushLocked(b)
 }
 
 // flushLocked delivers the ready prefix of the outbox in id order.
-func (e *Emitter) flushLocked() {
+func (o *outbox) flushLocked(b *Bus) {
 	n := 0
-	for _, p := range e.outbox {
+	for _, p := range o.pending {
 		if !p.ready {
 			break
 		}
 		n++
 		if p.err != nil {
 			// Never hand out an event the store lost.
-			e.bus.log.Error("event not committed; dropped", "event", p.ev.String(), "err", p.err)
+			b.log.Error("event not committed; dropped", "event", p.ev.String(), "err", p.err)
 		} else {
-			e.lastOut = p.ev.ID
-			e.bus.deliver(p.ev)
+			o.lastOut = p.ev.ID
+			b.deliver(p.ev)
 		}
 		if p.done != nil {
 			close(p.done)
 		}
 	}
 	if n > 0 {
-		clear(e.outbox[:n])
-		e.outbox = e.outbox[n:]
+		clear(o.pending[:n])
+		o.pending = o.pending[n:]
 	}
 }
 
@@ -196,9 +214,9 @@ func encodePayload(v any) (json.RawMessage, error) {
 // call has been committed and delivered.
 func (e *Emitter) Barrier(ctx context.Context) error {
 	done := make(chan struct{})
-	e.submitMu.Lock()
+	e.o.submitMu.Lock()
 	e.bus.store.Submit(nil, func(error) { close(done) })
-	e.submitMu.Unlock()
+	e.o.submitMu.Unlock()
 	select {
 	case <-done:
 		return nil

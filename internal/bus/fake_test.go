@@ -19,6 +19,7 @@ type fakeStore struct {
 	fail    func(ops []store.Op) error
 	delay   time.Duration
 	stopped chan struct{}
+	parents map[string]string // session → parent, for Session
 }
 
 type sub struct {
@@ -87,6 +88,15 @@ func (f *fakeStore) LastEventID(_ context.Context, sessionID string) (string, er
 		}
 	}
 	return last, nil
+}
+
+func (f *fakeStore) Session(_ context.Context, id string) (store.Session, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.parents[id]; ok {
+		return store.Session{ID: id, ParentSessionID: p}, nil
+	}
+	return store.Session{}, store.ErrNotFound
 }
 
 func (f *fakeStore) EventsAfterSeq(_ context.Context, after int64, limit int) ([]*event.Event, error) {

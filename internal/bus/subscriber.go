@@ -67,7 +67,12 @@ func (b *Bus) Subscribe(name string, h Handler, opts SubscribeOptions) {
 		s.lagging.Store(true)
 	}
 	b.mu.Lock()
-	b.subs = append(b.subs[:len(b.subs):len(b.subs)], s) // copy on write: deliver reads without the lock
+	var subs []*subscriber
+	if p := b.subs.Load(); p != nil {
+		subs = append(subs, *p...)
+	}
+	subs = append(subs, s)
+	b.subs.Store(&subs) // copy on write: deliver reads without the lock
 	b.mu.Unlock()
 	b.wg.Add(1)
 	go s.run()

@@ -88,6 +88,24 @@ func incEntropy(id *ulid.ULID) bool {
 	return false
 }
 
+// Observe makes every later id sort after id (an event id, or "" for
+// nothing), for a sequencer that takes over the ids of another session.
+func (s *Sequencer) Observe(id string) error {
+	if id == "" {
+		return nil
+	}
+	u, err := ParseID(id)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u.Compare(s.last) > 0 {
+		s.last = u
+	}
+	return nil
+}
+
 // ParseID parses an "evt_" id into its ULID.
 func ParseID(id string) (ulid.ULID, error) {
 	rest, ok := strings.CutPrefix(id, IDPrefix)

@@ -98,7 +98,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Summary, error
 
 	s := store.Session{ID: event.NewID("sess_"), ParentSessionID: req.ParentSessionID, WorkspacePath: ws,
 		ActiveModel: modelID, RoutingPolicyVersion: m.cfg.Router.Version(), CreatedAt: time.Now().UTC()}
-	em, err := m.cfg.Bus.Emitter(ctx, s.ID)
+	em, err := m.cfg.Bus.Attach(ctx, s.ID, s.ParentSessionID)
 	if err != nil {
 		return Summary{}, err
 	}
