@@ -34,6 +34,7 @@ func New(m *session.Manager, tokens *attach.Registry, log *slog.Logger) *API {
 	a.route("/sessions/{id}", map[string]http.HandlerFunc{"GET": a.getSession})
 	a.route("/sessions/{id}/turns", map[string]http.HandlerFunc{"POST": a.submitTurn})
 	a.route("/sessions/{id}/turns/{turn_id}/cancel", map[string]http.HandlerFunc{"POST": a.cancelTurn})
+	a.route("/sessions/{id}/turns/{turn_id}/feedback", map[string]http.HandlerFunc{"POST": a.feedback})
 	a.route("/sessions/{id}/messages", map[string]http.HandlerFunc{"GET": a.messages})
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.URL.Path)

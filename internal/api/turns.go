@@ -45,6 +45,22 @@ func (a *API) cancelTurn(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"turn_id": r.PathValue("turn_id"), "status": string(res)})
 }
 
+func (a *API) feedback(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Rating  string `json:"rating"`
+		Comment string `json:"comment"`
+	}
+	if !decode(w, r, &req, false) {
+		return
+	}
+	id, err := a.sessions.Feedback(r.Context(), r.PathValue("id"), r.PathValue("turn_id"), req.Rating, req.Comment)
+	if err != nil {
+		a.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"event_id": id})
+}
+
 // Message page bounds.
 const (
 	defaultPage = 50
