@@ -18,6 +18,10 @@ type CancelCause struct{ Reason string }
 
 func (c *CancelCause) Error() string { return "turn cancelled: " + c.Reason }
 
+// CancelReason returns the cancellation reason of a cancelled context:
+// its *CancelCause's, turn_timeout for a deadline, user_cancel otherwise.
+func CancelReason(ctx context.Context) string { return reasonOf(ctx) }
+
 // reasonOf returns the cancellation reason of a cancelled context.
 func reasonOf(ctx context.Context) string {
 	var c *CancelCause

@@ -16,11 +16,13 @@ const SubscriberName = "cost-accumulator"
 type Store interface {
 	Apply(ctx context.Context, ops ...store.Op) error
 	Cursor(ctx context.Context, name string) (int64, error)
+	Session(ctx context.Context, id string) (store.Session, error)
 }
 
 // StartAccumulator subscribes the cost accumulator to b. It adds each
 // llm call's usage.cost_usd (completed or failed) to its session's
-// cost_so_far_usd and counts turn.started into turn_count. Its cursor is
+// cost_so_far_usd, and to every ancestor's (a worker's cost rolls up into
+// its planner's), and counts turn.started into turn_count. Its cursor is
 // stored in the same transaction as each update, and on start it
 // catches up from that cursor, so every event is counted exactly once
 // across restarts and crashes.
@@ -28,6 +30,27 @@ func StartAccumulator(ctx context.Context, b *bus.Bus, st Store) error {
 	from, err := st.Cursor(ctx, SubscriberName)
 	if err != nil {
 		return fmt.Errorf("cost accumulator: %w", err)
+	}
+	parents := map[string]string{} // session → parent; only the subscriber goroutine uses it
+	ancestors := func(ctx context.Context, id string) ([]string, error) {
+		var out []string
+		for range 64 {
+			p, ok := parents[id]
+			if !ok {
+				s, err := st.Session(ctx, id)
+				if err != nil {
+					return nil, err
+				}
+				p = s.ParentSessionID
+				parents[id] = p
+			}
+			if p == "" {
+				return out, nil
+			}
+			out = append(out, p)
+			id = p
+		}
+		return out, nil
 	}
 	b.Subscribe(SubscriberName, func(ctx context.Context, ev *event.Event) error {
 		add := store.AddUsage{SessionID: ev.SessionID}
@@ -45,7 +68,17 @@ func StartAccumulator(ctx context.Context, b *bus.Bus, st Store) error {
 			}
 			add.CostUSD = p.Usage.CostUSD
 		}
-		return st.Apply(ctx, add, store.SetCursor{Name: SubscriberName, Seq: ev.Seq})
+		ops := []store.Op{add}
+		if add.CostUSD != 0 {
+			up, err := ancestors(ctx, ev.SessionID)
+			if err != nil {
+				return err
+			}
+			for _, a := range up {
+				ops = append(ops, store.AddUsage{SessionID: a, CostUSD: add.CostUSD})
+			}
+		}
+		return st.Apply(ctx, append(ops, store.SetCursor{Name: SubscriberName, Seq: ev.Seq})...)
 	}, bus.SubscribeOptions{
 		Types:   []event.Type{event.TurnStarted, event.LLMCallCompleted, event.LLMCallFailed},
 		FromSeq: from,

@@ -26,6 +26,7 @@ import (
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/cost"
+	"github.com/metis-agent/metis/internal/delegate"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/internal/message"
@@ -120,6 +121,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
 		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log})
 	s.Sessions = mgr
+	s.Tools.Register(&delegate.Tool{Sessions: mgr, Store: st, Bus: s.Bus, Models: s.Models})
 	if err := mgr.Recover(ctx); err != nil {
 		s.closeCore(ctx)
 		return nil, err

@@ -50,6 +50,7 @@ type activeTurn struct {
 	cancelling bool
 	pending    string           // reason of a cancel that came before cancel was set
 	ended      store.TurnStatus // how the loop ended; "" while it runs
+	out        agent.Outcome    // the loop's outcome, set before done closes
 	done       chan struct{}
 }
 

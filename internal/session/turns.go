@@ -25,33 +25,61 @@ const MaxTurnContent = 1 << 20
 // one turn per session runs at a time: a second fails with
 // ErrTurnInFlight.
 func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string, error) {
+	t, err := m.submit(ctx, sessionID, content)
+	if err != nil {
+		return "", err
+	}
+	return t.id, nil
+}
+
+// RunTurn runs a turn on a session and waits for its end, returning the
+// loop's outcome. If ctx is cancelled first, the turn is cancelled with
+// ctx's cancel reason, and RunTurn still waits for the turn to wind down
+// (its cancellation events are emitted) before returning ctx's error.
+// Delegation runs worker turns this way.
+func (m *Manager) RunTurn(ctx context.Context, sessionID, content string) (agent.Outcome, error) {
+	t, err := m.submit(ctx, sessionID, content)
+	if err != nil {
+		return agent.Outcome{}, err
+	}
+	select {
+	case <-t.done:
+		return t.out, nil
+	case <-ctx.Done():
+		m.cancelTurn(sessionID, t.id, agent.CancelReason(ctx))
+		<-t.done
+		return t.out, ctx.Err()
+	}
+}
+
+func (m *Manager) submit(ctx context.Context, sessionID, content string) (*activeTurn, error) {
 	if strings.TrimSpace(content) == "" {
-		return "", fmt.Errorf("%w: content is empty", ErrInvalid)
+		return nil, fmt.Errorf("%w: content is empty", ErrInvalid)
 	}
 	override, rest, isCommand := routing.ParseCommand(content)
 	if isCommand {
 		if rest == "" {
-			return "", fmt.Errorf("%w: nothing to send after /model %s", ErrInvalid, override)
+			return nil, fmt.Errorf("%w: nothing to send after /model %s", ErrInvalid, override)
 		}
 		if err := m.cfg.Models.Check(override); err != nil {
 			_, msg := model.Classify(err)
-			return "", fmt.Errorf("%w: %s", ErrInvalid, msg)
+			return nil, fmt.Errorf("%w: %s", ErrInvalid, msg)
 		}
 		content = rest
 	}
 	if len(content) > MaxTurnContent {
-		return "", fmt.Errorf("%w: content is %d bytes; the limit is %d", ErrInvalid, len(content), MaxTurnContent)
+		return nil, fmt.Errorf("%w: content is %d bytes; the limit is %d", ErrInvalid, len(content), MaxTurnContent)
 	}
 	s, err := m.cfg.Store.Session(ctx, sessionID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return "", fmt.Errorf("%w: %s", ErrNotFound, sessionID)
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, sessionID)
 		}
-		return "", err
+		return nil, err
 	}
 	root, err := os.OpenRoot(s.WorkspacePath)
 	if err != nil {
-		return "", fmt.Errorf("%w: workspace %s cannot be opened: %v", ErrInvalid, s.WorkspacePath, err)
+		return nil, fmt.Errorf("%w: workspace %s cannot be opened: %v", ErrInvalid, s.WorkspacePath, err)
 	}
 
 	t := &activeTurn{id: event.NewID("turn_"), done: make(chan struct{})}
@@ -60,11 +88,11 @@ func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string
 	case m.closing:
 		m.mu.Unlock()
 		root.Close()
-		return "", ErrClosed
+		return nil, ErrClosed
 	case m.turns[sessionID] != nil:
 		m.mu.Unlock()
 		root.Close()
-		return "", fmt.Errorf("%w: turn %s", ErrTurnInFlight, m.turns[sessionID].id)
+		return nil, fmt.Errorf("%w: turn %s", ErrTurnInFlight, m.turns[sessionID].id)
 	}
 	m.turns[sessionID] = t
 	m.wg.Add(1)
@@ -81,7 +109,7 @@ func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string
 	em, err := m.cfg.Bus.Emitter(ctx, sessionID)
 	if err != nil {
 		release()
-		return "", err
+		return nil, err
 	}
 	now := time.Now().UTC()
 	user := message.Message{ID: event.NewID("msg_"), SessionID: sessionID, TurnID: t.id, Role: message.RoleUser,
@@ -93,7 +121,7 @@ func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string
 	if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnStarted, TurnID: t.id, Actor: event.ActorUser,
 		Payload: map[string]any{"user_message": user}, Ops: ops}); err != nil {
 		release()
-		return "", fmt.Errorf("start turn: %w", err)
+		return nil, fmt.Errorf("start turn: %w", err)
 	}
 
 	turnCtx, cancel := context.WithCancelCause(context.Background())
@@ -132,7 +160,7 @@ func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string
 			ended = store.TurnFailed
 		}
 		m.mu.Lock()
-		t.ended = ended
+		t.ended, t.out = ended, out
 		m.mu.Unlock()
 		bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := em.Barrier(bctx); err != nil {
@@ -141,7 +169,7 @@ func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string
 		bcancel()
 		m.log.Info("turn ended", "session", sessionID, "turn", t.id, "status", out.Status, "reason", out.Reason)
 	}()
-	return t.id, nil
+	return t, nil
 }
 
 // CancelResult tells what a cancel request did.
