@@ -1,0 +1,278 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/protocol"
+)
+
+// Apply folds one event into the view and reports whether its type was
+// known. Unknown types are skipped with a debug log (spec §9.2); events
+// at or before LastEventID are ignored (a replay overlap never doubles
+// text). Deltas build messages incrementally; message.complete replaces
+// the message with its final_content, which is authoritative.
+func (v *View) Apply(ev *protocol.EventEnvelope) bool {
+	if ev.ID != "" && ev.ID <= v.LastEventID {
+		return true
+	}
+	if !event.Known(event.Type(ev.Type)) {
+		v.Skipped++
+		v.log.Debug("skipping an event of unknown type", "type", ev.Type, "id", ev.ID)
+		v.LastEventID = max(v.LastEventID, ev.ID)
+		return false
+	}
+	if err := v.apply(ev); err != nil {
+		v.log.Debug("event not applied", "type", ev.Type, "id", ev.ID, "err", err)
+	}
+	v.LastEventID = max(v.LastEventID, ev.ID)
+	return true
+}
+
+type deltaPayload struct {
+	MessageID   string          `json:"message_id"`
+	Index       int             `json:"content_block_index"`
+	Text        string          `json:"text"`
+	Signature   *string         `json:"signature"`
+	ToolUseID   string          `json:"tool_use_id"`
+	ToolName    string          `json:"tool_name"`
+	PartialJSON string          `json:"partial_json"`
+	FinalInput  json.RawMessage `json:"final_input"`
+	Role        string          `json:"role"`
+	Model       string          `json:"model"`
+}
+
+func (v *View) apply(ev *protocol.EventEnvelope) error {
+	turnID := ""
+	if ev.TurnID != nil {
+		turnID = *ev.TurnID
+	}
+	switch event.Type(ev.Type) {
+	case event.TurnStarted:
+		var p struct {
+			UserMessage struct {
+				ID      string   `json:"id"`
+				Role    string   `json:"role"`
+				Content []*Block `json:"content"`
+				Status  string   `json:"status"`
+			} `json:"user_message"`
+		}
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return err
+		}
+		v.Turn = Turn{ID: turnID, Status: "in_flight"}
+		u := p.UserMessage
+		v.addMessage(&Message{ID: u.ID, Role: "user", SessionID: ev.SessionID, TurnID: turnID, Blocks: u.Content, Status: "complete"})
+	case event.TurnCompleted:
+		var p struct {
+			Outcome    string `json:"outcome"`
+			ErrorClass string `json:"error_class"`
+		}
+		_ = json.Unmarshal(ev.Payload, &p)
+		st := "completed"
+		if p.Outcome == "failed" {
+			st = "failed"
+		}
+		v.Turn = Turn{ID: turnID, Status: st, Reason: p.ErrorClass}
+	case event.TurnCancelled:
+		var p struct {
+			Reason string `json:"reason"`
+		}
+		_ = json.Unmarshal(ev.Payload, &p)
+		v.Turn = Turn{ID: turnID, Status: "cancelled", Reason: p.Reason}
+		for _, m := range v.Messages {
+			if m.TurnID == turnID && m.Status == "streaming" {
+				m.Status = "cancelled"
+			}
+		}
+	case event.MessageStart:
+		var p deltaPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return err
+		}
+		role := p.Role
+		if role == "" {
+			role = "assistant"
+		}
+		v.addMessage(&Message{ID: p.MessageID, Role: role, SessionID: ev.SessionID, TurnID: turnID, Model: p.Model, Status: "streaming"})
+	case event.TextDelta, event.ThinkingDelta, event.ToolUseStart, event.ToolUseInputDelta, event.ToolUseEnd:
+		var p deltaPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return err
+		}
+		m := v.index[p.MessageID]
+		if m == nil { // a delta whose message.start was missed (streaming gap)
+			m = &Message{ID: p.MessageID, Role: "assistant", SessionID: ev.SessionID, TurnID: turnID, Status: "streaming"}
+			v.addMessage(m)
+		}
+		switch event.Type(ev.Type) {
+		case event.TextDelta:
+			m.block(p.Index, "text").Text += p.Text
+		case event.ThinkingDelta:
+			b := m.block(p.Index, "thinking")
+			b.Thinking += p.Text
+			if p.Signature != nil {
+				b.Signature = *p.Signature
+			}
+		case event.ToolUseStart:
+			b := m.block(p.Index, "tool_use")
+			b.ID, b.Name = p.ToolUseID, p.ToolName
+			v.Tools[p.ToolUseID] = &ToolCall{ID: p.ToolUseID, Name: p.ToolName, Status: "pending"}
+		case event.ToolUseInputDelta:
+			m.block(p.Index, "tool_use").PartialInput += p.PartialJSON
+		case event.ToolUseEnd:
+			b := m.block(p.Index, "tool_use")
+			b.Input, b.PartialInput = p.FinalInput, ""
+			if tc := v.Tools[p.ToolUseID]; tc != nil {
+				tc.Input = p.FinalInput
+			}
+		}
+	case event.MessageComplete:
+		var p struct {
+			MessageID    string   `json:"message_id"`
+			StopReason   string   `json:"stop_reason"`
+			FinalContent []*Block `json:"final_content"`
+			Usage        *Usage   `json:"usage"`
+		}
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return err
+		}
+		m := v.index[p.MessageID]
+		if m == nil {
+			m = &Message{ID: p.MessageID, Role: "assistant", SessionID: ev.SessionID, TurnID: turnID}
+			v.addMessage(m)
+		}
+		if !sameContent(m.Blocks, p.FinalContent) {
+			v.Mismatches++
+		}
+		m.Blocks, m.StopReason, m.Usage = p.FinalContent, p.StopReason, p.Usage
+		switch p.StopReason {
+		case "cancelled":
+			m.Status = "cancelled"
+		case "error":
+			m.Status = "failed"
+		default:
+			m.Status = "complete"
+		}
+		for _, b := range p.FinalContent {
+			if b.Type == "tool_use" {
+				if tc := v.Tools[b.ID]; tc != nil {
+					tc.Input = b.Input
+				} else {
+					v.Tools[b.ID] = &ToolCall{ID: b.ID, Name: b.Name, Input: b.Input, Status: "pending"}
+				}
+			}
+		}
+	case event.LLMCallCompleted, event.LLMCallFailed:
+		var p struct {
+			MessageID  string `json:"message_id"`
+			ErrorClass string `json:"error_class"`
+			Message    string `json:"message"`
+			Usage      Usage  `json:"usage"`
+		}
+		_ = json.Unmarshal(ev.Payload, &p)
+		v.CostUSD += p.Usage.CostUSD
+		if event.Type(ev.Type) == event.LLMCallFailed && p.ErrorClass != "cancelled" {
+			v.Errors = append(v.Errors, fmt.Sprintf("%s: %s", p.ErrorClass, p.Message))
+			if m := v.index[p.MessageID]; m != nil && m.Status == "streaming" {
+				m.Status = "failed"
+			}
+		}
+	case event.ToolCalled, event.ToolCompleted, event.ToolFailed:
+		var p struct {
+			ToolUseID  string          `json:"tool_use_id"`
+			ToolName   string          `json:"tool_name"`
+			Input      json.RawMessage `json:"input"`
+			Summary    string          `json:"summary"`
+			Result     string          `json:"result"`
+			ErrorClass string          `json:"error_class"`
+			Message    string          `json:"message"`
+		}
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return err
+		}
+		tc := v.Tools[p.ToolUseID]
+		if tc == nil {
+			tc = &ToolCall{ID: p.ToolUseID, Name: p.ToolName}
+			v.Tools[p.ToolUseID] = tc
+		}
+		switch event.Type(ev.Type) {
+		case event.ToolCalled:
+			tc.Status = "running"
+			if len(p.Input) > 0 {
+				tc.Input = p.Input
+			}
+		case event.ToolCompleted:
+			tc.Status, tc.Summary, tc.Result = "completed", p.Summary, p.Result
+		case event.ToolFailed:
+			tc.Status, tc.ErrorClass, tc.Error = "failed", p.ErrorClass, p.Message
+			if p.ErrorClass == "cancelled" {
+				tc.Status = "cancelled"
+			}
+		}
+	case event.DelegateStarted, event.DelegateCompleted, event.DelegateFailed:
+		var p struct {
+			WorkerSessionID string  `json:"worker_session_id"`
+			Task            string  `json:"task"`
+			Model           string  `json:"model"`
+			Summary         string  `json:"summary"`
+			FailureMode     string  `json:"failure_mode"`
+			CostUSD         float64 `json:"cost_usd"`
+		}
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return err
+		}
+		w := v.Workers[p.WorkerSessionID]
+		if w == nil {
+			w = &Worker{SessionID: p.WorkerSessionID}
+			v.Workers[p.WorkerSessionID] = w
+		}
+		switch event.Type(ev.Type) {
+		case event.DelegateStarted:
+			w.Task, w.Model, w.Status = p.Task, p.Model, "running"
+		case event.DelegateCompleted:
+			w.Status, w.Summary, w.CostUSD = "completed", p.Summary, p.CostUSD
+		case event.DelegateFailed:
+			w.Status, w.FailureMode, w.CostUSD = "failed", p.FailureMode, p.CostUSD
+		}
+	case event.FeedbackSubmitted:
+		var p struct {
+			Rating string `json:"rating"`
+		}
+		_ = json.Unmarshal(ev.Payload, &p)
+		if v.Feedback == nil {
+			v.Feedback = map[string]string{}
+		}
+		v.Feedback[turnID] = p.Rating
+	}
+	return nil
+}
+
+// sameContent compares streamed blocks with final_content: text,
+// thinking and tool inputs (as parsed JSON).
+func sameContent(got, final []*Block) bool {
+	if len(got) != len(final) {
+		return false
+	}
+	for i, g := range got {
+		f := final[i]
+		if g.Type != f.Type || g.Text != f.Text || g.Thinking != f.Thinking || g.ID != f.ID {
+			return false
+		}
+		if g.Type == "tool_use" && !jsonEqual(g.Input, f.Input) {
+			return false
+		}
+	}
+	return true
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}

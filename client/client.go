@@ -1,0 +1,197 @@
+// Package client is the Go client of a metis server: the HTTP API of
+// contract §3 and the live stream of the streaming protocol, with a
+// reducer that keeps a session's materialized View from a snapshot and
+// the events that follow, and a Follow loop that reconnects
+// transparently (cursor replay, exponential backoff with jitter, a fresh
+// snapshot when the server cannot replay).
+//
+// A complete program that starts a turn and prints the answer as it
+// streams:
+//
+//	c := client.New("http://127.0.0.1:8421")
+//	ctx := context.Background()
+//	s, _ := c.CreateSession(ctx, "/path/to/workspace", "")
+//	turn := ""
+//	ctx, stop := context.WithCancel(ctx)
+//	err := c.Follow(ctx, s.ID, client.FollowOptions{
+//		OnUpdate: func(u client.Update) {
+//			switch {
+//			case u.Kind == client.Subscribed && turn == "":
+//				turn, _ = c.Submit(ctx, s.ID, "What is in this workspace?")
+//			case u.Kind == client.EventApplied && u.Event.Type == "text.delta":
+//				var p struct{ Text string `json:"text"` }
+//				json.Unmarshal(u.Event.Payload, &p)
+//				fmt.Print(p.Text)
+//			case u.Kind == client.EventApplied && u.View.Turn.ID == turn && u.View.Turn.Status != "in_flight":
+//				stop()
+//			}
+//		},
+//	})
+//
+// client imports protocol and the event catalog; it is safe to import
+// from other programs.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client talks to one metis server.
+type Client struct {
+	BaseURL string
+	HTTP    *http.Client
+	Logger  *slog.Logger
+}
+
+// New returns a client of the server at baseURL (http://host:port).
+func New(baseURL string) *Client {
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: &http.Client{Timeout: 30 * time.Second}, Logger: slog.Default()}
+}
+
+// APIError is an error answer of the HTTP API.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("metis: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Session is a session summary (contract §3).
+type Session struct {
+	ID                   string    `json:"id"`
+	ParentSessionID      *string   `json:"parent_session_id"`
+	WorkspacePath        string    `json:"workspace_path"`
+	ActiveModel          string    `json:"active_model"`
+	RoutingPolicyVersion string    `json:"routing_policy_version"`
+	CostSoFarUSD         float64   `json:"cost_so_far_usd"`
+	TurnCount            int       `json:"turn_count"`
+	CurrentTurnID        *string   `json:"current_turn_id"`
+	CurrentTurnStatus    *string   `json:"current_turn_status"`
+	CreatedAt            time.Time `json:"created_at"`
+}
+
+// Attach is the answer of GET /sessions/{id} (spec §3.1).
+type Attach struct {
+	SessionID   string  `json:"session_id"`
+	ActiveModel string  `json:"active_model"`
+	AttachToken string  `json:"attach_token"`
+	WSURL       string  `json:"ws_url"`
+	Session     Session `json:"session"`
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, rd)
+	if err != nil {
+		return err
+	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("metis: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("metis: %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		return &APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("metis: %s %s: decode: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// CreateSession creates a session on an absolute workspace directory;
+// model "" takes the server's default.
+func (c *Client) CreateSession(ctx context.Context, workspace, model string) (Session, error) {
+	var s Session
+	err := c.do(ctx, http.MethodPost, "/sessions", map[string]string{"workspace_path": workspace, "model": model}, &s)
+	return s, err
+}
+
+// Sessions lists every session.
+func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
+	var out struct {
+		Sessions []Session `json:"sessions"`
+	}
+	err := c.do(ctx, http.MethodGet, "/sessions", nil, &out)
+	return out.Sessions, err
+}
+
+// Attach fetches a session's summary and a single-use attach token.
+func (c *Client) Attach(ctx context.Context, sessionID string) (Attach, error) {
+	var a Attach
+	err := c.do(ctx, http.MethodGet, "/sessions/"+url.PathEscape(sessionID), nil, &a)
+	return a, err
+}
+
+// Submit starts a turn and returns its id.
+func (c *Client) Submit(ctx context.Context, sessionID, content string) (string, error) {
+	var out struct {
+		TurnID string `json:"turn_id"`
+	}
+	err := c.do(ctx, http.MethodPost, "/sessions/"+url.PathEscape(sessionID)+"/turns", map[string]string{"content": content}, &out)
+	return out.TurnID, err
+}
+
+// Cancel cancels a turn (idempotent).
+func (c *Client) Cancel(ctx context.Context, sessionID, turnID, reason string) error {
+	return c.do(ctx, http.MethodPost, "/sessions/"+url.PathEscape(sessionID)+"/turns/"+url.PathEscape(turnID)+"/cancel",
+		map[string]string{"reason": reason}, nil)
+}
+
+// Messages returns a page of history before a message id ("" for the
+// newest), oldest first, and whether older ones exist.
+func (c *Client) Messages(ctx context.Context, sessionID, before string, limit int) ([]json.RawMessage, bool, error) {
+	q := url.Values{}
+	if before != "" {
+		q.Set("before", before)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out struct {
+		Messages []json.RawMessage `json:"messages"`
+		HasMore  bool              `json:"has_more"`
+	}
+	err := c.do(ctx, http.MethodGet, "/sessions/"+url.PathEscape(sessionID)+"/messages?"+q.Encode(), nil, &out)
+	return out.Messages, out.HasMore, err
+}
+
+// IsNotFound reports whether err is a 404 of the API.
+func IsNotFound(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
