@@ -189,6 +189,12 @@ func (c *Client) followOnce(ctx context.Context, sid string, filter any, v *View
 				return errors.New("metis: streaming gap; resubscribing with a snapshot")
 			}
 			replayLeft = ack.ReplayEventCount
+			if !ack.Snapshot && ack.SeamEventID > v.LastEventID && replayLeft == 0 {
+				// Live from here: resume after the seam if we drop before
+				// the first event.
+				v.LastEventID = ack.SeamEventID
+				*since = v.LastEventID
+			}
 			if !ack.Snapshot && replayLeft == 0 {
 				*attempt = 0
 				emit(Update{Kind: Subscribed, Resumed: resumed})

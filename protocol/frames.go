@@ -116,6 +116,10 @@ type SubscribeAck struct {
 	Snapshot         bool    `json:"snapshot"`
 	ReplayEventCount int     `json:"replay_event_count"`
 	StreamingGap     bool    `json:"streaming_gap"`
+	// SeamEventID is the id of the last event covered by the snapshot or
+	// replay: every live event that follows is newer. A client that
+	// subscribed without snapshot or cursor can resume from it.
+	SeamEventID string `json:"seam_event_id"`
 }
 
 // SubscribeError refuses a subscribe. Offending names the filter entry

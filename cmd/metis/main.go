@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/metis-agent/metis/internal/cli"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/server"
 )
@@ -23,7 +24,13 @@ import (
 const usage = `metis: a local AI-agent server
 
 usage:
-  metis serve [flags]    run the server; "metis serve -h" lists the flags
+  metis serve [flags]                       run the server; "metis serve -h" lists the flags
+  metis sessions [--json]                   list sessions
+  metis send SESSION "text"                 run a turn and print its answer as it streams
+  metis tail SESSION [--filter F] [--since ID] [--json] [--workers]
+                                            print a session's events live, with reconnect
+
+client commands take --server URL (default $METIS_SERVER, else http://127.0.0.1:8421)
 `
 
 func main() {
@@ -35,9 +42,18 @@ func run(args []string) int {
 		fmt.Fprint(os.Stderr, usage)
 		return 2
 	}
+	env := cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	switch args[0] {
 	case "serve":
 		return serve(args[1:])
+	case "sessions":
+		return cli.Sessions(ctx, args[1:], env)
+	case "send":
+		return cli.Send(ctx, args[1:], env)
+	case "tail":
+		return cli.Tail(ctx, args[1:], env)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0
