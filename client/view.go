@@ -12,18 +12,18 @@ import (
 // what the conformance suite compares. A View is not safe for concurrent
 // use; Follow hands out copies.
 type View struct {
-	Session     json.RawMessage       `json:"session,omitempty"` // the snapshot's session summary
-	Messages    []*Message            `json:"messages"`
-	Tools       map[string]*ToolCall  `json:"tools"`
-	Workers     map[string]*Worker    `json:"workers"`
-	Turn        Turn                  `json:"turn"`
-	CostUSD     float64               `json:"cost_usd"` // cost of the calls seen (plus the snapshot's)
-	Errors      []string              `json:"errors"`   // llm.call_failed messages, for display
-	LastEventID string                `json:"last_event_id"`
-	Skipped     int                   `json:"skipped_unknown_events"`
-	Mismatches  int                   `json:"delta_mismatches"` // messages whose deltas disagreed with message.complete
-	Feedback    map[string]string     `json:"feedback,omitempty"` // turn id → rating
-	index       map[string]*Message   // by message id
+	Session     json.RawMessage      `json:"session,omitempty"` // the snapshot's session summary
+	Messages    []*Message           `json:"messages"`
+	Tools       map[string]*ToolCall `json:"tools"`
+	Workers     map[string]*Worker   `json:"workers"`
+	Turn        Turn                 `json:"turn"`
+	CostUSD     float64              `json:"cost_usd"` // cost of the calls seen (plus the snapshot's)
+	Errors      []string             `json:"errors"`   // llm.call_failed messages, for display
+	LastEventID string               `json:"last_event_id"`
+	Skipped     int                  `json:"skipped_unknown_events"`
+	Mismatches  int                  `json:"delta_mismatches"`   // messages whose deltas disagreed with message.complete
+	Feedback    map[string]string    `json:"feedback,omitempty"` // turn id → rating
+	index       map[string]*Message  // by message id
 	log         *slog.Logger
 }
 

@@ -70,6 +70,9 @@ func DecodeClientFrame(b []byte) (ClientFrame, error) {
 	if !utf8.Valid(b) {
 		return ClientFrame{}, bad(CodeInvalidJSON, "frame is not valid UTF-8")
 	}
+	if t := bytes.TrimLeft(b, jsonSpace); len(t) == 0 || t[0] != '{' {
+		return ClientFrame{}, bad(CodeInvalidJSON, "frame is not a JSON object")
+	}
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -142,6 +145,10 @@ func decodeSubscribe(b []byte) (*Subscribe, error) {
 		if err := json.Unmarshal(filter, &s.Preset); err != nil {
 			return nil, bad(CodeInvalidFrame, "subscribe: filter: %v", err)
 		}
+		if s.Preset == "" {
+			// Not "no filter": Resolve would read it as every type.
+			return nil, bad(CodeInvalidFrame, "subscribe: filter: empty preset name")
+		}
 	case filter[0] == '{':
 		if err := strictUnmarshal(filter, &s.Filter); err != nil {
 			return nil, bad(CodeInvalidFrame, "subscribe: filter: %v", err)
@@ -155,13 +162,18 @@ func decodeSubscribe(b []byte) (*Subscribe, error) {
 	return s, nil
 }
 
+// jsonSpace is JSON's insignificant whitespace (RFC 8259 §2).
+const jsonSpace = " \t\n\r"
+
 // strictUnmarshal decodes one JSON value and refuses trailing data.
+// (Decoder.More is not enough: it reports no more data before a stray
+// '}' or ']'.)
 func strictUnmarshal(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if dec.More() {
+	if len(bytes.TrimLeft(b[dec.InputOffset():], jsonSpace)) > 0 {
 		return fmt.Errorf("data after the JSON value")
 	}
 	return nil
@@ -183,7 +195,8 @@ func (s *Subscribe) Resolve() (Filter, error) {
 	if s.Preset != "" {
 		types, ok := event.Preset(s.Preset)
 		if !ok {
-			return Filter{}, &FilterError{Offending: s.Preset, Message: fmt.Sprintf("unknown preset %q (known: preset:chat, preset:full)", s.Preset)}
+			return Filter{}, &FilterError{Offending: truncate(s.Preset, 128),
+				Message: fmt.Sprintf("unknown preset %q (known: preset:chat, preset:full)", truncate(s.Preset, 64))}
 		}
 		return Filter{EventTypes: typeNames(types)}, nil
 	}
@@ -206,6 +219,9 @@ func (s *Subscribe) Resolve() (Filter, error) {
 		}
 	}
 	f.EventTypes = out
+	if f.Actors != nil && len(f.Actors) == 0 {
+		return Filter{}, &FilterError{Message: "actors is empty: the subscription would receive nothing (null means every actor)"}
+	}
 	for _, a := range f.Actors {
 		if a == "" || len(a) > 64 || strings.ContainsAny(a, "\x00") {
 			return Filter{}, &FilterError{Offending: truncate(a, 64), Message: "actors must be non-empty names of at most 64 bytes"}

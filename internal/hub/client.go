@@ -16,6 +16,7 @@ type Client struct {
 
 	hub    *Hub
 	filter filter
+	after  string // the cursor: live items at or before it are not queued
 	max    int
 	notify chan struct{}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,7 +122,7 @@ func (h *Hub) Publish(ev *event.Event) {
 	clients := st.clients
 	st.mu.Unlock()
 	for _, c := range clients {
-		if c.filter.match(&it) && c.offer(it) {
+		if it.ID > c.after && c.filter.match(&it) && c.offer(it) {
 			h.slow(c)
 		}
 	}
@@ -137,19 +138,25 @@ func (h *Hub) slow(c *Client) {
 // Unsubscribe detaches a client (spec §3.6): its queue is dropped and a
 // bus.subscriber_unregistered meta-event is emitted. Idempotent.
 func (h *Hub) Unsubscribe(c *Client) {
+	if h.detach(c) {
+		h.meta(c.SessionID, event.BusSubscriberUnregister, c.Name)
+	}
+}
+
+// detach removes a client from its session and drops its queue,
+// reporting whether it was attached. A subscribe that is refused after
+// the seam detaches its client this way: it was never announced with
+// bus.subscriber_registered, so no bus.subscriber_unregistered follows.
+func (h *Hub) detach(c *Client) bool {
 	h.mu.RLock()
 	st := h.sessions[c.SessionID]
 	h.mu.RUnlock()
 	if st == nil {
-		return
+		c.close()
+		return false
 	}
 	st.mu.Lock()
-	i := -1
-	for j, x := range st.clients {
-		if x == c {
-			i = j
-		}
-	}
+	i := slices.Index(st.clients, c)
 	if i >= 0 {
 		next := make([]*Client, 0, len(st.clients)-1)
 		next = append(append(next, st.clients[:i]...), st.clients[i+1:]...)
@@ -157,9 +164,7 @@ func (h *Hub) Unsubscribe(c *Client) {
 	}
 	st.mu.Unlock()
 	c.close()
-	if i >= 0 {
-		h.meta(c.SessionID, event.BusSubscriberUnregister, c.Name)
-	}
+	return i >= 0
 }
 
 // meta emits a bus meta-event about a subscription, without waiting.

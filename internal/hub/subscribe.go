@@ -45,10 +45,16 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	since := ""
 	if sub.Since != nil && !sub.Snapshot {
 		since = *sub.Since
-		at, err := event.IDTime(since)
+		u, err := event.ParseID(since)
 		if err != nil {
 			return nil, h.refuse(protocol.CodeInvalidCursor, "since is not an event id: "+err.Error(), "")
 		}
+		// Ids compare as strings, so only the canonical spelling is a
+		// usable cursor (ULIDs also parse in lower case).
+		if event.IDPrefix+u.String() != since {
+			return nil, h.refuse(protocol.CodeInvalidCursor, "since is not an event id in canonical form", "")
+		}
+		at, _ := event.IDTime(since)
 		if at.Before(h.cfg.Now().Add(-h.cfg.Retention)) {
 			return nil, h.refuse(protocol.CodeCursorExpired, "the cursor is older than the trace store's retention; subscribe again with snapshot: true", "")
 		}
@@ -59,6 +65,10 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	}
 
 	c := newClient(h, h.nextName(), sessionID, compile(resolved), h.cfg.ClientQueue)
+	// A cursor past the seam (a client that saw streaming events of an
+	// earlier process, whose ids were never stored): the client already
+	// holds the events up to it, so none may be queued again.
+	c.after = since
 	a := &Attachment{Client: c, Ack: protocol.SubscribeAck{Type: protocol.TypeSubscribeAck, ResolvedFilter: resolved,
 		Since: sub.Since, Snapshot: sub.Snapshot}}
 	var ringItems []Item
@@ -79,21 +89,21 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	if sub.Snapshot {
 		snap, err := h.snapshot(ctx, sess, a.Seam, currentTurn)
 		if err != nil {
-			h.Unsubscribe(c)
+			h.detach(c)
 			return nil, h.internal(err)
 		}
 		a.Snapshot = snap
 	} else if since != "" && since < a.Seam {
 		replay, serr := h.replay(ctx, c, since, a.Seam, ringItems)
 		if serr != nil {
-			h.Unsubscribe(c)
+			h.detach(c)
 			return nil, serr
 		}
 		a.Replay = replay
 		a.Ack.ReplayEventCount = len(replay)
 		gap, err := h.streamingGap(ctx, sessionID, since, a.Seam, evicted, heldFrom)
 		if err != nil {
-			h.Unsubscribe(c)
+			h.detach(c)
 			return nil, h.internal(err)
 		}
 		a.Ack.StreamingGap = gap
