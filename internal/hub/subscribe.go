@@ -85,6 +85,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		st.mu.Unlock()
 		a.Seam = last
 	})
+	a.Ack.SeamEventID = a.Seam
 
 	if sub.Snapshot {
 		snap, err := h.snapshot(ctx, sess, a.Seam, currentTurn)

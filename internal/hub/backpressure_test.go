@@ -1,0 +1,209 @@
+package hub_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/hub"
+	"github.com/metis-agent/metis/protocol"
+)
+
+// TestSlowClient (spec §8): a client that is never drained overflows
+// exactly when an event arrives with ClientQueue items queued; emitting
+// never blocks on it; after the overflow Drain reports it and discards
+// the queue, and every later event is dropped; one bus.handler_warning
+// names the client (subscription_name) with reason client_too_slow and
+// queue_capacity; a client of the same session that keeps up receives
+// every event, the warning included. The slow client then reconnects
+// with the last id it had and gets everything it missed.
+func TestSlowClient(t *testing.T) {
+	st := openStore(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		q := rapid.IntRange(4, 24).Draw(rt, "clientQueue")
+		e := newEnv(rt, st, hub.Config{ClientQueue: q, RingSize: 1 << 10})
+		e.mustEmit(event.SessionCreated, event.ActorSession, "")
+		e.barrier()
+		fast := e.subscribe(protocol.Subscribe{Preset: event.PresetFull})
+		slowSub := protocol.Subscribe{Filter: protocol.Filter{EventTypes: []string{string(event.TextDelta), string(event.ToolCalled)}}}
+		slow := e.subscribe(slowSub)
+		e.barrier()
+		var fastGot []hub.Item
+		fastGot = append(fastGot, drain(rt, fast)...)
+
+		// Each emit is delivered before EmitWait returns, so the slow
+		// queue's length is known exactly; the fast client is drained
+		// after every event, as a writer keeping up would.
+		n := rapid.IntRange(0, 3*q).Draw(rt, "events")
+		var slowWant []string
+		for i := range n {
+			typ := rapid.SampledFrom([]event.Type{event.TextDelta, event.ToolCalled, event.RouteDecided}).Draw(rt, fmt.Sprintf("type%d", i))
+			ev, err := e.em.EmitWait(e.ctx, bus.Spec{Type: typ, Actor: event.ActorAgent})
+			if err != nil {
+				rt.Fatalf("emit: %v", err)
+			}
+			if typ == event.TextDelta {
+				e.mu.Lock()
+				e.streaming = append(e.streaming, ev)
+				e.mu.Unlock()
+			}
+			if typ != event.RouteDecided {
+				slowWant = append(slowWant, ev.ID)
+			}
+			fastGot = append(fastGot, drain(rt, fast)...)
+			if over := slow.Client.Overflown(); over != (len(slowWant) > q) {
+				rt.Fatalf("after %d matching events into a queue of %d: overflown=%v", len(slowWant), q, over)
+			}
+			if !slow.Client.Overflown() && slow.Client.Len() != len(slowWant) {
+				rt.Fatalf("slow queue holds %d, want %d", slow.Client.Len(), len(slowWant))
+			}
+		}
+		overflowed := len(slowWant) > q
+		var slowGot []hub.Item
+		if overflowed {
+			items, over := slow.Client.Drain(nil)
+			if !over || len(items) != 0 {
+				rt.Fatalf("Drain after overflow: %d items, overflown=%v", len(items), over)
+			}
+			warns := e.waitMeta(event.BusHandlerWarning, slow.Client.Name)
+			if len(warns) != 1 || warns[0]["reason"] != "client_too_slow" || warns[0]["queue_capacity"] != float64(q) {
+				rt.Fatalf("warnings about %s: %v", slow.Client.Name, warns)
+			}
+			// Later events are dropped.
+			e.mustEmit(event.TextDelta, event.ActorModel, "t")
+			e.barrier()
+			if items, over := slow.Client.Drain(nil); !over || len(items) != 0 || slow.Client.Len() != 0 {
+				rt.Fatalf("overflown client queued %d more", len(items))
+			}
+			if got := len(e.metaEvents(event.BusHandlerWarning, slow.Client.Name)); got != 1 {
+				rt.Fatalf("%d warnings about %s, want 1", got, slow.Client.Name)
+			}
+		} else {
+			slowGot = drain(rt, slow)
+			if !equalStrings(ids(slowGot), slowWant) {
+				rt.Fatalf("slow client got %v, want %v", short(ids(slowGot)), short(slowWant))
+			}
+		}
+		e.barrier()
+		fastGot = append(fastGot, drain(rt, fast)...)
+		all := e.all()
+		sameEvents(rt, "fast client", fastGot, expect(all, matcher{preset: event.PresetFull}, fast.Seam, ""))
+		if !overflowed && len(e.metaEvents(event.BusHandlerWarning, slow.Client.Name)) != 0 {
+			rt.Fatalf("warning about a client that kept within its queue")
+		}
+
+		// The slow client is closed and reconnects with since: what it
+		// had, or its seam if nothing. Nothing is lost.
+		e.h.Unsubscribe(slow.Client)
+		since := slow.Seam
+		if len(slowGot) > 0 {
+			since = slowGot[len(slowGot)-1].ID
+		}
+		slowSub.Since = &since
+		again := e.subscribe(slowSub)
+		m := matcher{types: slowSub.Filter.EventTypes}
+		sameEvents(rt, "slow client after reconnect", append(slowGot, again.Replay...), expect(all, m, slow.Seam, again.Seam))
+	})
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSlowClientNeverBlocksEmit: with a one-item queue nobody drains,
+// a burst of emits from several goroutines completes (bounded by a
+// context), and the other client still gets all of it.
+func TestSlowClientNeverBlocksEmit(t *testing.T) {
+	st := openStore(t)
+	e := newEnv(t, st, hub.Config{ClientQueue: 1})
+	stuck := e.subscribe(protocol.Subscribe{Preset: event.PresetFull})
+	ctx, cancel := context.WithTimeout(e.ctx, timeout)
+	defer cancel()
+	done := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for range 200 {
+				if _, err := e.emit(event.TextDelta, event.ActorModel, "t"); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatal("emits blocked behind a full client queue")
+		}
+	}
+	e.barrier()
+	if !stuck.Client.Overflown() {
+		t.Fatal("no overflow")
+	}
+	e.waitMeta(event.BusHandlerWarning, stuck.Client.Name)
+}
+
+// TestUnsubscribe: Unsubscribe detaches the client (no more items, the
+// client count drops once), emits one bus.subscriber_unregistered named
+// after the client (after the bus.subscriber_registered of its
+// subscribe), and is idempotent.
+func TestUnsubscribe(t *testing.T) {
+	st := openStore(t)
+	e := newEnv(t, st, hub.Config{})
+	a := e.subscribe(protocol.Subscribe{Preset: event.PresetFull})
+	b := e.subscribe(protocol.Subscribe{Preset: event.PresetFull})
+	if a.Client.Name == b.Client.Name || a.Client.SessionID != e.sid {
+		t.Fatalf("clients %q and %q of %s", a.Client.Name, b.Client.Name, a.Client.SessionID)
+	}
+	if e.h.Clients(e.sid) != 2 {
+		t.Fatalf("%d clients", e.h.Clients(e.sid))
+	}
+	e.mustEmit(event.TextDelta, event.ActorModel, "t")
+	e.barrier()
+	for range 3 {
+		e.h.Unsubscribe(a.Client)
+	}
+	if e.h.Clients(e.sid) != 1 {
+		t.Fatalf("%d clients after unsubscribing one (three times)", e.h.Clients(e.sid))
+	}
+	if a.Client.Len() != 0 {
+		t.Fatal("queue kept after unsubscribe")
+	}
+	e.mustEmit(event.TextDelta, event.ActorModel, "t")
+	e.barrier()
+	if items, _ := a.Client.Drain(nil); len(items) != 0 {
+		t.Fatalf("unsubscribed client got %d items", len(items))
+	}
+	if got := e.metaEvents(event.BusSubscriberRegistered, a.Client.Name); len(got) != 1 {
+		t.Fatalf("%d registered events", len(got))
+	}
+	if got := e.metaEvents(event.BusSubscriberUnregister, a.Client.Name); len(got) != 1 {
+		t.Fatalf("%d unregistered events, want 1", len(got))
+	}
+	// b saw a's unregistration, after a's registration.
+	all := e.all()
+	sameEvents(t, "b", drain(t, b), expect(all, matcher{preset: event.PresetFull}, b.Seam, ""))
+	// Unsubscribing a client of a session the hub never saw is harmless.
+	e.h.Unsubscribe(b.Client)
+	e.h.Unsubscribe(b.Client)
+	if e.h.Clients(e.sid) != 0 || e.h.Clients("sess_unknown") != 0 {
+		t.Fatal("clients left")
+	}
+}

@@ -1,0 +1,109 @@
+package hub
+
+import (
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestClientQueueModel drives a Client's queue directly against a plain
+// slice model: FIFO order across growth and wrap-around, overflow exactly
+// on the offer that finds ClientQueue items queued (reported once), every
+// later offer dropped, and an overflown queue discarded by Drain.
+func TestClientQueueModel(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		limit := rapid.IntRange(1, 40).Draw(rt, "limit")
+		c := newClient(nil, "stream-test", "sess", filter{}, limit)
+		var model []string
+		overflown := false
+		next := 0
+		var dst []Item
+		for step := range rapid.IntRange(1, 200).Draw(rt, "steps") {
+			if rapid.IntRange(0, 3).Draw(rt, fmt.Sprintf("op%d", step)) > 0 {
+				// Offer a burst.
+				for range rapid.IntRange(1, 2*limit+1).Draw(rt, fmt.Sprintf("burst%d", step)) {
+					id := fmt.Sprintf("evt_%06d", next)
+					next++
+					got := c.offer(Item{ID: id})
+					want := false
+					switch {
+					case overflown:
+					case len(model) == limit:
+						overflown, want = true, true
+					default:
+						model = append(model, id)
+					}
+					if got != want {
+						rt.Fatalf("offer %s: overflowed=%v, want %v (queued %d of %d)", id, got, want, len(model), limit)
+					}
+					if n := c.Len(); !overflown && n != len(model) {
+						rt.Fatalf("Len=%d, want %d", n, len(model))
+					}
+					if c.Overflown() != overflown {
+						rt.Fatalf("Overflown=%v, want %v", c.Overflown(), overflown)
+					}
+				}
+				continue
+			}
+			var over bool
+			dst, over = c.Drain(dst)
+			if over != overflown {
+				rt.Fatalf("Drain overflown=%v, want %v", over, overflown)
+			}
+			if overflown {
+				if len(dst) != 0 {
+					rt.Fatalf("overflown Drain returned %d items", len(dst))
+				}
+				if c.Len() != 0 {
+					rt.Fatalf("overflown queue holds %d items after Drain", c.Len())
+				}
+				continue
+			}
+			if len(dst) != len(model) {
+				rt.Fatalf("Drain returned %d items, want %d", len(dst), len(model))
+			}
+			for i := range dst {
+				if dst[i].ID != model[i] {
+					rt.Fatalf("Drain[%d]=%s, want %s", i, dst[i].ID, model[i])
+				}
+			}
+			model = model[:0]
+			if c.Len() != 0 {
+				rt.Fatalf("Len=%d after Drain", c.Len())
+			}
+		}
+	})
+}
+
+// TestClientNotify: the notify channel is signalled after an offer and
+// on overflow, and never blocks the offerer however many offers precede
+// a read.
+func TestClientNotify(t *testing.T) {
+	c := newClient(nil, "stream-test", "sess", filter{}, 2)
+	select {
+	case <-c.Notify():
+		t.Fatal("signalled before any offer")
+	default:
+	}
+	for i := range 3 {
+		c.offer(Item{ID: fmt.Sprint(i)}) // the third overflows; none blocks
+	}
+	select {
+	case <-c.Notify():
+	default:
+		t.Fatal("not signalled after offers")
+	}
+	if _, over := c.Drain(nil); !over {
+		t.Fatal("third offer into a queue of two did not overflow")
+	}
+	c.close()
+	select {
+	case <-c.Notify():
+	default:
+		t.Fatal("close did not signal")
+	}
+	if c.offer(Item{ID: "x"}) || c.Len() != 0 {
+		t.Fatal("closed client accepted an offer")
+	}
+}

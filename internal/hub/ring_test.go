@@ -1,0 +1,150 @@
+package hub_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/hub"
+	"github.com/metis-agent/metis/protocol"
+)
+
+// TestTinyRingStreamingGap: with a ring of 0 to 3 streaming events, a
+// replay from any cursor carries every matching catalog event after it
+// and exactly the matching streaming events still held by the ring, in
+// id order; the ack's streaming_gap is true exactly when a streaming
+// event after the cursor (of any type: the ring is not per filter) was
+// evicted.
+func TestTinyRingStreamingGap(t *testing.T) {
+	st := openStore(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		size := rapid.IntRange(0, 3).Draw(rt, "ring")
+		e := newEnv(rt, st, hub.Config{RingSize: size})
+		first := e.mustEmit(event.SessionCreated, event.ActorSession, "")
+		cursors := []string{first.ID}
+		for _, em := range rapid.SliceOfN(emissionGen(), 0, 25).Draw(rt, "events") {
+			cursors = append(cursors, e.mustEmit(em.typ, em.actor, "t").ID)
+		}
+		e.barrier()
+		var streaming []string
+		e.mu.Lock()
+		for _, ev := range e.streaming {
+			streaming = append(streaming, ev.ID)
+		}
+		e.mu.Unlock()
+		evicted := streaming[:max(0, len(streaming)-size)]
+		held := map[string]bool{}
+		for _, id := range streaming[len(evicted):] {
+			held[id] = true
+		}
+
+		for k := range rapid.IntRange(1, 3).Draw(rt, "subscribes") {
+			since := cursors[rapid.IntRange(0, len(cursors)-1).Draw(rt, fmt.Sprintf("since%d", k))]
+			m := matcherGen().Draw(rt, fmt.Sprintf("filter%d", k))
+			sub := m.subscribe()
+			sub.Since = &since
+			att := e.subscribe(sub)
+			e.barrier()
+			var want []*event.Event
+			for _, ev := range expect(e.all(), m, since, att.Seam) {
+				if event.FamilyOf(ev.Type) == event.Catalog || held[ev.ID] {
+					want = append(want, ev)
+				}
+			}
+			sameEvents(rt, fmt.Sprintf("replay %d from %s", k, since), att.Replay, want)
+			gap := len(evicted) > 0 && evicted[len(evicted)-1] > since
+			if att.Ack.StreamingGap != gap {
+				rt.Fatalf("subscribe %d from %s: streaming_gap %v, want %v (ring %d, %d of %d streaming events evicted)",
+					k, since, att.Ack.StreamingGap, gap, size, len(evicted), len(streaming))
+			}
+			e.h.Unsubscribe(att.Client)
+		}
+	})
+}
+
+// TestStreamingGapAfterRestart: a new process (bus and hub) over the
+// same store never held the streaming events of the old one; a replay
+// from a cursor before the restart reports a gap exactly when a model
+// call happened after the cursor, and still replays every catalog event.
+func TestStreamingGapAfterRestart(t *testing.T) {
+	st := openStore(t)
+	for _, withCall := range []bool{false, true} {
+		t.Run(fmt.Sprint("llm_call=", withCall), func(t *testing.T) {
+			old := newEnv(t, st, hub.Config{RingSize: 64})
+			cursor := old.mustEmit(event.TurnStarted, event.ActorSession, "turn_1")
+			if withCall {
+				old.mustEmit(event.LLMCallStarted, event.ActorAgent, "turn_1")
+			}
+			old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+			old.mustEmit(event.ToolCalled, event.ActorTool, "turn_1")
+			old.barrier()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			if err := old.b.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			b := bus.New(st, bus.Options{Logger: quiet})
+			defer b.Close(ctx)
+			h := hub.New(st, b, hub.Config{RingSize: 64, Logger: quiet})
+			b.AddLive(h)
+			sub := protocol.Subscribe{Preset: event.PresetFull, Since: &cursor.ID}
+			att, serr := h.Subscribe(ctx, old.sid, &sub)
+			if serr != nil {
+				t.Fatalf("subscribe: %+v", serr)
+			}
+			if att.Ack.StreamingGap != withCall {
+				t.Fatalf("streaming_gap %v after a restart, want %v", att.Ack.StreamingGap, withCall)
+			}
+			old.b, old.h = b, h
+			var want []*event.Event
+			for _, ev := range expect(old.all(), matcher{preset: event.PresetFull}, cursor.ID, att.Seam) {
+				if event.FamilyOf(ev.Type) == event.Catalog {
+					want = append(want, ev)
+				}
+			}
+			sameEvents(t, "replay after restart", att.Replay, want)
+			// Events of the new process after the seam are live, and a
+			// cursor held in the new process has no gap.
+			em, err := b.Emitter(ctx, old.sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old.em = em
+			old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+			old.barrier()
+			full := matcher{preset: event.PresetFull}
+			sameEvents(t, "live after restart", drain(t, att), expect(old.all(), full, att.Seam, ""))
+			sub = protocol.Subscribe{Preset: event.PresetFull, Since: &att.Seam}
+			att2, serr := h.Subscribe(ctx, old.sid, &sub)
+			if serr != nil {
+				t.Fatalf("subscribe: %+v", serr)
+			}
+			if att2.Ack.StreamingGap {
+				t.Fatal("streaming_gap for a cursor the new process holds")
+			}
+			old.barrier()
+			sameEvents(t, "replay in the new process", att2.Replay, expect(old.all(), full, att.Seam, att2.Seam))
+		})
+	}
+}
+
+// TestRingZeroNeverReplaysStreaming: without a ring, a replay carries
+// catalog events only, and a gap whenever deltas followed the cursor.
+func TestRingZeroNeverReplaysStreaming(t *testing.T) {
+	st := openStore(t)
+	e := newEnv(t, st, hub.Config{})
+	first := e.mustEmit(event.TurnStarted, event.ActorSession, "turn_1")
+	e.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+	done := e.mustEmit(event.TurnCompleted, event.ActorAgent, "turn_1")
+	e.barrier()
+	att := e.subscribe(protocol.Subscribe{Preset: event.PresetChat, Since: &first.ID})
+	if !att.Ack.StreamingGap {
+		t.Fatal("no streaming_gap though a delta is gone")
+	}
+	sameEvents(t, "replay", att.Replay, []*event.Event{done})
+}
