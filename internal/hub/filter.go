@@ -30,6 +30,10 @@ func (f *filter) match(it *Item) bool {
 	return f.types[it.Type] && (f.actors == nil || f.actors[it.Actor])
 }
 
+func (f *filter) matchEvent(ev *event.Event) bool {
+	return f.types[ev.Type] && (f.actors == nil || f.actors[ev.Actor])
+}
+
 // catalogTypes returns the filter's catalog-family types, for store
 // queries.
 func (f *filter) catalogTypes() []event.Type {

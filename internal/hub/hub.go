@@ -22,6 +22,7 @@ type Store interface {
 	CountEvents(ctx context.Context, q store.EventQuery) (int, error)
 	Session(ctx context.Context, id string) (store.Session, error)
 	MessagesAsOf(ctx context.Context, sessionID, eventID string, limit int) ([]message.Message, bool, error)
+	Children(ctx context.Context, parentID string) ([]store.Session, error)
 }
 
 // Config sets the hub's limits (contract §1 names them).
@@ -47,6 +48,8 @@ type Hub struct {
 
 	mu       sync.RWMutex
 	sessions map[string]*sessionState
+	parents  map[string]string   // worker session → its planner
+	children map[string][]string // planner → its workers
 }
 
 // sessionState is the hub's view of one session.
@@ -57,7 +60,8 @@ type sessionState struct {
 	// heldFrom: every streaming event of this session with an id >= heldFrom
 	// was pushed to the ring in this process (older ones are unknown).
 	heldFrom    string
-	currentTurn string // as of the last delivered event
+	currentTurn string    // as of the last delivered event
+	lastActive  time.Time // emission time of the last event, for Sweep
 }
 
 // New returns a hub reading from st and emitting meta-events through b.
@@ -80,7 +84,8 @@ func New(st Store, b *bus.Bus, cfg Config) *Hub {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Hub{cfg: cfg, store: st, bus: b, log: cfg.Logger, m: cfg.Metrics, sessions: map[string]*sessionState{}}
+	return &Hub{cfg: cfg, store: st, bus: b, log: cfg.Logger, m: cfg.Metrics, sessions: map[string]*sessionState{},
+		parents: map[string]string{}, children: map[string][]string{}}
 }
 
 // state returns the session's state, creating it with heldFrom if new.
@@ -105,11 +110,29 @@ func (h *Hub) state(sessionID, heldFrom string) *sessionState {
 // keeps streaming events in the ring, and offers the item to every
 // matching client without blocking.
 func (h *Hub) Publish(ev *event.Event) {
-	it := newItem(ev)
+	streaming := event.FamilyOf(ev.Type) == event.Streaming
+	if ev.Type == event.SessionCreated {
+		h.learnParent(ev)
+	}
 	st := h.state(ev.SessionID, ev.ID)
+	// Frame the event only if someone needs the bytes: the ring, or a
+	// client of this session or of a planner above it.
+	var it Item
+	framed := false
+	frame := func() *Item {
+		if !framed {
+			it, framed = newItem(ev), true
+		}
+		return &it
+	}
 	st.mu.Lock()
-	if event.FamilyOf(ev.Type) == event.Streaming {
-		st.ring.push(it, h.cfg.RingSize)
+	st.lastActive = ev.TS
+	if streaming {
+		if h.cfg.RingSize > 0 {
+			st.ring.push(*frame(), h.cfg.RingSize)
+		} else {
+			st.ring.evicted = ev.ID // kept nowhere: a gap for any cursor before it
+		}
 	}
 	switch ev.Type {
 	case event.TurnStarted:
@@ -121,11 +144,126 @@ func (h *Hub) Publish(ev *event.Event) {
 	}
 	clients := st.clients
 	st.mu.Unlock()
+	h.offer(clients, false, ev, frame)
+	// Planners above a worker see its events if they asked for workers
+	// (spec §7.2). The whole delegation tree shares one outbox, so this
+	// runs in the tree's id order.
+	for _, anc := range h.ancestors(ev.SessionID) {
+		h.mu.RLock()
+		ast := h.sessions[anc]
+		h.mu.RUnlock()
+		if ast == nil {
+			continue
+		}
+		ast.mu.Lock()
+		aclients := ast.clients
+		ast.mu.Unlock()
+		h.offer(aclients, true, ev, frame)
+	}
+}
+
+// offer queues the event for each matching client; workersOnly keeps
+// the clients that asked for worker sessions.
+func (h *Hub) offer(clients []*Client, workersOnly bool, ev *event.Event, frame func() *Item) {
 	for _, c := range clients {
-		if it.ID > c.after && c.filter.match(&it) && c.offer(it) {
+		if workersOnly && !c.filter.workers {
+			continue
+		}
+		if ev.ID <= c.after || !c.filter.matchEvent(ev) {
+			continue
+		}
+		if c.offer(*frame()) {
 			h.slow(c)
 		}
 	}
+}
+
+// learnParent records a worker's planner from its session.created.
+func (h *Hub) learnParent(ev *event.Event) {
+	var p struct {
+		Parent *string `json:"parent_session_id"`
+	}
+	if ev.DecodePayload(&p) != nil || p.Parent == nil || *p.Parent == "" {
+		return
+	}
+	h.setParent(ev.SessionID, *p.Parent)
+}
+
+func (h *Hub) setParent(child, parent string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.parents[child]; ok {
+		return
+	}
+	h.parents[child] = parent
+	h.children[parent] = append(h.children[parent], child)
+}
+
+// ancestors lists the planners above a session, nearest first.
+func (h *Hub) ancestors(id string) []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []string
+	for p, ok := h.parents[id]; ok && len(out) < 64; p, ok = h.parents[p] {
+		out = append(out, p)
+	}
+	return out
+}
+
+// descendants lists the workers below a session known to the hub.
+func (h *Hub) descendants(id string) []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []string
+	queue := []string{id}
+	for len(queue) > 0 && len(out) < 10000 {
+		next := h.children[queue[0]]
+		queue = append(queue[1:], next...)
+		out = append(out, next...)
+	}
+	return out
+}
+
+// loadDescendants records the worker tree below id from the store, for
+// sessions created before this process (their session.created was not
+// seen live), and returns every descendant.
+func (h *Hub) loadDescendants(ctx context.Context, id string) ([]string, error) {
+	queue := []string{id}
+	var out []string
+	for len(queue) > 0 && len(out) < 10000 {
+		kids, err := h.store.Children(ctx, queue[0])
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range kids {
+			h.setParent(k.ID, queue[0])
+			out = append(out, k.ID)
+			queue = append(queue, k.ID)
+		}
+		queue = queue[1:]
+	}
+	return out, nil
+}
+
+// Sweep forgets the state (ring included) of sessions that have no
+// client attached and saw no event for idle. A forgotten session is
+// rebuilt on demand; a cursor into its forgotten ring is reported as a
+// streaming gap, as after a restart.
+func (h *Hub) Sweep(idle time.Duration) int {
+	cutoff := h.cfg.Now().Add(-idle)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for id, st := range h.sessions {
+		st.mu.Lock()
+		drop := len(st.clients) == 0 && st.lastActive.Before(cutoff)
+		st.mu.Unlock()
+		if drop {
+			delete(h.sessions, id)
+			n++
+		}
+	}
+	return n
 }
 
 // slow reports a client whose queue overflowed (spec §8.2, step 2): the

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/session"
@@ -63,8 +65,16 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	if err != nil {
 		return nil, h.internal(err)
 	}
+	filter := compile(resolved)
+	if filter.workers {
+		// Workers created before this process: learn the tree from the
+		// store, so live fan-out and replay cover them.
+		if _, err := h.loadDescendants(ctx, sessionID); err != nil {
+			return nil, h.internal(err)
+		}
+	}
 
-	c := newClient(h, h.nextName(), sessionID, compile(resolved), h.cfg.ClientQueue)
+	c := newClient(h, h.nextName(), sessionID, filter, h.cfg.ClientQueue)
 	// A cursor past the seam (a client that saw streaming events of an
 	// earlier process, whose ids were never stored): the client already
 	// holds the events up to it, so none may be queued again.
@@ -72,19 +82,33 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	a := &Attachment{Client: c, Ack: protocol.SubscribeAck{Type: protocol.TypeSubscribeAck, ResolvedFilter: resolved,
 		Since: sub.Since, Snapshot: sub.Snapshot}}
 	var ringItems []Item
-	var currentTurn, evicted, heldFrom string
-	// The seam: register and read the last delivered id with delivery held.
+	var currentTurn string
+	var tree []string // the session, and its workers if the client wants them
+	var evicted, heldFrom string
+	// The seam: register and read the last delivered id with delivery held
+	// (for the whole delegation tree: planner and workers share the lock).
 	em.WithDelivered(func(last string) {
-		st := h.state(sessionID, last+"\x00")
-		st.mu.Lock()
-		st.clients = append(st.clients[:len(st.clients):len(st.clients)], c)
-		if since != "" {
-			ringItems = st.ring.after(since, last, &c.filter)
-		}
-		currentTurn, evicted, heldFrom = st.currentTurn, st.ring.evicted, st.heldFrom
-		st.mu.Unlock()
 		a.Seam = last
+		tree = []string{sessionID}
+		if filter.workers {
+			tree = append(tree, h.descendants(sessionID)...)
+		}
+		heldFrom = last + "\x00"
+		for i, id := range tree {
+			st := h.state(id, last+"\x00")
+			st.mu.Lock()
+			if i == 0 {
+				st.clients = append(st.clients[:len(st.clients):len(st.clients)], c)
+				currentTurn = st.currentTurn
+			}
+			if since != "" {
+				ringItems = append(ringItems, st.ring.after(since, last, &c.filter)...)
+			}
+			evicted, heldFrom = max(evicted, st.ring.evicted), min(heldFrom, st.heldFrom)
+			st.mu.Unlock()
+		}
 	})
+	slices.SortFunc(ringItems, func(x, y Item) int { return strings.Compare(x.ID, y.ID) })
 	a.Ack.SeamEventID = a.Seam
 
 	if sub.Snapshot {
@@ -95,14 +119,14 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		}
 		a.Snapshot = snap
 	} else if since != "" && since < a.Seam {
-		replay, serr := h.replay(ctx, c, since, a.Seam, ringItems)
+		replay, serr := h.replay(ctx, c, tree, since, a.Seam, ringItems)
 		if serr != nil {
 			h.detach(c)
 			return nil, serr
 		}
 		a.Replay = replay
 		a.Ack.ReplayEventCount = len(replay)
-		gap, err := h.streamingGap(ctx, sessionID, since, a.Seam, evicted, heldFrom)
+		gap, err := h.streamingGap(ctx, tree, since, a.Seam, evicted, heldFrom)
 		if err != nil {
 			h.detach(c)
 			return nil, h.internal(err)
@@ -131,11 +155,11 @@ func (h *Hub) internal(err error) *protocol.SubscribeError {
 // replay returns the events in (since, seam] matching the client's
 // filter: catalog events from the store merged by id with the ring's
 // streaming events. It refuses with replay_too_large past the limit.
-func (h *Hub) replay(ctx context.Context, c *Client, since, seam string, ringItems []Item) ([]Item, *protocol.SubscribeError) {
+func (h *Hub) replay(ctx context.Context, c *Client, sessions []string, since, seam string, ringItems []Item) ([]Item, *protocol.SubscribeError) {
 	limit := h.cfg.ReplayLimit
 	tooLarge := h.refuse(protocol.CodeReplayTooLarge,
 		fmt.Sprintf("Gap exceeds the replay limit of %d events. Reconnect with snapshot: true.", limit), "")
-	q := store.EventQuery{SessionIDs: []string{c.SessionID}, AfterID: since, UpToID: seam}
+	q := store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: seam}
 	// Counting without a type filter only reads the index: an upper bound
 	// that settles most cases cheaply.
 	n, err := h.store.CountEvents(ctx, q)
@@ -181,7 +205,7 @@ func (h *Hub) replay(ctx context.Context, c *Client, since, seam string, ringIte
 // streamingGap reports whether streaming events after since may be
 // missing from the replay: evicted from the ring, or emitted before this
 // process held the session (a restart) while a model call was running.
-func (h *Hub) streamingGap(ctx context.Context, sessionID, since, seam, evicted, heldFrom string) (bool, error) {
+func (h *Hub) streamingGap(ctx context.Context, sessions []string, since, seam, evicted, heldFrom string) (bool, error) {
 	if since < evicted {
 		return true, nil
 	}
@@ -191,7 +215,7 @@ func (h *Hub) streamingGap(ctx context.Context, sessionID, since, seam, evicted,
 	// Streaming events only occur inside model calls; look for one in the
 	// unheld range.
 	upTo := min(heldFrom, seam)
-	n, err := h.store.CountEvents(ctx, store.EventQuery{SessionIDs: []string{sessionID}, AfterID: since, UpToID: upTo,
+	n, err := h.store.CountEvents(ctx, store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: upTo,
 		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}})
 	return n > 0, err
 }

@@ -137,8 +137,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
-	s.bg.Add(2)
+	s.bg.Add(3)
 	go s.pruneLoop(bgctx)
+	go s.sweepLoop(bgctx)
 	go func() {
 		defer s.bg.Done()
 		router.Watch(bgctx, cfg.RoutingPoll)
@@ -224,6 +225,29 @@ func (s *Server) closeCore(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// Hub sweeping: the state (ring included) of a session with no client
+// and no event for hubIdle is dropped.
+const (
+	sweepInterval = time.Minute
+	hubIdle       = 10 * time.Minute
+)
+
+func (s *Server) sweepLoop(ctx context.Context) {
+	defer s.bg.Done()
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n := s.Hub.Sweep(hubIdle); n > 0 {
+				s.Log.Debug("hub: dropped idle sessions", "sessions", n)
+			}
+		}
+	}
 }
 
 // pruneInterval is how often the trace store is pruned to --retention.
