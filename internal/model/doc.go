@@ -5,6 +5,8 @@
 // delta stream into canonical content blocks, and the error classes of a
 // failed call.
 //
-// Adapters live in sub-packages (builtin, and later anthropic, openai).
+// Adapters live in sub-packages: builtin (the offline demo), anthropic
+// (Messages API) and openai (Chat Completions, also local compatible
+// servers).
 // model imports message only; it never imports the bus or a transport.
 package model

@@ -32,7 +32,6 @@ import (
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/model"
-	"github.com/metis-agent/metis/internal/model/builtin"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/store"
@@ -64,6 +63,8 @@ type Server struct {
 	bg       sync.WaitGroup
 	shutOnce sync.Once
 	shutErr  error
+	// defaultWhy says why the default model is what it is (ready line).
+	defaultWhy string
 }
 
 // New opens the store under cfg.Home and wires every component. It does
@@ -81,15 +82,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	s := &Server{Config: cfg, Log: log, Store: st}
 	s.Models = model.NewRegistry()
-	s.Models.Register(builtin.Provider, builtin.Demo{Delay: cfg.DemoDelay})
-	s.Models.Unavailable("anthropic", "the Anthropic adapter is not built yet")
-	s.Models.Unavailable("openai", "the OpenAI adapter is not built yet")
-	if cfg.DefaultModel == "" {
-		s.Config.DefaultModel = builtin.ModelID
-	}
+	var why string
+	s.Config.DefaultModel, why = registerModels(s.Models, cfg, log)
+	s.defaultWhy = why
 	if err := s.Models.Check(s.Config.DefaultModel); err != nil {
 		st.Close()
-		return nil, fmt.Errorf("default model: %w", err)
+		_, msg := model.Classify(err)
+		return nil, fmt.Errorf("default model: %s", msg)
 	}
 
 	s.Bus = bus.New(st, bus.Options{Logger: log})
@@ -177,7 +176,7 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		s.Shutdown(context.Background())
 		return err
 	}
-	fmt.Fprintf(out, "metis serving %s (home %s, default model %s)\n", url, s.Config.Home, s.Config.DefaultModel)
+	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s)\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy)
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
