@@ -125,7 +125,9 @@ func (e *Engine) reload() (bool, error) {
 }
 
 // Watch polls the file every interval until ctx is done and reloads it
-// when its contents change. An interval <= 0 disables polling.
+// once its contents have changed and then stayed the same for one more
+// poll, so a file caught half-written (an editor truncating before it
+// writes) is never applied. An interval <= 0 disables polling.
 func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		<-ctx.Done()
@@ -133,11 +135,24 @@ func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var last [32]byte
+	e.mu.RLock()
+	last = e.sum
+	e.mu.RUnlock()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			b, err := os.ReadFile(e.path)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			sum := sha256.Sum256(b)
+			if sum != last {
+				last = sum // changed: wait one poll for it to settle
+				continue
+			}
 			_, _ = e.Reload()
 		}
 	}

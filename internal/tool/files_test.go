@@ -361,13 +361,13 @@ func TestMalformedInput(t *testing.T) {
 }
 
 func TestRegistrySpecs(t *testing.T) {
-	r := tool.NewRegistry(tool.WriteFile{}, tool.ListDir{}, tool.ReadFile{})
+	r := tool.NewRegistry(tool.WriteFile{}, tool.Shell{}, tool.ListDir{}, tool.ReadFile{})
 	specs := r.Specs()
 	var names []string
 	for _, s := range specs {
 		names = append(names, s.Name)
 	}
-	if strings.Join(names, ",") != "list_dir,read_file,write_file" {
+	if strings.Join(names, ",") != "list_dir,read_file,shell,write_file" {
 		t.Fatalf("Specs names = %v", names)
 	}
 	// Builtins gives the same set.
@@ -399,8 +399,12 @@ func TestRegistrySpecs(t *testing.T) {
 		if schema.Type != "object" {
 			t.Errorf("%s: type %q", s.Name, schema.Type)
 		}
-		if _, ok := schema.Properties["path"]; !ok {
-			t.Errorf("%s: no path property", s.Name)
+		key := "path"
+		if s.Name == "shell" {
+			key = "command"
+		}
+		if _, ok := schema.Properties[key]; !ok {
+			t.Errorf("%s: no %s property", s.Name, key)
 		}
 		for _, req := range schema.Required {
 			if _, ok := schema.Properties[req]; !ok {
@@ -415,12 +419,12 @@ func TestRegistrySpecs(t *testing.T) {
 	if got, ok := r.Get("read_file"); !ok || got.Spec().Name != "read_file" {
 		t.Errorf("Get(read_file) = %v, %v", got, ok)
 	}
-	if _, ok := r.Get("shell"); ok {
-		t.Errorf("Get(shell) found an unregistered tool")
+	if _, ok := r.Get("delegate"); ok {
+		t.Errorf("Get(delegate) found an unregistered tool")
 	}
 	// Register replaces by name.
 	r.Register(tool.ReadFile{})
-	if len(r.Specs()) != 3 {
+	if len(r.Specs()) != 4 {
 		t.Errorf("re-registering changed the count: %d", len(r.Specs()))
 	}
 	if len(tool.NewRegistry().Specs()) != 0 {
