@@ -14,16 +14,19 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/metis-agent/metis/internal/cli"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/server"
+	"github.com/metis-agent/metis/internal/tui"
 )
 
 const usage = `metis: a local AI-agent server
 
 usage:
+  metis [chat] [--session ID] [--server URL]  the terminal UI (starts a server in-process if none runs)
   metis serve [flags]                       run the server; "metis serve -h" lists the flags
   metis sessions [--json]                   list sessions
   metis send SESSION "text"                 run a turn and print its answer as it streams
@@ -38,14 +41,17 @@ func main() {
 }
 
 func run(args []string) int {
-	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, usage)
-		return 2
-	}
 	env := cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}
+	if len(args) == 0 || (strings.HasPrefix(args[0], "-") && !isHelp(args[0])) {
+		// The TUI handles ctrl-c itself (cancel, then quit), so it gets
+		// no signal context.
+		return tui.Run(context.Background(), args, env)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	switch args[0] {
+	case "chat":
+		return tui.Run(context.Background(), args[1:], env)
 	case "serve":
 		return serve(args[1:])
 	case "sessions":
@@ -92,3 +98,5 @@ func serve(args []string) int {
 	}
 	return 0
 }
+
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }

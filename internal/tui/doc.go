@@ -1,0 +1,19 @@
+// Package tui is the terminal UI of metis: `metis` with no arguments and
+// `metis chat`. It is chat-first: the conversation fills the screen, a
+// composer is always available below it, a one-line activity bar shows
+// the turn in flight (model, tool, tokens, cost, or "reconnecting…"), and
+// an on-demand inspector lists the raw recent events.
+//
+// It owns the Bubble Tea program and everything it renders: the model
+// (model.go), its update loop (update.go, keys.go), the frame pacing that
+// batches a fast stream into one render per frame (feed.go), the
+// conversation rendering (render.go, markdown.go) and the screen layout
+// (view.go, inspector.go). Run (run.go) finds the server as contract §1
+// says, starts one in-process when the default address is not answering,
+// and creates or resumes a session.
+//
+// tui imports the public client and protocol packages, cli (for Env and
+// the server URL), and server and config only to run an in-process
+// server; it renders with the charm.land v2 libraries (bubbletea,
+// bubbles, lipgloss, glamour).
+package tui

@@ -1,0 +1,20 @@
+package tui
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/metis-agent/metis/internal/cli"
+)
+
+// mainEnv makes the test binary run the TUI itself (the end-to-end test
+// starts it in tmux) instead of the tests.
+const mainEnv = "METIS_TUI_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		os.Exit(Run(context.Background(), os.Args[1:], cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}))
+	}
+	os.Exit(m.Run())
+}

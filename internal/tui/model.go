@@ -1,0 +1,146 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textarea"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/metis-agent/metis/client"
+)
+
+// backend is the part of *client.Client the model calls.
+type backend interface {
+	Submit(ctx context.Context, sessionID, content string) (string, error)
+	Cancel(ctx context.Context, sessionID, turnID, reason string) error
+}
+
+// callError is an llm.call_failed shown in the conversation.
+type callError struct {
+	turnID, messageID string
+	text              string
+}
+
+// Model is the Bubble Tea model of the chat screen. It owns its
+// client.View: Follow's updates reach it through the feed and are folded
+// in once per frame.
+type Model struct {
+	ctx       context.Context
+	api       backend
+	sessionID string
+	workspace string
+	note      string // standing status note (the in-process server)
+
+	feed *feed
+	view *client.View
+
+	// Derived from the events as they are applied.
+	deltas      map[string]int // message id → streaming deltas seen (the token estimate)
+	callErrors  []callError
+	workerOrder []string // worker session ids, first seen first
+	modelName   string   // the model of the latest call
+	events      ring     // the inspector's raw events
+
+	subscribed   bool
+	reconnecting bool
+	attempt      int
+	connErr      error
+	followErr    error // Follow returned: the session is gone or refused
+
+	submitting   bool   // a Submit is on its way
+	pendingTurn  string // submitted; not yet seen to end
+	cancelAfter  bool   // ctrl-c during submit: cancel the turn once it has an id
+	cancelling   bool
+	quitArmed    bool
+	quitSeq      int
+	flash        string // transient status line message
+	flashIsError bool
+
+	expanded  bool // thinking, tool results and worker cards shown in full
+	inspector bool
+	width     int
+	height    int
+	dark      bool
+
+	vp       viewport.Model
+	composer textarea.Model
+	st       styles
+	md       *markdown
+
+	dirty     bool      // the conversation must be re-rendered
+	renders   int       // conversation renders so far (tests count them)
+	spin      int       // spinner frame, from the clock
+	lastFrame time.Time // when the last frame was handled
+}
+
+// options configure a Model.
+type options struct {
+	sessionID, workspace, note string
+}
+
+func newModel(ctx context.Context, api backend, f *feed, o options) *Model {
+	ta := textarea.New()
+	ta.Placeholder = "Message metis — enter sends, alt+enter adds a line"
+	ta.ShowLineNumbers = false
+	ta.Prompt = "│ "
+	ta.CharLimit = 0
+	ta.MaxHeight = 0
+	ta.SetHeight(composerHeight)
+	ta.SetVirtualCursor(false)
+	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("shift+enter", "alt+enter", "ctrl+j"))
+	ta.KeyMap.LineEnd = key.NewBinding(key.WithKeys("end"))
+	ta.Focus()
+
+	vp := viewport.New()
+	vp.KeyMap = viewport.KeyMap{} // the composer has the keyboard; scrolling is ours
+
+	return &Model{
+		ctx: ctx, api: api, feed: f,
+		sessionID: o.sessionID, workspace: o.workspace, note: o.note,
+		view:     client.NewView(discardLogger()),
+		deltas:   map[string]int{},
+		events:   ring{max: inspectorKeep},
+		dark:     true,
+		vp:       vp,
+		composer: ta,
+		st:       newStyles(),
+		md:       newMarkdown(),
+		dirty:    true,
+	}
+}
+
+// Init starts the frame loop and asks the terminal for its background.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(m.nextFrame(), tea.RequestBackgroundColor)
+}
+
+func (m *Model) nextFrame() tea.Cmd {
+	return nextFrame(m.ctx, m.feed, m.lastFrame, m.busy())
+}
+
+// currentTurn is the turn ctrl-c would cancel: the one in flight, or the
+// one just submitted.
+func (m *Model) currentTurn() string {
+	if m.view.Turn.Status == "in_flight" && m.view.Turn.ID != "" {
+		return m.view.Turn.ID
+	}
+	return m.pendingTurn
+}
+
+// busy reports a turn in flight (or about to be) or a reconnect.
+func (m *Model) busy() bool {
+	return m.submitting || m.currentTurn() != "" || m.reconnecting
+}
+
+// sessionModel is the session's active model from the snapshot summary.
+func (m *Model) sessionModel() string {
+	var s struct {
+		ActiveModel string `json:"active_model"`
+	}
+	_ = json.Unmarshal(m.view.Session, &s)
+	return s.ActiveModel
+}

@@ -1,0 +1,362 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/metis-agent/metis/client"
+)
+
+// resultLinesExpanded is how many lines of a tool result are shown when
+// expanded.
+const resultLinesExpanded = 20
+
+// renderConversation draws every message of the view for the current
+// width: user messages, assistant text (plain while it streams, markdown
+// once complete), thinking (one line unless expanded), tool calls with
+// their input and outcome, worker cards, "(cancelled)" marks and model
+// errors.
+func (m *Model) renderConversation() string {
+	w := m.contentWidth()
+	r := &renderer{m: m, w: w, claimed: map[string]bool{}, errs: map[string][]string{}}
+	lastOfTurn := map[string]string{}
+	for _, msg := range m.view.Messages {
+		if msg.TurnID != "" && msg.Role != "tool" {
+			lastOfTurn[msg.TurnID] = msg.ID
+		}
+	}
+	var orphans []string
+	for _, e := range m.callErrors {
+		switch {
+		case e.messageID != "" && m.view.Message(e.messageID) != nil:
+			r.errs[e.messageID] = append(r.errs[e.messageID], e.text)
+		case lastOfTurn[e.turnID] != "":
+			r.errs[lastOfTurn[e.turnID]] = append(r.errs[lastOfTurn[e.turnID]], e.text)
+		default:
+			orphans = append(orphans, e.text)
+		}
+	}
+
+	var parts []string
+	for _, msg := range m.view.Messages {
+		var s string
+		switch msg.Role {
+		case "user":
+			s = r.user(msg)
+		case "assistant":
+			s = r.assistant(msg)
+		default: // tool results are shown under their calls
+		}
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	for _, id := range m.workerIDs() {
+		if !r.claimed[id] {
+			parts = append(parts, r.worker(m.view.Workers[id]))
+		}
+	}
+	for _, e := range orphans {
+		parts = append(parts, m.st.err.Render(wrap("✗ "+e, w)))
+	}
+	if len(parts) == 0 {
+		return m.st.faint.Render(wrap("No messages yet. Type below and press enter.", w))
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// workerIDs lists the view's workers, first seen first (workers known
+// only from a snapshot come last, by id, which sorts by creation time).
+func (m *Model) workerIDs() []string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, id := range m.workerOrder {
+		if m.view.Workers[id] != nil && !seen[id] {
+			ids, seen[id] = append(ids, id), true
+		}
+	}
+	var rest []string
+	for id := range m.view.Workers {
+		if !seen[id] {
+			rest = append(rest, id)
+		}
+	}
+	slices.Sort(rest)
+	return append(ids, rest...)
+}
+
+// contentWidth is the width the conversation wraps at.
+func (m *Model) contentWidth() int {
+	return max(m.width-1, 20)
+}
+
+// renderer holds one pass over the conversation.
+type renderer struct {
+	m       *Model
+	w       int
+	claimed map[string]bool     // workers drawn under their delegate call
+	errs    map[string][]string // message id → model errors to show after it
+}
+
+func (r *renderer) user(msg *client.Message) string {
+	var texts []string
+	for _, b := range msg.Blocks {
+		if b.Type == "text" && b.Text != "" {
+			texts = append(texts, b.Text)
+		}
+	}
+	if len(texts) == 0 {
+		return ""
+	}
+	st := r.m.st
+	body := wrap(strings.Join(texts, "\n"), r.w-2)
+	lines := strings.Split(body, "\n")
+	for i, l := range lines {
+		mark := "  "
+		if i == 0 {
+			mark = st.userMark.Render("› ")
+		}
+		lines[i] = mark + st.user.Render(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (r *renderer) assistant(msg *client.Message) string {
+	st := r.m.st
+	var out []string
+	for i, b := range msg.Blocks {
+		var s string
+		switch b.Type {
+		case "thinking":
+			s = r.thinking(b)
+		case "text":
+			s = r.text(msg, i, b)
+		case "tool_use":
+			s = r.toolUse(msg, b)
+		}
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	switch msg.Status {
+	case "cancelled":
+		out = append(out, st.cancelled.Render("(cancelled)"))
+	case "failed":
+		if len(r.errs[msg.ID]) == 0 {
+			out = append(out, st.err.Render("(failed)"))
+		}
+	case "streaming":
+		if len(out) == 0 {
+			out = append(out, st.faint.Render("…"))
+		}
+	}
+	for _, e := range r.errs[msg.ID] {
+		out = append(out, st.err.Render(wrap("✗ "+e, r.w)))
+	}
+	return strings.Join(out, "\n")
+}
+
+func (r *renderer) thinking(b *client.Block) string {
+	n := utf8.RuneCountInString(b.Thinking)
+	if !r.m.expanded {
+		return r.m.st.thinking.Render(fmt.Sprintf("✻ thinking… (%d chars)", n))
+	}
+	head := r.m.st.thinking.Render(fmt.Sprintf("✻ thinking (%d chars)", n))
+	return head + "\n" + r.m.st.thinking.Render(indent(wrap(b.Thinking, r.w-2), "  "))
+}
+
+// text is plain while the message streams (and when it was cut short),
+// markdown once it is complete.
+func (r *renderer) text(msg *client.Message, i int, b *client.Block) string {
+	if b.Text == "" {
+		return ""
+	}
+	if msg.Status == "complete" {
+		if s, ok := r.m.md.render(fmt.Sprintf("%s/%d", msg.ID, i), b.Text, r.w, r.m.dark); ok {
+			return s
+		}
+	}
+	return wrap(b.Text, r.w)
+}
+
+// toolUse draws "▸ name {input}" (the raw partial input while it
+// streams), then the outcome: running, "✓ summary", "✗ error", or the
+// call struck through when it was cancelled. A delegate call shows its
+// worker's card.
+func (r *renderer) toolUse(msg *client.Message, b *client.Block) string {
+	st := r.m.st
+	input := compactJSON(b.Input)
+	if input == "" && b.PartialInput != "" {
+		input = strings.Join(strings.Fields(b.PartialInput), " ") + " …"
+	}
+	if input == "" && msg.Status == "streaming" {
+		input = "…"
+	}
+	head := "▸ " + b.Name
+	if input != "" {
+		head += " " + input
+	}
+	if r.m.expanded {
+		head = wrap(head, r.w)
+	} else {
+		head = ansi.Truncate(head, r.w, "…")
+	}
+	tc := r.m.view.Tools[b.ID]
+	status := ""
+	if tc != nil {
+		status = tc.Status
+	}
+	if status == "cancelled" {
+		return st.struck.Render(head) + "\n" + st.cancelled.Render("  ✗ cancelled")
+	}
+	lines := []string{st.tool.Render(head)}
+	var card string
+	if b.Name == "delegate" {
+		card = r.workerFor(b)
+	}
+	switch status {
+	case "running":
+		lines = append(lines, st.faint.Render("  ⋯ running"))
+	case "completed":
+		if card == "" {
+			lines = append(lines, r.result(tc))
+		}
+	case "failed":
+		msg := tc.Error
+		if tc.ErrorClass != "" {
+			msg = tc.ErrorClass + ": " + msg
+		}
+		lines = append(lines, st.err.Render(indent(wrap("✗ "+firstLines(msg, 3), r.w-2), "  ")))
+	}
+	if card != "" {
+		lines = append(lines, card)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// result is "✓ summary" (or the result's first line), plus the first
+// lines of the result when expanded.
+func (r *renderer) result(tc *client.ToolCall) string {
+	st := r.m.st
+	head := tc.Summary
+	if head == "" {
+		head = firstLines(tc.Result, 1)
+	}
+	if head == "" {
+		head = st.faint.Render("(no output)")
+	}
+	out := st.ok.Render("  ✓ ") + ansi.Truncate(head, r.w-4, "…")
+	if r.m.expanded && tc.Result != "" {
+		out += "\n" + st.faint.Render(indent(truncateLines(firstLines(tc.Result, resultLinesExpanded), r.w-4), "    "))
+	}
+	return out
+}
+
+// workerFor finds the worker a delegate call started (by its task) and
+// draws its card.
+func (r *renderer) workerFor(b *client.Block) string {
+	var in struct {
+		Task string `json:"task"`
+	}
+	if json.Unmarshal(b.Input, &in) != nil || in.Task == "" {
+		return ""
+	}
+	for _, id := range r.m.workerIDs() {
+		w := r.m.view.Workers[id]
+		if !r.claimed[id] && w.Task == in.Task {
+			r.claimed[id] = true
+			return r.worker(w)
+		}
+	}
+	return ""
+}
+
+// worker is a card: one line collapsed, a bordered box expanded.
+func (r *renderer) worker(w *client.Worker) string {
+	st := r.m.st
+	state := w.Status
+	switch w.Status {
+	case "running":
+		state = "running…"
+	case "completed":
+		state = "completed"
+		if w.Summary != "" {
+			state += ": " + w.Summary
+		}
+	case "failed":
+		state = "failed"
+		if w.FailureMode != "" {
+			state += ": " + w.FailureMode
+		}
+	}
+	if !r.m.expanded {
+		line := fmt.Sprintf("⧉ worker %s : %s — %s", w.SessionID, oneLine(w.Task), state)
+		return st.worker.Render(ansi.Truncate(line, r.w, "…"))
+	}
+	inner := r.w - 4
+	var b strings.Builder
+	fmt.Fprintf(&b, "⧉ worker %s", w.SessionID)
+	if w.Model != "" {
+		fmt.Fprintf(&b, " (%s)", w.Model)
+	}
+	b.WriteString("\n" + wrap("task: "+w.Task, inner))
+	b.WriteString("\n" + wrap("status: "+state, inner))
+	if w.CostUSD > 0 {
+		fmt.Fprintf(&b, "\ncost: $%.4f", w.CostUSD)
+	}
+	return st.card.Width(r.w).Render(b.String())
+}
+
+// wrap word-wraps s to width, breaking long words.
+func wrap(s string, width int) string {
+	if width <= 0 {
+		return s
+	}
+	return lipgloss.Wrap(s, width, "")
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], "…")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// truncateLines cuts each line of s to width.
+func truncateLines(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, width, "…")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// compactJSON is raw JSON on one line ("" when empty).
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return oneLine(string(raw))
+	}
+	return b.String()
+}

@@ -1,0 +1,193 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/metis-agent/metis/client"
+	"github.com/metis-agent/metis/internal/cli"
+	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/server"
+)
+
+// probeTimeout bounds the first GET /sessions.
+const probeTimeout = 2 * time.Second
+
+// Run runs `metis` / `metis chat [--server URL] [--session ID] [--home DIR]
+// [--demo-delay D]`: find the server (starting one in-process when the
+// default address does not answer), create a session in the current
+// directory or resume --session, and run the chat screen until the user
+// quits. It returns the exit code.
+func Run(ctx context.Context, args []string, env cli.Env) int {
+	fs := flag.NewFlagSet("metis chat", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	serverURL := fs.String("server", cli.ServerURL(), "metis server URL ($METIS_SERVER)")
+	sessionID := fs.String("session", "", "resume this session instead of creating one in the current directory")
+	home := fs.String("home", "", "state directory of an in-process server (default $METIS_HOME, else ~/.metis)")
+	demoDelay := fs.Duration("demo-delay", 0, "pause between builtin:demo deltas of an in-process server (default the server's)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(env.Stderr, "usage: metis [chat] [--server URL] [--session ID] [--home DIR] [--demo-delay D]")
+		return 2
+	}
+	var serveArgs []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "home":
+			serveArgs = append(serveArgs, "--home", *home)
+		case "demo-delay":
+			serveArgs = append(serveArgs, "--demo-delay", demoDelay.String())
+		}
+	})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	base := strings.TrimRight(*serverURL, "/")
+	c := client.New(base)
+	c.Logger = discardLogger()
+
+	var note string
+	if err := probe(ctx, c); err != nil {
+		if base != cli.DefaultServer {
+			fmt.Fprintf(env.Stderr, "metis: no server at %s: %v\n", base, err)
+			return 1
+		}
+		srv, url, err := startServer(ctx, hostPort(base), serveArgs)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "metis: no server at %s, and starting one failed: %v\n", base, err)
+			return 1
+		}
+		defer stopServer(srv, env)
+		note = "in-process server on " + strings.TrimPrefix(url, "http://") + " (stops when you quit)"
+	}
+
+	sess, err := openSession(ctx, c, *sessionID)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "metis:", err)
+		return 1
+	}
+
+	f := newFeed()
+	m := newModel(ctx, c, f, options{sessionID: sess.ID, workspace: sess.WorkspacePath, note: note})
+	followDone := make(chan struct{})
+	go func() {
+		defer close(followDone)
+		err := c.Follow(ctx, sess.ID, client.FollowOptions{Filter: "preset:full", OnUpdate: f.push})
+		if ctx.Err() == nil {
+			f.ended(err)
+		}
+	}()
+
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(env.Stdout))
+	_, err = p.Run()
+	cancel()
+	<-followDone
+	if err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, tea.ErrInterrupted) {
+		fmt.Fprintln(env.Stderr, "metis:", err)
+		return 1
+	}
+	fmt.Fprintf(env.Stdout, "session %s — resume with: metis --session %s\n", sess.ID, sess.ID)
+	return 0
+}
+
+// probe checks that a metis server answers GET /sessions.
+func probe(ctx context.Context, c *client.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	_, err := c.Sessions(ctx)
+	return err
+}
+
+// openSession resumes id, or creates a session in the working directory.
+func openSession(ctx context.Context, c *client.Client, id string) (client.Session, error) {
+	if id != "" {
+		a, err := c.Attach(ctx, id)
+		if client.IsNotFound(err) {
+			return client.Session{}, fmt.Errorf("session %s not found", id)
+		}
+		if err != nil {
+			return client.Session{}, err
+		}
+		return a.Session, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return client.Session{}, err
+	}
+	s, err := c.CreateSession(ctx, wd, "")
+	if err != nil {
+		return client.Session{}, fmt.Errorf("create a session in %s: %w", wd, err)
+	}
+	return s, nil
+}
+
+// startServer runs a metis server in this process on addr, configured as
+// `metis serve` would be with args (--home, --demo-delay), and returns
+// it with its base URL. It logs to
+// <home>/tui-server.log: the terminal belongs to the TUI.
+func startServer(ctx context.Context, addr string, args []string) (*server.Server, string, error) {
+	cfg, err := config.Load(append(args, "--addr", addr))
+	if err != nil {
+		return nil, "", err
+	}
+	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
+		return nil, "", err
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	out := io.Discard
+	if lf, err := os.OpenFile(filepath.Join(cfg.Home, "tui-server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+		out = lf // closed with the process
+	}
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
+	// The server's lifetime is Shutdown's, not the caller's context.
+	srv, err := server.New(context.WithoutCancel(ctx), cfg, log)
+	if err != nil {
+		return nil, "", err
+	}
+	url, err := srv.Listen()
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		return nil, "", err
+	}
+	return srv, url, nil
+}
+
+func stopServer(srv *server.Server, env cli.Env) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		fmt.Fprintln(env.Stderr, "metis: stopping the in-process server:", err)
+	}
+}
+
+// hostPort is the host:port of a base URL.
+func hostPort(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return "127.0.0.1:8421"
+	}
+	if _, _, err := net.SplitHostPort(u.Host); err != nil {
+		return net.JoinHostPort(u.Host, "80")
+	}
+	return u.Host
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,47 @@
+package tui
+
+import "charm.land/lipgloss/v2"
+
+// styles used by the renderer. Colours are ANSI-16 indexes so they follow
+// the terminal's palette on dark and light backgrounds alike.
+type styles struct {
+	user      lipgloss.Style
+	userMark  lipgloss.Style
+	faint     lipgloss.Style
+	thinking  lipgloss.Style
+	tool      lipgloss.Style
+	ok        lipgloss.Style
+	err       lipgloss.Style
+	warn      lipgloss.Style
+	struck    lipgloss.Style
+	cancelled lipgloss.Style
+	worker    lipgloss.Style
+	card      lipgloss.Style
+	header    lipgloss.Style
+	activity  lipgloss.Style
+	status    lipgloss.Style
+	inspector lipgloss.Style
+	evType    lipgloss.Style
+}
+
+func newStyles() styles {
+	return styles{
+		user:      lipgloss.NewStyle().Bold(true),
+		userMark:  lipgloss.NewStyle().Foreground(lipgloss.Color("4")).Bold(true),
+		faint:     lipgloss.NewStyle().Faint(true),
+		thinking:  lipgloss.NewStyle().Faint(true).Italic(true),
+		tool:      lipgloss.NewStyle().Foreground(lipgloss.Color("6")),
+		ok:        lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
+		err:       lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
+		warn:      lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
+		struck:    lipgloss.NewStyle().Strikethrough(true).Faint(true),
+		cancelled: lipgloss.NewStyle().Foreground(lipgloss.Color("3")).Italic(true),
+		worker:    lipgloss.NewStyle().Foreground(lipgloss.Color("5")),
+		card:      lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(lipgloss.Color("5")).Padding(0, 1),
+		header:    lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("4")),
+		activity:  lipgloss.NewStyle().Foreground(lipgloss.Color("6")),
+		status:    lipgloss.NewStyle().Faint(true),
+		inspector: lipgloss.NewStyle().Border(lipgloss.NormalBorder(), true, false, false, false).BorderForeground(lipgloss.Color("8")),
+		evType:    lipgloss.NewStyle().Foreground(lipgloss.Color("5")),
+	}
+}

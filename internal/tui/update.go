@@ -1,0 +1,209 @@
+package tui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/metis-agent/metis/client"
+	"github.com/metis-agent/metis/protocol"
+)
+
+// Messages the model's commands send back.
+type (
+	submittedMsg struct {
+		turn string
+		err  error
+	}
+	cancelSentMsg struct{ err error }
+	disarmQuitMsg struct{ seq int }
+)
+
+// Update handles one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case frameMsg:
+		m.frame(time.Now())
+		return m, m.nextFrame()
+	case tea.WindowSizeMsg:
+		m.resize(msg.Width, msg.Height)
+		return m, nil
+	case tea.BackgroundColorMsg:
+		if d := msg.IsDark(); d != m.dark {
+			m.dark = d
+			m.composer.SetStyles(textareaStyles(d))
+			m.dirty = true
+			m.render()
+		}
+		return m, nil
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	case submittedMsg:
+		return m, m.submitted(msg)
+	case cancelSentMsg:
+		if msg.err != nil {
+			m.cancelling = false
+			m.setFlash("cancel failed: "+msg.err.Error(), true)
+		}
+		return m, nil
+	case disarmQuitMsg:
+		if msg.seq == m.quitSeq && m.quitArmed {
+			m.quitArmed = false
+			m.flash = ""
+		}
+		return m, nil
+	}
+	var cmd tea.Cmd
+	m.composer, cmd = m.composer.Update(msg) // paste, cursor blink…
+	return m, cmd
+}
+
+// frame takes everything the feed holds, folds it in, and re-renders the
+// conversation once if anything changed.
+func (m *Model) frame(now time.Time) {
+	m.lastFrame = now
+	m.spin = int(now.UnixMilli() / spinInterval.Milliseconds())
+	if m.apply(m.feed.drain()) {
+		m.dirty = true
+	}
+	if m.dirty {
+		m.render()
+	}
+}
+
+// apply folds Follow's updates into the model and reports whether the
+// conversation changed.
+func (m *Model) apply(items []item) bool {
+	changed := false
+	for _, it := range items {
+		switch it.kind {
+		case client.Subscribed:
+			if it.view != nil {
+				m.view = it.view
+				if m.view.Turn.Status != "in_flight" {
+					m.pendingTurn, m.cancelling = "", false
+				}
+			}
+			m.subscribed, m.reconnecting, m.connErr = true, false, nil
+			changed = true
+		case client.EventApplied:
+			if it.event == nil {
+				continue
+			}
+			m.view.Apply(it.event)
+			m.observe(it.event)
+			changed = true
+		case client.Reconnecting:
+			m.reconnecting, m.attempt, m.connErr = true, it.attempt, it.err
+		case client.Resynced:
+			m.setFlash("part of the stream could not be replayed; rebuilt from a fresh snapshot", false)
+		case followEnded:
+			m.followErr = it.err
+			if errors.Is(it.err, client.ErrSessionGone) {
+				m.setFlash("the session does not exist (any more)", true)
+			} else if it.err != nil {
+				m.setFlash("stream ended: "+it.err.Error(), true)
+			}
+		}
+	}
+	if t := m.view.Turn; m.pendingTurn != "" && t.ID == m.pendingTurn && t.Status != "in_flight" {
+		m.pendingTurn, m.cancelling = "", false
+	}
+	if m.cancelling && m.currentTurn() == "" && !m.submitting {
+		m.cancelling = false
+	}
+	return changed
+}
+
+// observe keeps what the View does not: the inspector's raw events, the
+// per-message delta counts (a running token estimate), the model of the
+// latest call, the order workers appeared in and llm.call_failed errors
+// tied to their message.
+func (m *Model) observe(ev *protocol.EventEnvelope) {
+	m.events.add(ev)
+	var p struct {
+		MessageID  string `json:"message_id"`
+		Model      string `json:"model"`
+		ErrorClass string `json:"error_class"`
+		Message    string `json:"message"`
+		WorkerID   string `json:"worker_session_id"`
+	}
+	switch ev.Type {
+	case "text.delta", "thinking.delta", "tool.use_input_delta":
+		_ = json.Unmarshal(ev.Payload, &p)
+		m.deltas[p.MessageID]++
+	case "route.decided", "llm.call_started", "message.start":
+		if json.Unmarshal(ev.Payload, &p) == nil && p.Model != "" {
+			m.modelName = p.Model
+		}
+	case "llm.call_failed":
+		_ = json.Unmarshal(ev.Payload, &p)
+		if p.ErrorClass != "cancelled" {
+			turn := ""
+			if ev.TurnID != nil {
+				turn = *ev.TurnID
+			}
+			m.callErrors = append(m.callErrors, callError{turnID: turn, messageID: p.MessageID,
+				text: fmt.Sprintf("model error (%s): %s", p.ErrorClass, p.Message)})
+		}
+	case "delegate.started":
+		_ = json.Unmarshal(ev.Payload, &p)
+		for _, id := range m.workerOrder {
+			if id == p.WorkerID {
+				return
+			}
+		}
+		m.workerOrder = append(m.workerOrder, p.WorkerID)
+	}
+}
+
+// submitted records the answer of Submit.
+func (m *Model) submitted(msg submittedMsg) tea.Cmd {
+	m.submitting = false
+	if msg.err != nil {
+		m.cancelAfter = false
+		m.setFlash("not sent: "+msg.err.Error(), true)
+		return nil
+	}
+	if t := m.view.Turn; !(t.ID == msg.turn && t.Status != "in_flight") {
+		m.pendingTurn = msg.turn // not already over (its events may arrive first)
+	}
+	if m.cancelAfter {
+		m.cancelAfter, m.flash = false, ""
+		return m.cancel()
+	}
+	return nil
+}
+
+func (m *Model) setFlash(s string, isErr bool) {
+	m.flash, m.flashIsError = s, isErr
+}
+
+// resize lays the screen out again and re-renders.
+func (m *Model) resize(w, h int) {
+	if w != m.width {
+		m.md.reset()
+	}
+	m.width, m.height = w, h
+	m.layout()
+	m.dirty = true
+	m.render()
+}
+
+// render rebuilds the conversation into the viewport, keeping the view
+// pinned to the bottom unless the user scrolled up.
+func (m *Model) render() {
+	m.dirty = false
+	if m.width <= 0 {
+		return
+	}
+	atBottom := m.vp.AtBottom()
+	m.vp.SetContent(m.renderConversation())
+	if atBottom {
+		m.vp.GotoBottom()
+	}
+	m.renders++
+}
