@@ -3,7 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -20,13 +20,20 @@ type conn struct {
 	ws  *websocket.Conn
 	sid string
 
-	subs     chan *protocol.Subscribe // reader → writer: subscribe requests
-	ctrl     chan []byte              // reader → writer: pongs and error frames
-	done     chan struct{}            // closed when the reader stops
-	client   *hub.Client              // set once subscribed (writer goroutine only)
-	attached atomic.Bool              // set once subscribed, for the reader
-	hb       heartbeat
-	w        writer
+	subs   chan *protocol.Subscribe // reader → writer: subscribe requests
+	ctrl   chan []byte              // reader → writer: pongs and error frames
+	done   chan struct{}            // closed when the reader stops
+	client *hub.Client              // set once subscribed (writer goroutine only)
+	hb     heartbeat
+	w      writer
+
+	// subMu orders the reader's hand-over of a subscribe with the
+	// writer's attach: a subscribe handed over before the attach is
+	// drained and refused by the writer, one read after it is refused by
+	// the reader. Without it a second subscribe that arrived while the
+	// first was being accepted was silently dropped.
+	subMu    sync.Mutex
+	attached bool
 }
 
 // ctrlQueue bounds replies waiting for the writer; a client that floods
@@ -84,11 +91,26 @@ func (c *conn) subscribe() bool {
 				continue
 			}
 			c.client = att.Client
-			c.attached.Store(true)
+			c.subMu.Lock()
+			c.attached = true
+			extra := 0
+			for len(c.subs) > 0 {
+				<-c.subs
+				extra++
+			}
+			c.subMu.Unlock()
 			if c.s.m != nil {
 				c.s.m.Clients.Inc()
 			}
-			return c.writeAttachment(att)
+			if !c.writeAttachment(att) {
+				return false
+			}
+			for range extra {
+				if !c.write(errorFrame(protocol.CodeAlreadySubscribe, alreadySubscribed)) {
+					return false
+				}
+			}
+			return true
 		case f := <-c.ctrl:
 			if !c.write(f) {
 				return false

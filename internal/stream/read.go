@@ -35,14 +35,20 @@ func (c *conn) read(ctx context.Context) {
 		}
 		switch f.Type {
 		case protocol.TypeSubscribe:
-			if c.attached.Load() {
-				c.reply(protocol.CodeAlreadySubscribe, "this connection is already subscribed; open another to change the filter")
-				continue
+			c.subMu.Lock()
+			refusal := ""
+			if c.attached {
+				refusal = alreadySubscribed
+			} else {
+				select {
+				case c.subs <- f.Subscribe:
+				default:
+					refusal = "a subscribe is already being processed"
+				}
 			}
-			select {
-			case c.subs <- f.Subscribe:
-			default:
-				c.reply(protocol.CodeAlreadySubscribe, "a subscribe is already being processed")
+			c.subMu.Unlock()
+			if refusal != "" {
+				c.reply(protocol.CodeAlreadySubscribe, refusal)
 			}
 		case protocol.TypeCancel:
 			c.cancelTurn(ctx, f.Cancel)
@@ -68,8 +74,12 @@ func (c *conn) cancelTurn(ctx context.Context, f *protocol.Cancel) {
 	}
 }
 
-func (c *conn) reply(code, msg string) {
-	c.send(protocol.Marshal(protocol.Error{Type: protocol.TypeError, Code: code, Message: msg}))
+const alreadySubscribed = "this connection is already subscribed; open another to change the filter"
+
+func (c *conn) reply(code, msg string) { c.send(errorFrame(code, msg)) }
+
+func errorFrame(code, msg string) []byte {
+	return protocol.Marshal(protocol.Error{Type: protocol.TypeError, Code: code, Message: msg})
 }
 
 // send queues a reply for the writer without blocking; a client flooding

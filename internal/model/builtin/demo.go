@@ -182,7 +182,11 @@ func (s *streamer) summarise(prompt string, results message.Message) error {
 		if len(shown) > 8 {
 			shown = shown[:8]
 		}
-		fmt.Fprintf(&b, "The tool returned %d lines", len(lines))
+		noun := "lines"
+		if len(lines) == 1 {
+			noun = "line"
+		}
+		fmt.Fprintf(&b, "The tool returned %d %s", len(lines), noun)
 		if len(shown) > 0 {
 			fmt.Fprintf(&b, ", starting with: %s", strings.Join(shown, ", "))
 		}
