@@ -55,8 +55,6 @@ const (
 	CloseTooBig = 1009
 	// CloseGoingAway (1001) is sent when the server shuts down.
 	CloseGoingAway = 1001
-	// CloseSubscribeFailed (4400) follows a subscribe_error.
-	CloseSubscribeFailed = 4400
 )
 
 // CloseReason is the JSON body of a close frame's reason.

@@ -53,21 +53,11 @@ func StartAccumulator(ctx context.Context, b *bus.Bus, st Store) error {
 		return out, nil
 	}
 	b.Subscribe(SubscriberName, func(ctx context.Context, ev *event.Event) error {
-		add := store.AddUsage{SessionID: ev.SessionID}
-		switch ev.Type {
-		case event.TurnStarted:
-			add.Turns = 1
-		case event.LLMCallCompleted, event.LLMCallFailed:
-			var p struct {
-				Usage struct {
-					CostUSD float64 `json:"cost_usd"`
-				} `json:"usage"`
-			}
-			if err := ev.DecodePayload(&p); err != nil {
-				return err
-			}
-			add.CostUSD = p.Usage.CostUSD
+		turns, usd, err := contribution(ev)
+		if err != nil {
+			return err
 		}
+		add := store.AddUsage{SessionID: ev.SessionID, Turns: turns, CostUSD: usd}
 		ops := []store.Op{add}
 		if add.CostUSD != 0 {
 			up, err := ancestors(ctx, ev.SessionID)
@@ -80,9 +70,64 @@ func StartAccumulator(ctx context.Context, b *bus.Bus, st Store) error {
 		}
 		return st.Apply(ctx, append(ops, store.SetCursor{Name: SubscriberName, Seq: ev.Seq})...)
 	}, bus.SubscribeOptions{
-		Types:   []event.Type{event.TurnStarted, event.LLMCallCompleted, event.LLMCallFailed},
+		Types:   counted,
 		FromSeq: from,
 		CatchUp: true,
 	})
 	return nil
+}
+
+// counted are the event types the accumulator folds in.
+var counted = []event.Type{event.TurnStarted, event.LLMCallCompleted, event.LLMCallFailed}
+
+// contribution is what one event adds to its session's counters (and,
+// for cost, to every ancestor's).
+func contribution(ev *event.Event) (turns int, usd float64, err error) {
+	switch ev.Type {
+	case event.TurnStarted:
+		return 1, 0, nil
+	case event.LLMCallCompleted, event.LLMCallFailed:
+		var p struct {
+			Usage struct {
+				CostUSD float64 `json:"cost_usd"`
+			} `json:"usage"`
+		}
+		if err := ev.DecodePayload(&p); err != nil {
+			return 0, 0, err
+		}
+		return 0, p.Usage.CostUSD, nil
+	}
+	return 0, 0, nil
+}
+
+// AsOfStore is what CountersAsOf reads.
+type AsOfStore interface {
+	ReadAsOf(ctx context.Context, sessionID, cursorName string, sessionIDs []string, types []event.Type, asOf string) (store.AsOf, error)
+}
+
+// CountersAsOf returns a session's turn_count and cost_so_far_usd exactly
+// as of an event id (a snapshot's snapshot_at_event_id): the row the
+// accumulator maintains, minus what it has folded in from later events,
+// plus what it has yet to fold in from earlier ones. descendants are the
+// session's workers (their costs roll up into it).
+func CountersAsOf(ctx context.Context, st AsOfStore, sessionID string, descendants []string, asOf string) (int, float64, error) {
+	r, err := st.ReadAsOf(ctx, sessionID, SubscriberName, append([]string{sessionID}, descendants...), counted, asOf)
+	if err != nil {
+		return 0, 0, err
+	}
+	turns, usd := r.Session.TurnCount, r.Session.CostUSD
+	for sign, evs := range map[int][]*event.Event{-1: r.Applied, 1: r.Pending} {
+		for _, ev := range evs {
+			t, c, err := contribution(ev)
+			if err != nil {
+				return 0, 0, err
+			}
+			if ev.SessionID != sessionID {
+				t = 0 // a worker's turns are its own
+			}
+			turns += sign * t
+			usd += float64(sign) * c
+		}
+	}
+	return turns, usd, nil
 }

@@ -35,6 +35,10 @@ type Config struct {
 	Logger           *slog.Logger
 	Metrics          *metrics.Stream // nil: none
 	Now              func() time.Time
+	// Counters, if set, returns a session's turn_count and
+	// cost_so_far_usd exactly as of an event id, for snapshots; without
+	// it the snapshot reports the session row as read.
+	Counters func(ctx context.Context, sessionID string, descendants []string, asOf string) (int, float64, error)
 }
 
 // Hub fans events out to attached clients. It implements bus.LiveSink.

@@ -233,6 +233,15 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 	if h.cfg.SnapshotMessages == 0 {
 		msgs, more = nil, len(msgs) > 0
 	}
+	if h.cfg.Counters != nil {
+		desc, err := h.loadDescendants(ctx, sess.ID)
+		if err != nil {
+			return nil, err
+		}
+		if sess.TurnCount, sess.CostUSD, err = h.cfg.Counters(ctx, sess.ID, desc, seam); err != nil {
+			return nil, err
+		}
+	}
 	summary, err := json.Marshal(session.NewSummary(sess, currentTurn, false))
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ type Accumulator struct {
 
 type accBlock struct {
 	b     message.Block
+	text  strings.Builder // text or thinking so far (b.Text/b.Thinking are filled on read)
 	input strings.Builder // raw partial JSON of a tool_use block
 	open  bool
 	bad   error // the tool input did not parse; Input is then {}
@@ -41,13 +42,9 @@ func (a *Accumulator) Apply(d Delta) error {
 		if blk.b.Type != want {
 			return fmt.Errorf("delta for %s into %s block %d", want, blk.b.Type, d.Index)
 		}
-		if d.Kind == KindText {
-			blk.b.Text += d.Text
-		} else {
-			blk.b.Thinking += d.Text
-			if d.Signature != "" {
-				blk.b.Signature = d.Signature
-			}
+		blk.text.WriteString(d.Text) // linear in the message, not quadratic
+		if d.Kind == KindThinking && d.Signature != "" {
+			blk.b.Signature = d.Signature
 		}
 	case KindToolUseStart:
 		if blk != nil {
@@ -79,7 +76,19 @@ func (a *Accumulator) Block(index int) (message.Block, bool) {
 	if !ok {
 		return message.Block{}, false
 	}
-	return blk.b, true
+	return blk.block(), true
+}
+
+// block returns the block with its accumulated text filled in.
+func (blk *accBlock) block() message.Block {
+	b := blk.b
+	switch b.Type {
+	case message.BlockText:
+		b.Text = blk.text.String()
+	case message.BlockThinking:
+		b.Thinking = blk.text.String()
+	}
+	return b
 }
 
 // CloseOpen closes every open tool_use block with the best input that
@@ -132,7 +141,7 @@ func (a *Accumulator) Content() []message.Block {
 	sort.Ints(idx)
 	out := make([]message.Block, 0, len(idx))
 	for _, i := range idx {
-		b := a.blocks[i].b
+		b := a.blocks[i].block()
 		if b.Type == message.BlockToolUse && len(b.Input) == 0 {
 			b.Input = json.RawMessage("{}")
 		}

@@ -141,7 +141,17 @@ func (s *Store) EventsAfterSeq(ctx context.Context, afterSeq int64, limit int) (
 
 // queryEvents runs a query selecting (seq, body) and decodes the rows.
 func (s *Store) queryEvents(ctx context.Context, query string, args ...any) ([]*event.Event, error) {
-	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	return queryEventsOn(ctx, s.rdb, query, args...)
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func queryEventsOn(ctx context.Context, q querier, query string, args ...any) ([]*event.Event, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

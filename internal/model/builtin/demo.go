@@ -11,11 +11,14 @@
 //	/long N       stream N numbered sentences, no tools
 //	/tool NAME {json}  call tool NAME with that input, then summarise
 //
+// It is deterministic but for tool use ids, which are unique.
+//
 // builtin imports model and message only.
 package builtin
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"strconv"
 	"strings"
@@ -110,7 +113,12 @@ func (s *streamer) text(kind model.DeltaKind, text, signature string) error {
 }
 
 func (s *streamer) toolUse(name string, input string) error {
-	id := fmt.Sprintf("tu_demo_%s_%d", name, s.index)
+	// Tool use ids must be unique everywhere (tool calls are stored by
+	// them), like a provider's; everything else the demo streams is
+	// deterministic.
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	id := fmt.Sprintf("tu_demo_%s_%d_%x", name, s.index, rnd)
 	if err := s.send(model.Delta{Kind: model.KindToolUseStart, Index: s.index, ToolUseID: id, ToolName: name}); err != nil {
 		return err
 	}

@@ -59,8 +59,18 @@ func TestDemoFirstCallThinksTalksAndCallsListDir(t *testing.T) {
 		t.Errorf("tool input came in %d fragments; want it split", inputFrags)
 	}
 	again, _, _ := collect(t, Demo{}, req)
+	var firstID, secondID string
+	for i := range again {
+		if again[i].ToolUseID != "" {
+			firstID, secondID = deltas[i].ToolUseID, again[i].ToolUseID
+			again[i].ToolUseID = deltas[i].ToolUseID
+		}
+	}
 	if !reflect.DeepEqual(deltas, again) {
 		t.Error("demo is not deterministic")
+	}
+	if firstID == secondID || !strings.HasPrefix(firstID, "tu_demo_list_dir_") {
+		t.Errorf("tool use ids %q and %q: want unique ids", firstID, secondID)
 	}
 }
 

@@ -1,0 +1,254 @@
+package stream_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/servertest"
+	"github.com/metis-agent/metis/internal/streamtest"
+	"github.com/metis-agent/metis/protocol"
+)
+
+// pumpClient is a stream connection whose frames a goroutine reads into
+// a channel, so many clients can subscribe at once while the test
+// goroutine checks them one after the other.
+type pumpClient struct {
+	t      *testing.T
+	ws     *websocket.Conn
+	frames chan streamtest.Frame
+	stop   chan struct{}
+	done   chan struct{}
+	err    error // set before frames is closed
+}
+
+func dialPump(t *testing.T, h *servertest.Harness, sid string) *pumpClient {
+	t.Helper()
+	ws, err := streamtest.Dial(context.Background(), h.URL, sid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadLimit(64 << 20)
+	p := &pumpClient{t: t, ws: ws, frames: make(chan streamtest.Frame, 1024), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		defer close(p.frames)
+		for {
+			_, data, err := ws.Read(context.Background())
+			if err != nil {
+				p.err = err
+				return
+			}
+			f, err := streamtest.Decode(data)
+			if err != nil {
+				p.err = err
+				return
+			}
+			select {
+			case p.frames <- f:
+			case <-p.stop:
+				return
+			}
+		}
+	}()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *pumpClient) send(b []byte) {
+	p.t.Helper()
+	if err := p.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *pumpClient) next() streamtest.Frame {
+	p.t.Helper()
+	timer := time.NewTimer(readTimeout)
+	defer timer.Stop()
+	select {
+	case f, ok := <-p.frames:
+		if !ok {
+			p.t.Fatalf("connection ended: %v", p.err)
+		}
+		return f
+	case <-timer.C:
+		p.t.Fatal("no frame in time")
+	}
+	return streamtest.Frame{}
+}
+
+func (p *pumpClient) tryNext() (streamtest.Frame, bool) {
+	timer := time.NewTimer(readTimeout)
+	defer timer.Stop()
+	select {
+	case f, ok := <-p.frames:
+		return f, ok
+	case <-timer.C:
+		return streamtest.Frame{}, false
+	}
+}
+
+func lastOf(evs []*protocol.EventEnvelope) string {
+	if len(evs) == 0 {
+		return "none"
+	}
+	return evs[len(evs)-1].ID + " " + evs[len(evs)-1].Type
+}
+
+func (p *pumpClient) close() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	_ = p.ws.CloseNow()
+	<-p.done
+}
+
+// TestSpec11_1_16_SnapshotReplaySeam: while turns stream at full speed,
+// clients repeatedly attach at the same moment with snapshot: true or
+// since = a recent id. For every client, each event after the
+// snapshot/replay boundary arrives exactly once and in order, and
+// snapshot + events together are exactly the session's state: the
+// snapshot holds the messages committed as of its seam, and the events
+// are exactly those the session delivered after it.
+func TestSpec11_1_16_SnapshotReplaySeam(t *testing.T) {
+	h := servertest.Start(t, "", demoDelay(0))
+	sid := h.CreateSession()
+	type snapRecord struct {
+		snap *protocol.Snapshot
+		it   int
+	}
+	var snaps []snapRecord
+	midTurn := 0
+	const iterations = 20
+	for it := range iterations {
+		prompt := "/long 20"
+		if it%3 == 0 {
+			prompt = "what is in my workspace?"
+		}
+		// A cursor from the previous turn(s), a little further back
+		// each time.
+		so := h.Live.Events(sid)
+		prev := so[max(0, len(so)-1-(it*37)%150)].ID
+		kinds := []struct {
+			filter   string
+			snapshot bool
+			since    string // "started": the current turn's turn.started
+		}{
+			{"preset:full", true, ""},
+			{"preset:chat", true, ""},
+			{"preset:full", false, prev},
+			{"preset:chat", false, "started"},
+		}
+		clients := make([]*pumpClient, len(kinds))
+		for i := range kinds {
+			clients[i] = dialPump(t, h, sid)
+		}
+		turn := h.Submit(sid, prompt)
+		started := firstDelivered(t, h, sid, event.TurnStarted, turn).ID
+		sinces := make([]string, len(kinds))
+		for i, k := range kinds {
+			frame := map[string]any{"type": "subscribe", "filter": k.filter, "snapshot": k.snapshot, "since": nil}
+			switch k.since {
+			case "":
+			case "started":
+				sinces[i] = started
+				frame["since"] = started
+			default:
+				sinces[i] = k.since
+				frame["since"] = k.since
+			}
+			clients[i].send(protocol.Marshal(frame))
+		}
+		h.WaitTurn(sid)
+		end := firstDelivered(t, h, sid, event.TurnCompleted, turn).ID
+
+		for i, c := range clients {
+			k := kinds[i]
+			var set map[string]bool
+			if k.filter == "preset:chat" {
+				set = typeSet(event.PresetChat)
+			}
+			ack := c.next()
+			if ack.Ack == nil {
+				t.Fatalf("iteration %d client %d: want ack, got %s", it, i, ack.Raw)
+			}
+			lower := sinces[i]
+			if k.snapshot {
+				s := c.next()
+				if s.Snap == nil {
+					t.Fatalf("iteration %d client %d: want snapshot, got %s", it, i, s.Raw)
+				}
+				lower = s.Snap.SnapshotAtEventID
+				snaps = append(snaps, snapRecord{s.Snap, it})
+				if lower > started && lower < end {
+					midTurn++
+				}
+			} else if ack.Ack.StreamingGap {
+				t.Fatalf("iteration %d client %d: streaming gap with a recent cursor", it, i)
+			}
+			var evs []*protocol.EventEnvelope
+			for lower < end {
+				f, ok := c.tryNext()
+				if !ok {
+					t.Fatalf("iteration %d client %d (%s, snapshot %v, since %q, ack %s, lower %s, end %s): no event after %d events (last %v); connection error %v",
+						it, i, k.filter, k.snapshot, sinces[i], ack.Raw, lower, end, len(evs), lastOf(evs), c.err)
+				}
+				if f.Event == nil {
+					t.Fatalf("iteration %d client %d: unexpected %s", it, i, f.Raw)
+				}
+				evs = append(evs, f.Event)
+				if f.Event.ID >= end {
+					break
+				}
+			}
+			what := fmt.Sprintf("iteration %d client %d (%s, snapshot %v, since %q, ack %s, lower %s)", it, i, k.filter, k.snapshot, sinces[i], ack.Raw, lower)
+			checkIncreasing(t, what, evs, lower)
+			sameIDs(t, what, evs, delivered(h, sid, lower, end, set))
+			// The ack names the seam: the snapshot's id, or the last id the
+			// replay covers; the replay is exactly (since, seam].
+			seam := ack.Ack.SeamEventID
+			if k.snapshot && seam != lower {
+				t.Fatalf("%s: seam_event_id %q differs from snapshot_at_event_id", what, seam)
+			}
+			if !k.snapshot {
+				replayed := delivered(h, sid, lower, seam, set)
+				if seam < lower || ack.Ack.ReplayEventCount != len(replayed) || len(evs) < len(replayed) && seam < end {
+					t.Fatalf("%s: replay_event_count %d, %d events in (since, seam]", what, ack.Ack.ReplayEventCount, len(replayed))
+				}
+				if seam < end {
+					sameIDs(t, what+": replay", evs[:len(replayed)], replayed)
+				}
+			}
+			c.close()
+		}
+	}
+	if midTurn == 0 {
+		t.Fatal("no snapshot was taken while a turn was streaming; the test did not exercise the seam")
+	}
+	t.Logf("%d of %d snapshots taken mid-turn", midTurn, len(snaps))
+
+	final := messages(t, h, sid)
+	anchor := anchors(t, h, sid, final)
+	for _, r := range snaps {
+		want := asOf(final, anchor, r.snap.SnapshotAtEventID, h.Config.SnapshotMessages)
+		if !sameJSON(r.snap.Messages, want) {
+			t.Fatalf("iteration %d: snapshot as of %s:\n got %s\nwant %s", r.it, r.snap.SnapshotAtEventID, msgIDs(r.snap.Messages), msgIDs(want))
+		}
+		n := 0
+		for _, m := range final {
+			if anchor[m.ID] <= r.snap.SnapshotAtEventID {
+				n++
+			}
+		}
+		if r.snap.HasMoreMessages != (n > h.Config.SnapshotMessages) {
+			t.Fatalf("iteration %d: has_more_messages %v with %d messages as of the seam", r.it, r.snap.HasMoreMessages, n)
+		}
+	}
+}
