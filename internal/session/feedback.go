@@ -2,12 +2,10 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
-	"github.com/metis-agent/metis/internal/store"
 )
 
 // MaxFeedbackComment bounds a feedback comment, in bytes.
@@ -22,17 +20,7 @@ func (m *Manager) Feedback(ctx context.Context, sessionID, turnID, rating, comme
 	if len(comment) > MaxFeedbackComment {
 		return "", fmt.Errorf("%w: comment is longer than %d bytes", ErrInvalid, MaxFeedbackComment)
 	}
-	if _, err := m.cfg.Store.Session(ctx, sessionID); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return "", fmt.Errorf("%w: %s", ErrNotFound, sessionID)
-		}
-		return "", err
-	}
-	t, err := m.cfg.Store.Turn(ctx, turnID)
-	if err != nil || t.SessionID != sessionID {
-		if err == nil || errors.Is(err, store.ErrNotFound) {
-			return "", fmt.Errorf("%w: %s in session %s", ErrTurnNotFound, turnID, sessionID)
-		}
+	if _, err := m.storedTurn(ctx, sessionID, turnID); err != nil {
 		return "", err
 	}
 	em, err := m.cfg.Bus.Emitter(ctx, sessionID)

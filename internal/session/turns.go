@@ -197,17 +197,8 @@ func (m *Manager) Cancel(ctx context.Context, sessionID, turnID, reason string) 
 	if r, ok := m.cancelTurn(sessionID, turnID, reason); ok {
 		return r, nil
 	}
-	if _, err := m.cfg.Store.Session(ctx, sessionID); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return "", fmt.Errorf("%w: %s", ErrNotFound, sessionID)
-		}
-		return "", err
-	}
-	t, err := m.cfg.Store.Turn(ctx, turnID)
-	if err != nil || t.SessionID != sessionID {
-		if err == nil || errors.Is(err, store.ErrNotFound) {
-			return "", fmt.Errorf("%w: %s in session %s", ErrTurnNotFound, turnID, sessionID)
-		}
+	t, err := m.storedTurn(ctx, sessionID, turnID)
+	if err != nil {
 		return "", err
 	}
 	if t.Status == store.TurnCancelled {
@@ -323,4 +314,23 @@ func (m *Manager) Recover(ctx context.Context) error {
 		m.log.Warn("closed a turn left open by a crash", "session", t.SessionID, "turn", t.ID)
 	}
 	return nil
+}
+
+// storedTurn reads a turn of a session from the store: ErrNotFound for
+// an unknown session, ErrTurnNotFound for a turn not in it.
+func (m *Manager) storedTurn(ctx context.Context, sessionID, turnID string) (store.Turn, error) {
+	if _, err := m.cfg.Store.Session(ctx, sessionID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Turn{}, fmt.Errorf("%w: %s", ErrNotFound, sessionID)
+		}
+		return store.Turn{}, err
+	}
+	t, err := m.cfg.Store.Turn(ctx, turnID)
+	if err != nil || t.SessionID != sessionID {
+		if err == nil || errors.Is(err, store.ErrNotFound) {
+			return store.Turn{}, fmt.Errorf("%w: %s in session %s", ErrTurnNotFound, turnID, sessionID)
+		}
+		return store.Turn{}, err
+	}
+	return t, nil
 }
