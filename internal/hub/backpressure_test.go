@@ -32,7 +32,7 @@ func TestSlowClient(t *testing.T) {
 		slowSub := protocol.Subscribe{Filter: protocol.Filter{EventTypes: []string{string(event.TextDelta), string(event.ToolCalled)}}}
 		slow := e.subscribe(slowSub)
 		e.barrier()
-		var fastGot []hub.Item
+		var fastGot []*hub.Item
 		fastGot = append(fastGot, drain(rt, fast)...)
 
 		// Each emit is delivered before EmitWait returns, so the slow
@@ -63,7 +63,7 @@ func TestSlowClient(t *testing.T) {
 			}
 		}
 		overflowed := len(slowWant) > q
-		var slowGot []hub.Item
+		var slowGot []*hub.Item
 		if overflowed {
 			items, over := slow.Client.Drain(nil)
 			if !over || len(items) != 0 {

@@ -5,9 +5,11 @@ import (
 )
 
 // Client is one attached subscriber: a bounded FIFO of items written by
-// Publish and drained by the client's writer. Enqueueing is O(1) and
-// never blocks; the queue grows on demand up to its bound, so an idle
-// client costs little memory.
+// Publish and drained by the client's writer. Items are shared pointers
+// (one per event, whatever the number of clients). Enqueueing is an
+// append under the client's own lock and never blocks; Drain swaps the
+// queue with the writer's previous batch, so nothing is copied under the
+// lock and the two buffers are reused. An idle client holds no buffer.
 type Client struct {
 	// Name identifies the client in warnings and logs
 	// (subscription_name), e.g. "stream-17".
@@ -21,8 +23,7 @@ type Client struct {
 	notify chan struct{}
 
 	mu        sync.Mutex
-	buf       []Item // circular; len(buf) is the current capacity
-	head, n   int
+	q         []*Item
 	overflown bool
 	closed    bool
 }
@@ -33,35 +34,23 @@ func newClient(h *Hub, name, sessionID string, f filter, max int) *Client {
 
 // offer enqueues it and reports whether this call overflowed the queue
 // (true once; later offers are dropped silently).
-func (c *Client) offer(it Item) bool {
+func (c *Client) offer(it *Item) bool {
 	c.mu.Lock()
 	if c.closed || c.overflown {
 		c.mu.Unlock()
 		return false
 	}
-	if c.n == c.max {
+	if len(c.q) == c.max {
 		c.overflown = true
+		c.q = nil
 		c.mu.Unlock()
 		c.signal()
 		return true
 	}
-	if c.n == len(c.buf) {
-		c.grow()
-	}
-	c.buf[(c.head+c.n)%len(c.buf)] = it
-	c.n++
+	c.q = append(c.q, it)
 	c.mu.Unlock()
 	c.signal()
 	return false
-}
-
-func (c *Client) grow() {
-	size := min(max(8, 2*len(c.buf)), c.max)
-	nb := make([]Item, size)
-	for i := 0; i < c.n; i++ {
-		nb[i] = c.buf[(c.head+i)%len(c.buf)]
-	}
-	c.buf, c.head = nb, 0
 }
 
 func (c *Client) signal() {
@@ -74,40 +63,37 @@ func (c *Client) signal() {
 // Notify is signalled after items are queued or the client overflows.
 func (c *Client) Notify() <-chan struct{} { return c.notify }
 
-// Drain appends every queued item to dst (reusing its capacity) and
-// reports whether the client overflowed; an overflowed client's queue is
-// discarded: it is about to be closed and will replay on reconnect. It
-// also returns the queue length found, for metrics.
-func (c *Client) Drain(dst []Item) (items []Item, overflown bool) {
+// keepBatch is the largest buffer kept for reuse after a drain that
+// found little: a burst's large buffer is let go once it is over.
+const keepBatch = 256
+
+// Drain returns every queued item, oldest first, and reports whether the
+// client overflowed (an overflowed client's queue is discarded: it is
+// about to be closed and will replay on reconnect). prev is the batch the
+// caller finished writing: its buffer becomes the client's next queue.
+func (c *Client) Drain(prev []*Item) (items []*Item, overflown bool) {
+	clear(prev) // let the written items go
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.overflown {
-		c.clearLocked()
-		return dst[:0], true
+		c.q = nil
+		return prev[:0], true
 	}
-	dst = dst[:0]
-	for i := 0; i < c.n; i++ {
-		j := (c.head + i) % len(c.buf)
-		dst = append(dst, c.buf[j])
-		c.buf[j] = Item{}
+	items = c.q
+	if cap(prev) > keepBatch && len(items) < keepBatch/4 {
+		prev = nil
 	}
-	c.head, c.n = 0, 0
-	// Give back a large buffer once a burst is over.
-	if len(c.buf) > 64 {
-		c.buf = nil
-	}
-	return dst, false
+	c.q = prev[:0]
+	return items, false
 }
 
-func (c *Client) clearLocked() {
-	c.buf, c.head, c.n = nil, 0, 0
-}
+func (c *Client) clearLocked() { c.q = nil }
 
 // Len returns the number of queued items.
 func (c *Client) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n
+	return len(c.q)
 }
 
 // Overflown reports whether the queue overflowed.

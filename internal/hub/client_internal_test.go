@@ -18,14 +18,14 @@ func TestClientQueueModel(t *testing.T) {
 		var model []string
 		overflown := false
 		next := 0
-		var dst []Item
+		var dst []*Item
 		for step := range rapid.IntRange(1, 200).Draw(rt, "steps") {
 			if rapid.IntRange(0, 3).Draw(rt, fmt.Sprintf("op%d", step)) > 0 {
 				// Offer a burst.
 				for range rapid.IntRange(1, 2*limit+1).Draw(rt, fmt.Sprintf("burst%d", step)) {
 					id := fmt.Sprintf("evt_%06d", next)
 					next++
-					got := c.offer(Item{ID: id})
+					got := c.offer(&Item{ID: id})
 					want := false
 					switch {
 					case overflown:
@@ -87,7 +87,7 @@ func TestClientNotify(t *testing.T) {
 	default:
 	}
 	for i := range 3 {
-		c.offer(Item{ID: fmt.Sprint(i)}) // the third overflows; none blocks
+		c.offer(&Item{ID: fmt.Sprint(i)}) // the third overflows; none blocks
 	}
 	select {
 	case <-c.Notify():
@@ -103,7 +103,7 @@ func TestClientNotify(t *testing.T) {
 	default:
 		t.Fatal("close did not signal")
 	}
-	if c.offer(Item{ID: "x"}) || c.Len() != 0 {
+	if c.offer(&Item{ID: "x"}) || c.Len() != 0 {
 		t.Fatal("closed client accepted an offer")
 	}
 }

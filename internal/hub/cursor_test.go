@@ -157,7 +157,7 @@ func TestReplayLimit(t *testing.T) {
 		switch {
 		case serr != nil && serr.Code != protocol.CodeReplayTooLarge:
 			rt.Fatalf("refused with %+v", serr)
-		case serr != nil && len(want) <= limit && m.actors == nil:
+		case serr != nil && len(want) <= limit:
 			rt.Fatalf("replay of %d refused with limit %d", len(want), limit)
 		case serr != nil:
 			if got := e.h.Clients(e.sid); got != 1 {
@@ -170,6 +170,9 @@ func TestReplayLimit(t *testing.T) {
 		case len(want) > limit:
 			rt.Fatalf("replay of %d accepted with limit %d", len(want), limit)
 		default:
+			if err := att.Collect(e.ctx); err != nil {
+				rt.Fatal(err)
+			}
 			checkAttachment(rt, att)
 			e.barrier()
 			sameEvents(rt, "replay", att.Replay, want)

@@ -45,3 +45,15 @@ func (f *filter) catalogTypes() []event.Type {
 	}
 	return out
 }
+
+// actorList returns the actors filter as a list, nil for every actor.
+func (f *filter) actorList() []string {
+	if f.actors == nil {
+		return nil
+	}
+	out := make([]string, 0, len(f.actors))
+	for a := range f.actors {
+		out = append(out, a)
+	}
+	return out
+}

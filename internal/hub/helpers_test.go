@@ -159,6 +159,9 @@ func (e *env) subscribe(sub protocol.Subscribe) *hub.Attachment {
 	if serr != nil {
 		e.t.Fatalf("subscribe %+v: %s: %s", sub, serr.Code, serr.Message)
 	}
+	if err := att.Collect(e.ctx); err != nil {
+		e.t.Fatalf("replay: %v", err)
+	}
 	checkAttachment(e.t, att)
 	return att
 }
@@ -194,7 +197,7 @@ func checkAttachment(t tb, att *hub.Attachment) {
 	}
 }
 
-func checkIncreasing(t tb, what string, items []hub.Item) {
+func checkIncreasing(t tb, what string, items []*hub.Item) {
 	t.Helper()
 	for i := 1; i < len(items); i++ {
 		if items[i].ID <= items[i-1].ID {
@@ -205,7 +208,7 @@ func checkIncreasing(t tb, what string, items []hub.Item) {
 
 // drain takes the client's live items, which must all follow the seam,
 // and fails on overflow.
-func drain(t tb, att *hub.Attachment) []hub.Item {
+func drain(t tb, att *hub.Attachment) []*hub.Item {
 	t.Helper()
 	items, over := att.Client.Drain(nil)
 	if over {
@@ -329,13 +332,13 @@ func emissionGen() *rapid.Generator[emission] {
 	})
 }
 
-func ids[T interface{ *event.Event | hub.Item }](xs []T) []string {
+func ids[T interface{ *event.Event | *hub.Item }](xs []T) []string {
 	out := make([]string, len(xs))
 	for i, x := range xs {
 		switch v := any(x).(type) {
 		case *event.Event:
 			out[i] = v.ID
-		case hub.Item:
+		case *hub.Item:
 			out[i] = v.ID
 		}
 	}
@@ -356,7 +359,7 @@ func expect(all []*event.Event, m matcher, cursor, upTo string) []*event.Event {
 
 // sameEvents fails unless got carries exactly want, in order, each item
 // framed from the event's own bytes.
-func sameEvents(t tb, what string, got []hub.Item, want []*event.Event) {
+func sameEvents(t tb, what string, got []*hub.Item, want []*event.Event) {
 	t.Helper()
 	if !slices.Equal(ids(got), ids(want)) {
 		t.Fatalf("%s:\n got  %d %v\n want %d %v\n%s", what, len(got), short(ids(got)), len(want), short(ids(want)), diff(ids(got), ids(want)))

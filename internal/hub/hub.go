@@ -20,6 +20,7 @@ import (
 type Store interface {
 	Events(ctx context.Context, q store.EventQuery) ([]*event.Event, error)
 	CountEvents(ctx context.Context, q store.EventQuery) (int, error)
+	ScanEvents(ctx context.Context, q store.EventQuery, fn func(store.EventRow) error) error
 	Session(ctx context.Context, id string) (store.Session, error)
 	MessagesAsOf(ctx context.Context, sessionID, eventID string, limit int) ([]message.Message, bool, error)
 	Children(ctx context.Context, parentID string) ([]store.Session, error)
@@ -121,19 +122,18 @@ func (h *Hub) Publish(ev *event.Event) {
 	st := h.state(ev.SessionID, ev.ID)
 	// Frame the event only if someone needs the bytes: the ring, or a
 	// client of this session or of a planner above it.
-	var it Item
-	framed := false
+	var it *Item
 	frame := func() *Item {
-		if !framed {
-			it, framed = newItem(ev), true
+		if it == nil {
+			it = newItem(ev)
 		}
-		return &it
+		return it
 	}
 	st.mu.Lock()
 	st.lastActive = ev.TS
 	if streaming {
 		if h.cfg.RingSize > 0 {
-			st.ring.push(*frame(), h.cfg.RingSize)
+			st.ring.push(frame(), h.cfg.RingSize)
 		} else {
 			st.ring.evicted = ev.ID // kept nowhere: a gap for any cursor before it
 		}
@@ -176,7 +176,7 @@ func (h *Hub) offer(clients []*Client, workersOnly bool, ev *event.Event, frame 
 		if ev.ID <= c.after || !c.filter.matchEvent(ev) {
 			continue
 		}
-		if c.offer(*frame()) {
+		if c.offer(frame()) {
 			h.slow(c)
 		}
 	}

@@ -19,6 +19,6 @@ type Item struct {
 	Frame     []byte
 }
 
-func newItem(ev *event.Event) Item {
-	return Item{ID: ev.ID, SessionID: ev.SessionID, Type: ev.Type, Actor: ev.Actor, TS: ev.TS, Frame: protocol.EventFrame(ev.JSON())}
+func newItem(ev *event.Event) *Item {
+	return &Item{ID: ev.ID, SessionID: ev.SessionID, Type: ev.Type, Actor: ev.Actor, TS: ev.TS, Frame: protocol.EventFrame(ev.JSON())}
 }

@@ -6,12 +6,12 @@ package hub
 // push overwrites the oldest; evicted is the id of the newest item pushed
 // out, so a cursor older than it has lost deltas.
 type ring struct {
-	buf     []Item
+	buf     []*Item
 	head    int // index of the oldest item once the ring is full
 	evicted string
 }
 
-func (r *ring) push(it Item, size int) {
+func (r *ring) push(it *Item, size int) {
 	switch {
 	case size <= 0:
 		r.evicted = it.ID
@@ -25,12 +25,12 @@ func (r *ring) push(it Item, size int) {
 }
 
 // after returns the items with since < id <= upTo that match f, in order.
-func (r *ring) after(since, upTo string, f *filter) []Item {
-	var out []Item
+func (r *ring) after(since, upTo string, f *filter) []*Item {
+	var out []*Item
 	for i := range r.buf {
-		it := &r.buf[(r.head+i)%len(r.buf)]
+		it := r.buf[(r.head+i)%len(r.buf)]
 		if it.ID > since && it.ID <= upTo && f.match(it) {
-			out = append(out, *it)
+			out = append(out, it)
 		}
 	}
 	return out

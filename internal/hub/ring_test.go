@@ -97,6 +97,9 @@ func TestStreamingGapAfterRestart(t *testing.T) {
 			if serr != nil {
 				t.Fatalf("subscribe: %+v", serr)
 			}
+			if err := att.Collect(ctx); err != nil {
+				t.Fatal(err)
+			}
 			if att.Ack.StreamingGap != withCall {
 				t.Fatalf("streaming_gap %v after a restart, want %v", att.Ack.StreamingGap, withCall)
 			}
@@ -123,6 +126,9 @@ func TestStreamingGapAfterRestart(t *testing.T) {
 			att2, serr := h.Subscribe(ctx, old.sid, &sub)
 			if serr != nil {
 				t.Fatalf("subscribe: %+v", serr)
+			}
+			if err := att2.Collect(ctx); err != nil {
+				t.Fatal(err)
 			}
 			if att2.Ack.StreamingGap {
 				t.Fatal("streaming_gap for a cursor the new process holds")

@@ -20,7 +20,7 @@ type chain struct {
 	m        matcher
 	cursor   string // events after it are owed to the client
 	att      *hub.Attachment
-	received []hub.Item
+	received []*hub.Item
 	reconns  int
 }
 
@@ -230,11 +230,11 @@ func TestFilterReplayEqualsLive(t *testing.T) {
 		replayed := e.subscribe(sub)
 		e.barrier()
 		got := drain(rt, live)
-		upTo := slices.IndexFunc(got, func(it hub.Item) bool { return it.ID > replayed.Seam })
+		upTo := slices.IndexFunc(got, func(it *hub.Item) bool { return it.ID > replayed.Seam })
 		if upTo < 0 {
 			upTo = len(got)
 		}
-		var liveAfter []hub.Item
+		var liveAfter []*hub.Item
 		for _, it := range got[:upTo] {
 			if it.ID > first.ID {
 				liveAfter = append(liveAfter, it)

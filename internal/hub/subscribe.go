@@ -21,10 +21,88 @@ type Attachment struct {
 	Client   *Client
 	Ack      protocol.SubscribeAck
 	Snapshot []byte // the snapshot frame, or nil
-	Replay   []Item // events in (since, seam], in id order
 	// Seam is the id of the last event covered by the snapshot or replay;
 	// every queued live item is newer.
 	Seam string
+	// Replay holds the replayed events once Collect has run; the stream
+	// edge uses StreamReplay instead, which never holds them all.
+	Replay []*Item
+	plan   *replayPlan
+}
+
+// replayPlan is a replay decided at subscribe time: the store query for
+// the catalog events of (since, seam] and the ring's streaming events.
+type replayPlan struct {
+	h    *Hub
+	q    store.EventQuery
+	scan bool // the filter wants catalog events
+	ring []*Item
+}
+
+// replayBuffer bounds the events read ahead of the writer.
+const replayBuffer = 256
+
+// StreamReplay calls fn with each replayed event in id order: the
+// catalog events, read from the store on a goroutine of its own while
+// earlier ones are being written, merged with the ring's streaming
+// events. It stops at fn's first error and returns it; it returns only
+// once the reading goroutine has ended.
+func (a *Attachment) StreamReplay(ctx context.Context, fn func(*Item) error) error {
+	p := a.plan
+	if p == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan *Item, replayBuffer)
+	scanErr := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		if !p.scan {
+			scanErr <- nil
+			return
+		}
+		scanErr <- p.h.store.ScanEvents(ctx, p.q, func(r store.EventRow) error {
+			it := &Item{ID: r.ID, SessionID: r.SessionID, Type: r.Type, Actor: r.Actor, TS: r.TS, Frame: protocol.EventFrame(r.Body)}
+			select {
+			case ch <- it:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	var err error
+	send := func(it *Item) {
+		if err == nil {
+			if err = fn(it); err != nil {
+				cancel() // stop reading; the loop drains what is left
+			}
+		}
+	}
+	ring, i := p.ring, 0
+	for it := range ch {
+		for ; i < len(ring) && ring[i].ID < it.ID; i++ {
+			send(ring[i])
+		}
+		send(it)
+	}
+	for ; i < len(ring); i++ {
+		send(ring[i])
+	}
+	if serr := <-scanErr; err == nil && serr != nil {
+		err = fmt.Errorf("hub: replay: %w", serr)
+	}
+	return err
+}
+
+// Collect reads the whole replay into Replay.
+func (a *Attachment) Collect(ctx context.Context) error {
+	a.Replay = a.Replay[:0]
+	return a.StreamReplay(ctx, func(it *Item) error {
+		a.Replay = append(a.Replay, it)
+		return nil
+	})
 }
 
 // Subscribe validates a subscribe for a session and attaches a client.
@@ -81,7 +159,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	c.after = since
 	a := &Attachment{Client: c, Ack: protocol.SubscribeAck{Type: protocol.TypeSubscribeAck, ResolvedFilter: resolved,
 		Since: sub.Since, Snapshot: sub.Snapshot}}
-	var ringItems []Item
+	var ringItems []*Item
 	var currentTurn string
 	var tree []string // the session, and its workers if the client wants them
 	var evicted, heldFrom string
@@ -108,7 +186,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 			st.mu.Unlock()
 		}
 	})
-	slices.SortFunc(ringItems, func(x, y Item) int { return strings.Compare(x.ID, y.ID) })
+	slices.SortFunc(ringItems, func(x, y *Item) int { return strings.Compare(x.ID, y.ID) })
 	a.Ack.SeamEventID = a.Seam
 
 	if sub.Snapshot {
@@ -119,13 +197,13 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		}
 		a.Snapshot = snap
 	} else if since != "" && since < a.Seam {
-		replay, serr := h.replay(ctx, c, tree, since, a.Seam, ringItems)
+		plan, n, serr := h.planReplay(ctx, c, tree, since, a.Seam, ringItems)
 		if serr != nil {
 			h.detach(c)
 			return nil, serr
 		}
-		a.Replay = replay
-		a.Ack.ReplayEventCount = len(replay)
+		a.plan = plan
+		a.Ack.ReplayEventCount = n
 		gap, err := h.streamingGap(ctx, tree, since, a.Seam, evicted, heldFrom)
 		if err != nil {
 			h.detach(c)
@@ -134,7 +212,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		a.Ack.StreamingGap = gap
 	}
 	if h.m != nil {
-		h.m.ReplayEvents.Observe(float64(len(a.Replay)))
+		h.m.ReplayEvents.Observe(float64(a.Ack.ReplayEventCount))
 	}
 	h.meta(sessionID, event.BusSubscriberRegistered, c.Name)
 	return a, nil
@@ -152,54 +230,27 @@ func (h *Hub) internal(err error) *protocol.SubscribeError {
 	return h.refuse("internal", "the server could not read the session; try again", "")
 }
 
-// replay returns the events in (since, seam] matching the client's
-// filter: catalog events from the store merged by id with the ring's
-// streaming events. It refuses with replay_too_large past the limit.
-func (h *Hub) replay(ctx context.Context, c *Client, sessions []string, since, seam string, ringItems []Item) ([]Item, *protocol.SubscribeError) {
-	limit := h.cfg.ReplayLimit
-	tooLarge := h.refuse(protocol.CodeReplayTooLarge,
-		fmt.Sprintf("Gap exceeds the replay limit of %d events. Reconnect with snapshot: true.", limit), "")
-	q := store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: seam}
-	// Counting without a type filter only reads the index: an upper bound
-	// that settles most cases cheaply.
-	n, err := h.store.CountEvents(ctx, q)
-	if err != nil {
-		return nil, h.internal(err)
-	}
-	types := c.filter.catalogTypes()
-	if len(types) == 0 {
-		n = 0
-	} else if n+len(ringItems) > limit {
-		q.Types = types
-		if n, err = h.store.CountEvents(ctx, q); err != nil {
-			return nil, h.internal(err)
+// planReplay decides the replay of (since, seam] for a client: its
+// exact size (catalog events counted in the store with the client's
+// types and actors, plus the ring's matching streaming events) and the
+// query that StreamReplay will run. Past the limit it refuses with
+// replay_too_large.
+func (h *Hub) planReplay(ctx context.Context, c *Client, sessions []string, since, seam string, ringItems []*Item) (*replayPlan, int, *protocol.SubscribeError) {
+	p := &replayPlan{h: h, ring: ringItems,
+		q: store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: seam, Types: c.filter.catalogTypes(), Actors: c.filter.actorList()}}
+	n := 0
+	if p.scan = len(p.q.Types) > 0; p.scan {
+		var err error
+		if n, err = h.store.CountEvents(ctx, p.q); err != nil {
+			return nil, 0, h.internal(err)
 		}
 	}
-	if n+len(ringItems) > limit {
-		return nil, tooLarge
+	n += len(ringItems)
+	if n > h.cfg.ReplayLimit {
+		return nil, 0, h.refuse(protocol.CodeReplayTooLarge,
+			fmt.Sprintf("Gap exceeds the replay limit of %d events. Reconnect with snapshot: true.", h.cfg.ReplayLimit), "")
 	}
-	var stored []*event.Event
-	if len(types) > 0 {
-		q.Types = types
-		if stored, err = h.store.Events(ctx, q); err != nil {
-			return nil, h.internal(err)
-		}
-	}
-	out := make([]Item, 0, len(stored)+len(ringItems))
-	i := 0
-	for _, ev := range stored {
-		it := newItem(ev)
-		if !c.filter.match(&it) {
-			continue
-		}
-		for i < len(ringItems) && ringItems[i].ID < it.ID {
-			out = append(out, ringItems[i])
-			i++
-		}
-		out = append(out, it)
-	}
-	out = append(out, ringItems[i:]...)
-	return out, nil
+	return p, n, nil
 }
 
 // streamingGap reports whether streaming events after since may be

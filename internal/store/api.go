@@ -143,5 +143,6 @@ type EventQuery struct {
 	AfterID    string       // exclusive lower bound; "" from the start
 	UpToID     string       // inclusive upper bound; "" to the end
 	Types      []event.Type // nil: every type
+	Actors     []string     // nil: every actor
 	Limit      int          // 0: no limit
 }

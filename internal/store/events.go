@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/metis-agent/metis/internal/event"
 )
@@ -70,7 +71,65 @@ func eventWhere(q *EventQuery) (string, []any, error) {
 	for _, t := range q.Types {
 		args = append(args, string(t))
 	}
+	if len(q.Actors) > 0 {
+		b.WriteString(" AND actor IN (?" + strings.Repeat(", ?", len(q.Actors)-1) + ")")
+		for _, a := range q.Actors {
+			args = append(args, a)
+		}
+	}
 	return b.String(), args, nil
+}
+
+// EventRow is a stored event as its columns and envelope bytes, not
+// decoded.
+type EventRow struct {
+	Seq       int64
+	ID        string
+	SessionID string
+	Type      event.Type
+	Actor     string
+	TS        time.Time
+	Body      []byte // the sealed envelope; fresh per row, safe to keep
+}
+
+// ScanEvents calls fn for each event matching q, ascending by id, without
+// decoding it, and stops at fn's first error. The rows stream from one
+// read: fn may be slow (replay writes to a socket from it), at the cost
+// of holding one read connection meanwhile.
+func (s *Store) ScanEvents(ctx context.Context, q EventQuery, fn func(EventRow) error) error {
+	if err := s.readable(); err != nil {
+		return err
+	}
+	where, args, err := eventWhere(&q)
+	if err != nil {
+		return fmt.Errorf("store: scan events: %w", err)
+	}
+	query := "SELECT seq, id, session_id, type, actor, ts, body FROM events WHERE " + where + " ORDER BY id"
+	if q.Limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, q.Limit)
+	}
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("store: scan events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r EventRow
+		var typ string
+		var ts int64
+		if err := rows.Scan(&r.Seq, &r.ID, &r.SessionID, &typ, &r.Actor, &ts, &r.Body); err != nil {
+			return fmt.Errorf("store: scan events: %w", err)
+		}
+		r.Type, r.TS = event.Type(typ), fromNanos(ts)
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: scan events: %w", err)
+	}
+	return nil
 }
 
 // Events returns the stored events matching q, ascending by id (across

@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -12,37 +11,33 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// conn is one WebSocket client. Its run goroutine (the HTTP handler's) is
-// the only writer of event frames; a reader goroutine decodes client
-// frames and hands replies to the writer through ctrl.
+// conn is one WebSocket client. Its run goroutine (the HTTP handler's)
+// owns the connection: it decodes and answers client frames and is the
+// only writer. A small reader goroutine only reads raw frames and hands
+// them over, so its stack stays small on an idle connection.
 type conn struct {
-	s   *Server
-	ws  *websocket.Conn
-	sid string
-
-	subs   chan *protocol.Subscribe // reader → writer: subscribe requests
-	ctrl   chan []byte              // reader → writer: pongs and error frames
-	done   chan struct{}            // closed when the reader stops
-	client *hub.Client              // set once subscribed (writer goroutine only)
+	s      *Server
+	ws     *websocket.Conn
+	sid    string
+	in     chan frameIn  // reader → run: raw client frames
+	done   chan struct{} // closed when the reader stops
+	client *hub.Client   // set once subscribed
 	hb     heartbeat
 	w      writer
-
-	// subMu orders the reader's hand-over of a subscribe with the
-	// writer's attach: a subscribe handed over before the attach is
-	// drained and refused by the writer, one read after it is refused by
-	// the reader. Without it a second subscribe that arrived while the
-	// first was being accepted was silently dropped.
-	subMu    sync.Mutex
-	attached bool
 }
 
-// ctrlQueue bounds replies waiting for the writer; a client that floods
-// pings past it loses replies, not the connection.
-const ctrlQueue = 32
+// frameIn is one client frame as read.
+type frameIn struct {
+	typ  websocket.MessageType
+	data []byte
+}
+
+// inQueue bounds client frames read ahead of the run goroutine; past it
+// the reader waits, which slows a client that floods the server.
+const inQueue = 4
 
 func newConn(s *Server, ws *websocket.Conn, sid string) *conn {
-	c := &conn{s: s, ws: ws, sid: sid,
-		subs: make(chan *protocol.Subscribe, 1), ctrl: make(chan []byte, ctrlQueue), done: make(chan struct{})}
+	c := &conn{s: s, ws: ws, sid: sid, in: make(chan frameIn, inQueue), done: make(chan struct{})}
 	c.w = newWriter(ws, s.cfg.WriteTimeout)
 	c.hb.misses = s.cfg.PingMisses
 	return c
@@ -67,20 +62,27 @@ func (c *conn) run() {
 		}
 	}()
 
-	if c.subscribe() {
-		c.live()
+	if c.subscribe(rctx) {
+		c.live(rctx)
 	}
 }
 
-// subscribe waits for subscribe frames until one is accepted, then
+// subscribe handles client frames until a subscribe is accepted, then
 // writes the ack and the snapshot or replay. It reports false if the
 // connection ended.
-func (c *conn) subscribe() bool {
+func (c *conn) subscribe(ctx context.Context) bool {
 	timeout := time.NewTimer(c.s.cfg.SubscribeTimeout)
 	defer timeout.Stop()
 	for {
 		select {
-		case sub := <-c.subs:
+		case f := <-c.in:
+			sub, ok := c.handle(ctx, f)
+			if !ok {
+				return false
+			}
+			if sub == nil {
+				continue
+			}
 			att, serr := c.s.hub.Subscribe(c.s.ctx, c.sid, sub)
 			if serr != nil {
 				// The connection stays open: the client may subscribe again
@@ -91,30 +93,10 @@ func (c *conn) subscribe() bool {
 				continue
 			}
 			c.client = att.Client
-			c.subMu.Lock()
-			c.attached = true
-			extra := 0
-			for len(c.subs) > 0 {
-				<-c.subs
-				extra++
-			}
-			c.subMu.Unlock()
 			if c.s.m != nil {
 				c.s.m.Clients.Inc()
 			}
-			if !c.writeAttachment(att) {
-				return false
-			}
-			for range extra {
-				if !c.write(errorFrame(protocol.CodeAlreadySubscribe, alreadySubscribed)) {
-					return false
-				}
-			}
-			return true
-		case f := <-c.ctrl:
-			if !c.write(f) {
-				return false
-			}
+			return c.writeAttachment(ctx, att)
 		case <-timeout.C:
 			c.close(protocol.ClosePolicyViolation, protocol.ReasonSubscribeTimeout)
 			return false
@@ -127,24 +109,32 @@ func (c *conn) subscribe() bool {
 	}
 }
 
-func (c *conn) writeAttachment(att *hub.Attachment) bool {
+func (c *conn) writeAttachment(ctx context.Context, att *hub.Attachment) bool {
 	if !c.write(protocol.Marshal(att.Ack)) {
 		return false
 	}
 	if att.Snapshot != nil && !c.write(att.Snapshot) {
 		return false
 	}
-	for i := range att.Replay {
-		if !c.writeItem(&att.Replay[i]) {
-			return false
+	errWrite := errors.New("write failed")
+	n := 0
+	err := att.StreamReplay(ctx, func(it *hub.Item) error {
+		if !c.writeItem(it) {
+			return errWrite
 		}
+		n++
+		return nil
+	})
+	c.countSent(n)
+	if err != nil && !errors.Is(err, errWrite) {
+		c.s.log.Error("replay", "session", c.sid, "err", err)
 	}
-	return true
+	return err == nil
 }
 
 // live drains the client's queue until the connection ends.
-func (c *conn) live() {
-	var batch []hub.Item
+func (c *conn) live(ctx context.Context) {
+	var batch []*hub.Item
 	ticker := time.NewTicker(c.s.cfg.PingInterval)
 	defer ticker.Stop()
 	for {
@@ -162,14 +152,11 @@ func (c *conn) live() {
 			if c.s.m != nil {
 				c.s.m.QueueDepth.Observe(float64(len(batch)))
 			}
-			for i := range batch {
-				if !c.writeItem(&batch[i]) {
-					return
-				}
+			if !c.writeBatch(batch) {
+				return
 			}
-			clear(batch)
-		case f := <-c.ctrl:
-			if !c.write(f) {
+		case f := <-c.in:
+			if _, ok := c.handle(ctx, f); !ok {
 				return
 			}
 		case <-ticker.C:
@@ -185,24 +172,40 @@ func (c *conn) live() {
 		case <-c.done:
 			return
 		case <-c.s.ctx.Done():
-			c.flush(&batch)
+			if items, overflown := c.client.Drain(batch); !overflown {
+				c.writeBatch(items) // flush what is queued before going away
+			}
 			c.close(protocol.CloseGoingAway, protocol.ReasonShutdown)
 			return
 		}
 	}
 }
 
-// flush writes whatever is queued, for a clean shutdown.
-func (c *conn) flush(batch *[]hub.Item) {
-	items, overflown := c.client.Drain(*batch)
-	if overflown {
-		return
+// writeBatch writes queued items in order under one deadline (a batch
+// that cannot go out within --write-timeout means the client stopped
+// reading) and counts them.
+func (c *conn) writeBatch(items []*hub.Item) bool {
+	if len(items) == 0 {
+		return true
 	}
-	for i := range items {
-		if !c.writeItem(&items[i]) {
-			return
+	c.hb.active()
+	c.w.arm()
+	defer c.w.disarm()
+	var now time.Time
+	for i, it := range items {
+		if !c.w.raw(it.Frame) {
+			c.countSent(i)
+			return false
+		}
+		if c.s.m != nil && it.Type == "text.delta" {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			c.s.m.DeltaLatency.Observe(now.Sub(it.TS).Seconds())
 		}
 	}
+	c.countSent(len(items))
+	return true
 }
 
 // write sends a control frame and counts it as activity.
@@ -216,13 +219,16 @@ func (c *conn) writeItem(it *hub.Item) bool {
 	if !c.w.write(it.Frame) {
 		return false
 	}
-	if m := c.s.m; m != nil {
-		m.EventsSent.Inc()
-		if it.Type == "text.delta" {
-			m.DeltaLatency.Observe(time.Since(it.TS).Seconds())
-		}
+	if c.s.m != nil && it.Type == "text.delta" {
+		c.s.m.DeltaLatency.Observe(time.Since(it.TS).Seconds())
 	}
 	return true
+}
+
+func (c *conn) countSent(n int) {
+	if c.s.m != nil && n > 0 {
+		c.s.m.EventsSent.Add(float64(n))
+	}
 }
 
 // close ends the connection with a code and a JSON reason.

@@ -10,10 +10,8 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// read decodes client frames until the connection ends. It never writes:
-// replies go to the writer through ctrl, and a refused frame gets an
-// error frame while the connection stays open (spec §9: bad input never
-// crashes anything). A frame over the read limit makes the library close
+// read hands raw client frames to the run goroutine until the
+// connection ends. A frame over the read limit makes the library close
 // the connection with 1009.
 func (c *conn) read(ctx context.Context) {
 	defer close(c.done)
@@ -22,71 +20,63 @@ func (c *conn) read(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		if typ != websocket.MessageText {
-			c.reply(protocol.CodeInvalidFrame, "binary frames are not accepted; send JSON text frames")
-			continue
-		}
-		f, err := protocol.DecodeClientFrame(data)
-		if err != nil {
-			var de *protocol.DecodeError
-			errors.As(err, &de)
-			c.reply(de.Code, de.Message)
-			continue
-		}
-		switch f.Type {
-		case protocol.TypeSubscribe:
-			c.subMu.Lock()
-			refusal := ""
-			if c.attached {
-				refusal = alreadySubscribed
-			} else {
-				select {
-				case c.subs <- f.Subscribe:
-				default:
-					refusal = "a subscribe is already being processed"
-				}
-			}
-			c.subMu.Unlock()
-			if refusal != "" {
-				c.reply(protocol.CodeAlreadySubscribe, refusal)
-			}
-		case protocol.TypeCancel:
-			c.cancelTurn(ctx, f.Cancel)
-		case protocol.TypePing:
-			c.send(protocol.Marshal(protocol.Heartbeat{Type: protocol.TypePong, Nonce: f.Ping.Nonce}))
-		case protocol.TypePong:
-			c.hb.pong()
+		select {
+		case c.in <- frameIn{typ, data}:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
 
+// handle decodes and answers one client frame on the run goroutine. A
+// refused frame gets an error frame and the connection stays open (spec
+// §9: bad input never crashes anything). It returns the subscribe to
+// process, if the frame was one and the connection is not subscribed
+// yet, and false if a reply could not be written.
+func (c *conn) handle(ctx context.Context, f frameIn) (*protocol.Subscribe, bool) {
+	if f.typ != websocket.MessageText {
+		return nil, c.reply(protocol.CodeInvalidFrame, "binary frames are not accepted; send JSON text frames")
+	}
+	fr, err := protocol.DecodeClientFrame(f.data)
+	if err != nil {
+		var de *protocol.DecodeError
+		errors.As(err, &de)
+		return nil, c.reply(de.Code, de.Message)
+	}
+	switch fr.Type {
+	case protocol.TypeSubscribe:
+		if c.client != nil {
+			return nil, c.reply(protocol.CodeAlreadySubscribe, alreadySubscribed)
+		}
+		return fr.Subscribe, true
+	case protocol.TypeCancel:
+		return nil, c.cancelTurn(ctx, fr.Cancel)
+	case protocol.TypePing:
+		return nil, c.w.write(protocol.Marshal(protocol.Heartbeat{Type: protocol.TypePong, Nonce: fr.Ping.Nonce}))
+	case protocol.TypePong:
+		c.hb.pong()
+	}
+	return nil, true
+}
+
 // cancelTurn cancels through the same path as the HTTP endpoint. The
 // outcome reaches every client as events; only failures are answered.
-func (c *conn) cancelTurn(ctx context.Context, f *protocol.Cancel) {
+func (c *conn) cancelTurn(ctx context.Context, f *protocol.Cancel) bool {
 	_, err := c.s.cancel.Cancel(ctx, c.sid, f.TurnID, f.Reason)
 	switch {
 	case err == nil:
+		return true
 	case errors.Is(err, session.ErrTurnNotFound), errors.Is(err, session.ErrNotFound):
-		c.reply(protocol.CodeCancelFailed, err.Error())
+		return c.reply(protocol.CodeCancelFailed, err.Error())
 	default:
 		c.s.log.Error("cancel from stream", "session", c.sid, "turn", f.TurnID, "err", err)
-		c.reply(protocol.CodeCancelFailed, "the cancel could not be applied")
+		return c.reply(protocol.CodeCancelFailed, "the cancel could not be applied")
 	}
 }
 
 const alreadySubscribed = "this connection is already subscribed; open another to change the filter"
 
-func (c *conn) reply(code, msg string) { c.send(errorFrame(code, msg)) }
-
-func errorFrame(code, msg string) []byte {
-	return protocol.Marshal(protocol.Error{Type: protocol.TypeError, Code: code, Message: msg})
-}
-
-// send queues a reply for the writer without blocking; a client flooding
-// the server past the reply queue loses replies.
-func (c *conn) send(frame []byte) {
-	select {
-	case c.ctrl <- frame:
-	default:
-	}
+// reply writes an error frame.
+func (c *conn) reply(code, msg string) bool {
+	return c.write(protocol.Marshal(protocol.Error{Type: protocol.TypeError, Code: code, Message: msg}))
 }

@@ -24,12 +24,22 @@ func newWriter(ws *websocket.Conn, timeout time.Duration) writer {
 	return writer{ws: ws, timeout: timeout, timer: t}
 }
 
-// write sends one text frame and reports whether it went out.
+// write sends one text frame under the deadline and reports whether it
+// went out.
 func (w *writer) write(frame []byte) bool {
-	w.timer.Reset(w.timeout)
-	err := w.ws.Write(context.Background(), websocket.MessageText, frame)
-	w.timer.Stop()
-	return err == nil
+	w.arm()
+	ok := w.raw(frame)
+	w.disarm()
+	return ok
+}
+
+// arm starts the deadline for a run of raw writes; disarm ends it.
+func (w *writer) arm()    { w.timer.Reset(w.timeout) }
+func (w *writer) disarm() { w.timer.Stop() }
+
+// raw sends one text frame; the caller has armed the deadline.
+func (w *writer) raw(frame []byte) bool {
+	return w.ws.Write(context.Background(), websocket.MessageText, frame) == nil
 }
 
 // close performs the close handshake (bounded by the library's own
