@@ -115,6 +115,9 @@ func (t *Tool) Run(ctx context.Context, env tool.Env, input json.RawMessage) (to
 	worker, err := t.Sessions.Create(ctx, session.CreateRequest{WorkspacePath: planner.WorkspacePath, Model: workerModel,
 		ParentSessionID: planner.ID})
 	if err != nil {
+		if ctx.Err() != nil {
+			return tool.Result{}, ctx.Err() // cancelled while starting the worker
+		}
 		return tool.Result{}, tool.Errorf(tool.ClassExecution, "could not start a worker: %v", err)
 	}
 	// A delegate.* event that cannot be emitted (the bus is closing) is
