@@ -116,7 +116,7 @@ func TestSlowSubscriberIsolation(t *testing.T) {
 		fastSeen = append(fastSeen, ev.Seq)
 		fastMu.Unlock()
 		return nil
-	}, SubscribeOptions{Types: []event.Type{event.ToolCalled}})
+	}, SubscribeOptions{Types: []event.Type{event.ToolCalled}, Queue: 4096})
 
 	em, _ := b.Emitter(context.Background(), "sess_a")
 	const n = 2000
@@ -135,7 +135,9 @@ func TestSlowSubscriberIsolation(t *testing.T) {
 			if ev.Type == event.BusHandlerWarning {
 				var p map[string]any
 				ev.DecodePayload(&p)
-				return p["subscription_name"] == "slow"
+				if p["subscription_name"] == "slow" {
+					return true
+				}
 			}
 		}
 		return false
