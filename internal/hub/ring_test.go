@@ -154,3 +154,31 @@ func TestRingZeroNeverReplaysStreaming(t *testing.T) {
 	}
 	sameEvents(t, "replay", att.Replay, []*event.Event{done})
 }
+
+// TestCursorFromBeforeARestart: a client that holds a delta of a model
+// call that was streaming when the server stopped (an id never stored)
+// is told the deltas after it are gone.
+func TestCursorFromBeforeARestart(t *testing.T) {
+	st := openStore(t)
+	old := newEnv(t, st, hub.Config{RingSize: 64})
+	old.mustEmit(event.TurnStarted, event.ActorSession, "turn_1")
+	old.mustEmit(event.LLMCallStarted, event.ActorAgent, "turn_1")
+	delta := old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+	old.barrier()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := old.b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := bus.New(st, bus.Options{Logger: quiet})
+	defer b.Close(ctx)
+	h := hub.New(st, b, hub.Config{RingSize: 64, Logger: quiet})
+	b.AddLive(h)
+	att, serr := h.Subscribe(ctx, old.sid, &protocol.Subscribe{Preset: event.PresetFull, Since: &delta.ID})
+	if serr != nil {
+		t.Fatalf("subscribe: %+v", serr)
+	}
+	if !att.Ack.StreamingGap || att.Ack.ReplayEventCount != 0 {
+		t.Fatalf("ack %+v: want a streaming gap and no replay", att.Ack)
+	}
+}

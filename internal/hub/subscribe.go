@@ -210,6 +210,11 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 			return nil, h.internal(err)
 		}
 		a.Ack.StreamingGap = gap
+	} else if since > a.Seam {
+		// The client holds an id this process never delivered: a
+		// streaming event from before a restart. Whatever streamed after
+		// it then is gone (message.complete included).
+		a.Ack.StreamingGap = true
 	}
 	if h.m != nil {
 		h.m.ReplayEvents.Observe(float64(a.Ack.ReplayEventCount))
