@@ -45,7 +45,7 @@ const (
 // Sessions is what the tool needs of the session manager.
 type Sessions interface {
 	Create(ctx context.Context, req session.CreateRequest) (session.Summary, error)
-	RunTurn(ctx context.Context, sessionID, content string) (agent.Outcome, error)
+	RunTurn(ctx context.Context, sessionID, content, model string) (agent.Outcome, error)
 }
 
 // Store reads session rows (for the parent chain).
@@ -133,7 +133,9 @@ func (t *Tool) Run(ctx context.Context, env tool.Env, input json.RawMessage) (to
 		wctx, cancel = context.WithTimeoutCause(ctx, t.Timeout, &agent.CancelCause{Reason: "delegate_timeout"})
 	}
 	defer cancel()
-	out, err := t.Sessions.RunTurn(wctx, worker.ID, in.Task)
+	// A model named in the call wins over the routing policy's choice
+	// for workers.
+	out, err := t.Sessions.RunTurn(wctx, worker.ID, in.Task, in.Model)
 	switch {
 	case ctx.Err() != nil:
 		emit(event.DelegateFailed, map[string]any{"failure_mode": FailureCancelled,

@@ -254,3 +254,27 @@ func sumCostOfFailedWorkers(t *testing.T, h *servertest.Harness, planner, except
 	}
 	return total
 }
+
+// TestDelegateModelWinsOverWorkerRules: a model named in the delegate
+// call runs the worker's turn even when a workers rule would pick
+// another.
+func TestDelegateModelWinsOverWorkerRules(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "routing.yaml"), []byte("workers:\n  default: anthropic:claude-haiku-4-5\n"), 0o600)
+	h := servertest.Start(t, home)
+	sid := h.CreateSession()
+	c := attach(t, h, sid)
+	b, _ := json.Marshal(map[string]string{"task": "/echo chosen", "model": "builtin:demo"})
+	turn := h.Submit(sid, "/tool delegate "+string(b))
+	evs := c.Events(wait, streamtest.UntilType(event.TurnCompleted, turn))
+	if len(find(evs, event.DelegateCompleted)) != 1 {
+		t.Fatalf("events %v", types(evs))
+	}
+	wid := payloadOf(t, find(evs, event.DelegateStarted)[0])["worker_session_id"].(string)
+	routes, _ := h.Server.Store.Events(context.Background(), store.EventQuery{SessionIDs: []string{wid}, Types: []event.Type{event.RouteDecided}})
+	var p map[string]any
+	json.Unmarshal(routes[0].Payload, &p)
+	if p["model"] != "builtin:demo" || p["reason"] != "slash_command" {
+		t.Fatalf("worker route %v", p)
+	}
+}

@@ -25,7 +25,7 @@ const MaxTurnContent = 1 << 20
 // one turn per session runs at a time: a second fails with
 // ErrTurnInFlight.
 func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string, error) {
-	t, err := m.submit(ctx, sessionID, content)
+	t, err := m.submit(ctx, sessionID, content, "")
 	if err != nil {
 		return "", err
 	}
@@ -33,12 +33,14 @@ func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string
 }
 
 // RunTurn runs a turn on a session and waits for its end, returning the
-// loop's outcome. If ctx is cancelled first, the turn is cancelled with
-// ctx's cancel reason, and RunTurn still waits for the turn to wind down
-// (its cancellation events are emitted) before returning ctx's error.
-// Delegation runs worker turns this way.
-func (m *Manager) RunTurn(ctx context.Context, sessionID, content string) (agent.Outcome, error) {
-	t, err := m.submit(ctx, sessionID, content)
+// loop's outcome. model, if not empty, runs the turn on that model
+// whatever the routing policy says (as "/model" does). If ctx is
+// cancelled first, the turn is cancelled with ctx's cancel reason, and
+// RunTurn still waits for the turn to wind down (its cancellation events
+// are emitted) before returning ctx's error. Delegation runs worker
+// turns this way.
+func (m *Manager) RunTurn(ctx context.Context, sessionID, content, modelID string) (agent.Outcome, error) {
+	t, err := m.submit(ctx, sessionID, content, modelID)
 	if err != nil {
 		return agent.Outcome{}, err
 	}
@@ -52,11 +54,18 @@ func (m *Manager) RunTurn(ctx context.Context, sessionID, content string) (agent
 	}
 }
 
-func (m *Manager) submit(ctx context.Context, sessionID, content string) (*activeTurn, error) {
+func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string) (*activeTurn, error) {
 	if strings.TrimSpace(content) == "" {
 		return nil, fmt.Errorf("%w: content is empty", ErrInvalid)
 	}
 	override, rest, isCommand := routing.ParseCommand(content)
+	if modelID != "" && !isCommand {
+		if err := m.cfg.Models.Check(modelID); err != nil {
+			_, msg := model.Classify(err)
+			return nil, fmt.Errorf("%w: %s", ErrInvalid, msg)
+		}
+		override = modelID
+	}
 	if isCommand {
 		if rest == "" {
 			return nil, fmt.Errorf("%w: nothing to send after /model %s", ErrInvalid, override)
