@@ -42,6 +42,9 @@ type Config struct {
 	MaxCalls  int    // 0: DefaultMaxCalls
 	System    string // "": DefaultSystemPrompt
 	MaxTokens int    // max_tokens of each call; 0: DefaultMaxTokens
+	// ThinkingBudget enables extended thinking where the model supports
+	// it (0: off).
+	ThinkingBudget int
 	// ToolConcurrency bounds the tool calls of one message running at
 	// once (0: DefaultToolConcurrency).
 	ToolConcurrency int
@@ -248,7 +251,8 @@ func toolUses(m message.Message) []message.Block {
 }
 
 func (r *run) request(modelID string) model.Request {
-	return model.Request{Model: modelID, System: r.cfg.System, Messages: r.conv, Tools: r.cfg.Tools.Specs(), MaxTokens: r.cfg.MaxTokens}
+	return model.Request{Model: modelID, System: r.cfg.System, Messages: r.conv, Tools: r.cfg.Tools.Specs(), MaxTokens: r.cfg.MaxTokens,
+		ThinkingBudget: r.cfg.ThinkingBudget}
 }
 
 func describe(req model.Request) callRequest {

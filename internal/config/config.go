@@ -43,6 +43,7 @@ type Config struct {
 	RoutingPoll      time.Duration // how often routing.yaml is checked for changes
 	ModelIdleTimeout time.Duration // a provider stream silent this long fails with class timeout
 	MaxOutputTokens  int           // max_tokens of each model call
+	ThinkingBudget   int           // extended thinking tokens per call (0: off)
 
 	Prices    map[string]cost.Price // config.yaml only: overrides of the price table
 	Providers Providers             // config.yaml `providers`, then the environment
@@ -152,6 +153,7 @@ var fields = []field{
 	durField("routing-poll", "how often <home>/routing.yaml is checked for changes", func(c *Config) *time.Duration { return &c.RoutingPoll }),
 	durField("model-idle-timeout", "fail a model call whose stream sends nothing for this long", func(c *Config) *time.Duration { return &c.ModelIdleTimeout }),
 	intField("max-output-tokens", "max_tokens of each model call", 1, func(c *Config) *int { return &c.MaxOutputTokens }),
+	intField("thinking-budget", "extended thinking tokens per model call where the model supports it (0: off)", 0, func(c *Config) *int { return &c.ThinkingBudget }),
 	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),
 	strField("default-model", "model of sessions created without one (default builtin:demo, or a provider whose key is set)", func(c *Config) *string { return &c.DefaultModel }),
 	durField("demo-delay", "pause between builtin:demo deltas", func(c *Config) *time.Duration { return &c.DemoDelay }),

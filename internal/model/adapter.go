@@ -23,6 +23,10 @@ type Request struct {
 	Messages  []message.Message // conversation so far, oldest first
 	Tools     []ToolSpec
 	MaxTokens int
+	// ThinkingBudget asks models that can think before answering to do
+	// so with at most this many tokens (0: no extended thinking).
+	// Adapters whose provider has no such setting ignore it.
+	ThinkingBudget int
 }
 
 // DeltaKind tells what a Delta carries.

@@ -114,7 +114,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.Tools = tool.NewRegistry(tool.Builtins()...)
 	var mgr *session.Manager
 	loop := agent.New(agent.Config{
-		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log, MaxTokens: cfg.MaxOutputTokens,
+		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log, MaxTokens: cfg.MaxOutputTokens, ThinkingBudget: cfg.ThinkingBudget,
 		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 			return mgr.Conversation(ctx, id)
 		}),

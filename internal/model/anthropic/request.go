@@ -54,6 +54,14 @@ func buildParams(req model.Request) (sdk.MessageNewParams, error) {
 	if req.System != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
+	if b := req.ThinkingBudget; b > 0 {
+		// The API wants at least 1024 and less than max_tokens.
+		b = max(b, 1024)
+		if int64(b) >= p.MaxTokens {
+			p.MaxTokens = int64(b) + 1024
+		}
+		p.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(b))
+	}
 	for _, t := range req.Tools {
 		tp := &sdk.ToolParam{Name: t.Name, InputSchema: inputSchema(t.InputSchema)}
 		if t.Description != "" {

@@ -132,3 +132,42 @@ func TestRequestEdgeBlocks(t *testing.T) {
 		t.Fatalf("got %s\nwant %s", b, want)
 	}
 }
+
+// TestThinkingBudget: a thinking budget enables extended thinking, at
+// least 1024 tokens and below max_tokens (raised if needed).
+func TestThinkingBudget(t *testing.T) {
+	msgs := []message.Message{{Role: message.RoleUser, Content: []message.Block{message.Text("think")}}}
+	for _, c := range []struct {
+		budget, maxTokens   int
+		wantBudget, wantMax int64
+	}{
+		{0, 4096, 0, 4096},
+		{2000, 4096, 2000, 4096},
+		{100, 4096, 1024, 4096},
+		{8000, 4096, 8000, 9024},
+	} {
+		p, err := buildParams(model.Request{Model: "anthropic:claude-sonnet-4-6", Messages: msgs, MaxTokens: c.maxTokens, ThinkingBudget: c.budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(p)
+		var body struct {
+			MaxTokens int64 `json:"max_tokens"`
+			Thinking  *struct {
+				Type         string `json:"type"`
+				BudgetTokens int64  `json:"budget_tokens"`
+			} `json:"thinking"`
+		}
+		json.Unmarshal(b, &body)
+		if c.wantBudget == 0 {
+			if body.Thinking != nil {
+				t.Errorf("budget 0: thinking %+v", body.Thinking)
+			}
+		} else if body.Thinking == nil || body.Thinking.Type != "enabled" || body.Thinking.BudgetTokens != c.wantBudget {
+			t.Errorf("budget %d: thinking %+v in %s", c.budget, body.Thinking, b)
+		}
+		if body.MaxTokens != c.wantMax {
+			t.Errorf("budget %d: max_tokens %d, want %d", c.budget, body.MaxTokens, c.wantMax)
+		}
+	}
+}
