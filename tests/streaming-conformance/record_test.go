@@ -70,6 +70,18 @@ func subscribe(c *streamtest.Client, filter any, since *string, snapshot bool) {
 	c.Subscribe(filter, since, snapshot)
 }
 
+// begin starts a server with a session and a recorded client attached
+// with preset:chat and a snapshot.
+func begin(t *testing.T, opts ...servertest.Option) (*servertest.Harness, string, *recorder, *streamtest.Client) {
+	h := servertest.Start(t, "", opts...)
+	sid := h.CreateSession()
+	r := &recorder{t: t}
+	c := r.connect(h, sid)
+	subscribe(c, "preset:chat", nil, true)
+	r.read(c, isType(protocol.TypeSnapshot))
+	return h, sid, r, c
+}
+
 // TestRecordCases regenerates every case from a live server. Run it
 // with -record, then -update, and review the diff of cases/.
 func TestRecordCases(t *testing.T) {
@@ -79,36 +91,21 @@ func TestRecordCases(t *testing.T) {
 	slow := func(c *config.Config) { c.DemoDelay = 3 * time.Millisecond }
 
 	t.Run("plain_turn", func(t *testing.T) {
-		h := servertest.Start(t, "")
-		sid := h.CreateSession()
-		r := &recorder{t: t}
-		c := r.connect(h, sid)
-		subscribe(c, "preset:chat", nil, true)
-		r.read(c, isType(protocol.TypeSnapshot))
+		h, sid, r, c := begin(t)
 		h.Submit(sid, "/echo Hello! This is a plain turn, streamed word by word.")
 		r.read(c, isEvent(event.TurnCompleted))
 		r.save("plain_turn")
 	})
 
 	t.Run("tools_and_thinking", func(t *testing.T) {
-		h := servertest.Start(t, "")
-		sid := h.CreateSession()
-		r := &recorder{t: t}
-		c := r.connect(h, sid)
-		subscribe(c, "preset:chat", nil, true)
-		r.read(c, isType(protocol.TypeSnapshot))
+		h, sid, r, c := begin(t)
 		h.Submit(sid, "What is in this workspace?")
 		r.read(c, isEvent(event.TurnCompleted))
 		r.save("tools_and_thinking")
 	})
 
 	t.Run("cancel_during_llm", func(t *testing.T) {
-		h := servertest.Start(t, "", slow)
-		sid := h.CreateSession()
-		r := &recorder{t: t}
-		c := r.connect(h, sid)
-		subscribe(c, "preset:chat", nil, true)
-		r.read(c, isType(protocol.TypeSnapshot))
+		h, sid, r, c := begin(t, slow)
 		turn := h.Submit(sid, "/long 200")
 		n := 0
 		r.read(c, func(f streamtest.Frame) bool {
@@ -123,12 +120,7 @@ func TestRecordCases(t *testing.T) {
 	})
 
 	t.Run("cancel_during_tool", func(t *testing.T) {
-		h := servertest.Start(t, "")
-		sid := h.CreateSession()
-		r := &recorder{t: t}
-		c := r.connect(h, sid)
-		subscribe(c, "preset:chat", nil, true)
-		r.read(c, isType(protocol.TypeSnapshot))
+		h, sid, r, c := begin(t)
 		turn := h.Submit(sid, `/tool shell {"command": "exec sleep 60"}`)
 		r.read(c, isEvent(event.ToolCalled))
 		c.Send(map[string]any{"type": "cancel", "turn_id": turn, "reason": "user_cancel"})
@@ -153,12 +145,7 @@ func TestRecordCases(t *testing.T) {
 	})
 
 	t.Run("reconnect_with_replay", func(t *testing.T) {
-		h := servertest.Start(t, "", slow)
-		sid := h.CreateSession()
-		r := &recorder{t: t}
-		c := r.connect(h, sid)
-		subscribe(c, "preset:chat", nil, true)
-		r.read(c, isType(protocol.TypeSnapshot))
+		h, sid, r, c := begin(t, slow)
 		h.Submit(sid, "/long 60")
 		n := 0
 		last := r.read(c, func(f streamtest.Frame) bool {
