@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 func TestCatalogFamiliesAndPresets(t *testing.T) {
@@ -75,5 +77,42 @@ func TestEnvelopeEncoding(t *testing.T) {
 	bad := &Event{ID: "y", Type: TextDelta, Payload: json.RawMessage(`{nope`)}
 	if err := bad.Seal(); err == nil {
 		t.Fatal("sealed a broken payload")
+	}
+}
+
+// TestEnvelopeEncodingMatchesEncodingJSON: the hand-written envelope is
+// byte for byte what encoding/json produces, for any field contents.
+func TestEnvelopeEncodingMatchesEncodingJSON(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		str := rapid.OneOf(rapid.String(), rapid.StringMatching(`[a-z_.<>&"\\\n\t\x00-\x1f\x{2028}\x{2029}é✓]{0,12}`),
+			rapid.Map(rapid.SliceOf(rapid.Byte()), func(b []byte) string { return string(b) }))
+		payload := map[string]any{"text": str.Draw(rt, "text"), "n": rapid.IntRange(-5, 5).Draw(rt, "n")}
+		raw, _ := json.Marshal(payload)
+		ev := &Event{ID: str.Draw(rt, "id"), Type: Type(str.Draw(rt, "type")), SessionID: str.Draw(rt, "session"),
+			TurnID: str.Draw(rt, "turn"), Actor: str.Draw(rt, "actor"), Payload: raw,
+			TS: time.Unix(rapid.Int64Range(0, 4e9).Draw(rt, "s"), rapid.Int64Range(0, 999999999).Draw(rt, "ns"))}
+		got, err := ev.encode()
+		if err != nil {
+			rt.Fatal(err)
+		}
+		w := wireEvent{ID: ev.ID, Type: ev.Type, SessionID: ev.SessionID, TS: ev.TS.UTC().Format(TSFormat), Actor: ev.Actor, Payload: raw}
+		if ev.TurnID != "" {
+			w.TurnID = &ev.TurnID
+		}
+		want, _ := json.Marshal(w)
+		if string(got) != string(want) {
+			rt.Fatalf("\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
+func BenchmarkSeal(b *testing.B) {
+	payload, _ := json.Marshal(map[string]any{"message_id": "msg_01JD8X4Q7ZK3V0M2N5P8R9S1T4", "content_block_index": 0, "text": "hello world "})
+	for b.Loop() {
+		ev := &Event{ID: "evt_01JD8X4Q7ZK3V0M2N5P8R9S1T4", Type: TextDelta, SessionID: "sess_01JD8X4Q7ZK3V0M2N5P8R9S1T4",
+			TurnID: "turn_01JD8X4Q7ZK3V0M2N5P8R9S1T4", TS: time.Now(), Actor: ActorModel, Payload: payload}
+		if err := ev.Seal(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

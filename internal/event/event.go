@@ -1,10 +1,12 @@
 package event
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Actor names who produced an event. The set is open; these are the ones
@@ -96,27 +98,83 @@ func (e *Event) MarshalJSON() ([]byte, error) {
 	return e.encode()
 }
 
+// encode writes the envelope by hand: the payload, already JSON, is
+// compacted straight into the envelope instead of going through a second
+// reflective marshal (this runs once per event, deltas included).
 func (e *Event) encode() ([]byte, error) {
-	w := wireEvent{
-		ID:        e.ID,
-		Type:      e.Type,
-		SessionID: e.SessionID,
-		TS:        e.TS.UTC().Format(TSFormat),
-		Actor:     e.Actor,
-		Payload:   e.Payload,
+	payload := e.Payload
+	if len(payload) == 0 {
+		payload = emptyObject
 	}
-	if e.TurnID != "" {
-		t := e.TurnID
-		w.TurnID = &t
+	b := make([]byte, 0, 112+len(e.ID)+len(e.Type)+len(e.SessionID)+len(e.TurnID)+len(e.Actor)+len(payload))
+	b = append(b, `{"id":`...)
+	b = appendString(b, e.ID)
+	b = append(b, `,"type":`...)
+	b = appendString(b, string(e.Type))
+	b = append(b, `,"session_id":`...)
+	b = appendString(b, e.SessionID)
+	b = append(b, `,"turn_id":`...)
+	if e.TurnID == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, e.TurnID)
 	}
-	if len(w.Payload) == 0 {
-		w.Payload = json.RawMessage("{}")
+	b = append(b, `,"ts":"`...)
+	b = e.TS.UTC().AppendFormat(b, TSFormat)
+	b = append(b, `","actor":`...)
+	b = appendString(b, e.Actor)
+	b = append(b, `,"payload":`...)
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, payload); err != nil {
+		return nil, fmt.Errorf("encode event %s (%s): payload: %w", e.ID, e.Type, err)
 	}
-	b, err := json.Marshal(w)
-	if err != nil {
-		return nil, fmt.Errorf("encode event %s (%s): %w", e.ID, e.Type, err)
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+var emptyObject = json.RawMessage("{}")
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes it (invalid UTF-8 becomes U+FFFD).
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&':
+				b = append(b, c)
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
 	}
-	return b, nil
+	return append(b, '"')
 }
 
 // UnmarshalJSON decodes an envelope. It keeps the input bytes as the
