@@ -142,7 +142,7 @@ func (b *Bus) Attach(ctx context.Context, sessionID, parentID string) (*Emitter,
 		if err != nil {
 			return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
 		}
-		o = &outbox{root: sessionID, seq: seq, lastOut: last}
+		o = &outbox{seq: seq, lastOut: last}
 	} else {
 		// Joining a tree: its ids and seam move past this session's own.
 		// (outMu is never taken under b.mu: delivery takes them the other

@@ -38,8 +38,7 @@ type Emitter struct {
 
 // outbox orders the events of one delegation tree.
 type outbox struct {
-	root string
-	seq  *event.Sequencer
+	seq *event.Sequencer
 
 	// submitMu orders id assignment with the store submission, so the
 	// store's append order equals id order. It may be held while the
@@ -88,10 +87,6 @@ func (e *Emitter) EmitWait(ctx context.Context, s Spec) (*event.Event, error) {
 	}
 }
 
-// Root returns the id of the root session of this session's delegation
-// tree (the session itself unless it is a worker).
-func (e *Emitter) Root() string { return e.o.root }
-
 // LastDelivered returns the id of the newest event of this session's
 // tree that has been delivered to the live sink (the newest stored one
 // if none since start).
@@ -119,7 +114,7 @@ func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
 	if info.Family == event.Streaming && len(s.Ops) > 0 {
 		return nil, nil, fmt.Errorf("bus: streaming event %s cannot carry store ops", s.Type)
 	}
-	payload, err := encodePayload(s.Payload)
+	payload, marshalled, err := encodePayload(s.Payload)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bus: %s payload: %w", s.Type, err)
 	}
@@ -132,7 +127,9 @@ func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
 	defer o.submitMu.Unlock()
 	id, ts := o.seq.Next()
 	ev := &event.Event{ID: id, Type: s.Type, SessionID: e.sessionID, TurnID: s.TurnID, TS: ts, Actor: s.Actor, Payload: payload}
-	if err := ev.Seal(); err != nil {
+	if marshalled {
+		ev.SealMarshalled()
+	} else if err := ev.Seal(); err != nil {
 		return nil, nil, err
 	}
 	p := &pending{ev: ev}
@@ -198,16 +195,19 @@ func (o *outbox) flushLocked(b *Bus) {
 	}
 }
 
-func encodePayload(v any) (json.RawMessage, error) {
+// encodePayload marshals a payload; marshalled reports whether
+// encoding/json produced it (valid and compact: no need to check again).
+func encodePayload(v any) (p json.RawMessage, marshalled bool, err error) {
 	switch p := v.(type) {
 	case nil:
-		return nil, nil
+		return nil, true, nil
 	case json.RawMessage:
-		return p, nil
+		return p, false, nil
 	case []byte:
-		return json.RawMessage(p), nil
+		return json.RawMessage(p), false, nil
 	}
-	return json.Marshal(v)
+	p, err = json.Marshal(v)
+	return p, true, err
 }
 
 // Barrier waits until every event emitted by this session before the

@@ -91,9 +91,13 @@ func TestEnvelopeEncodingMatchesEncodingJSON(t *testing.T) {
 		ev := &Event{ID: str.Draw(rt, "id"), Type: Type(str.Draw(rt, "type")), SessionID: str.Draw(rt, "session"),
 			TurnID: str.Draw(rt, "turn"), Actor: str.Draw(rt, "actor"), Payload: raw,
 			TS: time.Unix(rapid.Int64Range(0, 4e9).Draw(rt, "s"), rapid.Int64Range(0, 999999999).Draw(rt, "ns"))}
-		got, err := ev.encode()
+		got, err := ev.encode(false)
 		if err != nil {
 			rt.Fatal(err)
+		}
+		trusted, _ := ev.encode(true)
+		if string(trusted) != string(got) {
+			rt.Fatalf("trusted encoding differs:\n%s\n%s", trusted, got)
 		}
 		w := wireEvent{ID: ev.ID, Type: ev.Type, SessionID: ev.SessionID, TS: ev.TS.UTC().Format(TSFormat), Actor: ev.Actor, Payload: raw}
 		if ev.TurnID != "" {

@@ -64,7 +64,7 @@ func (e *Event) Seal() error {
 	if e.raw != nil {
 		return nil
 	}
-	b, err := e.encode()
+	b, err := e.encode(false)
 	if err != nil {
 		return err
 	}
@@ -79,13 +79,13 @@ func (e *Event) JSON() []byte {
 	if e.raw != nil {
 		return e.raw
 	}
-	b, err := e.encode()
+	b, err := e.encode(false)
 	if err != nil {
 		// Unsealed events with broken payloads are a programming error;
 		// encode them with an empty payload rather than panicking.
 		c := *e
 		c.Payload = nil
-		b, _ = c.encode()
+		b, _ = c.encode(false)
 	}
 	return b
 }
@@ -95,13 +95,24 @@ func (e *Event) MarshalJSON() ([]byte, error) {
 	if e.raw != nil {
 		return e.raw, nil
 	}
-	return e.encode()
+	return e.encode(false)
 }
 
-// encode writes the envelope by hand: the payload, already JSON, is
-// compacted straight into the envelope instead of going through a second
-// reflective marshal (this runs once per event, deltas included).
-func (e *Event) encode() ([]byte, error) {
+// SealMarshalled seals an event whose payload was produced by
+// encoding/json (so it is valid, compact JSON): the payload is copied into
+// the envelope without being scanned again. The bus uses it for the
+// payloads it marshals itself, deltas included.
+func (e *Event) SealMarshalled() {
+	if e.raw == nil {
+		e.raw, _ = e.encode(true) // cannot fail: no payload check
+	}
+}
+
+// encode writes the envelope by hand: the payload, already JSON, goes
+// straight into the envelope instead of through a second reflective
+// marshal (this runs once per event, deltas included). Unless trusted,
+// the payload is validated and compacted on the way.
+func (e *Event) encode(trusted bool) ([]byte, error) {
 	payload := e.Payload
 	if len(payload) == 0 {
 		payload = emptyObject
@@ -124,6 +135,9 @@ func (e *Event) encode() ([]byte, error) {
 	b = append(b, `","actor":`...)
 	b = appendString(b, e.Actor)
 	b = append(b, `,"payload":`...)
+	if trusted {
+		return append(append(b, payload...), '}'), nil
+	}
 	buf := bytes.NewBuffer(b)
 	if err := json.Compact(buf, payload); err != nil {
 		return nil, fmt.Errorf("encode event %s (%s): payload: %w", e.ID, e.Type, err)
@@ -221,14 +235,4 @@ func (e *Event) DecodePayload(v any) error {
 // String is a short human-readable form for logs.
 func (e *Event) String() string {
 	return e.ID + " " + string(e.Type) + " " + e.SessionID + " " + strconv.Quote(e.TurnID)
-}
-
-// MustPayload marshals v into a payload. It panics only on values that
-// cannot be marshalled (channels, funcs), which is a programming error.
-func MustPayload(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("event payload: %v", err))
-	}
-	return b
 }

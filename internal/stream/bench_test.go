@@ -140,8 +140,12 @@ func benchDeltaFrames(n int) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
 		id, ts := seq.Next()
+		payload, err := json.Marshal(benchTextDelta{MessageID: benchMsgID, Text: benchText(i)})
+		if err != nil {
+			panic(err)
+		}
 		ev := &event.Event{ID: id, Type: event.TextDelta, SessionID: sid, TurnID: benchTurn, TS: ts, Actor: event.ActorModel,
-			Payload: event.MustPayload(benchTextDelta{MessageID: benchMsgID, Text: benchText(i)})}
+			Payload: payload}
 		if err := ev.Seal(); err != nil {
 			panic(err)
 		}
