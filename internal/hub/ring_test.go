@@ -3,7 +3,9 @@ package hub_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -180,5 +182,44 @@ func TestCursorFromBeforeARestart(t *testing.T) {
 	}
 	if !att.Ack.StreamingGap || att.Ack.ReplayEventCount != 0 {
 		t.Fatalf("ack %+v: want a streaming gap and no replay", att.Ack)
+	}
+}
+
+// TestSweepDropsIdleSessions: a session with no client and no event for
+// the idle time loses its state (ring included): a cursor into that
+// ring then reports a streaming gap. A session with a client is kept.
+func TestSweepDropsIdleSessions(t *testing.T) {
+	st := openStore(t)
+	var now atomic.Pointer[time.Time]
+	start := time.Now()
+	now.Store(&start)
+	e := newEnv(t, st, hub.Config{RingSize: 64, Now: func() time.Time { return *now.Load() }})
+	e.mustEmit(event.TurnStarted, event.ActorSession, "turn_1")
+	e.mustEmit(event.LLMCallStarted, event.ActorAgent, "turn_1")
+	cursor := e.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+	e.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+	e.mustEmit(event.LLMCallCompleted, event.ActorAgent, "turn_1")
+	e.barrier()
+
+	if n := e.h.Sweep(time.Hour); n != 0 {
+		t.Fatalf("swept %d sessions that were active just now", n)
+	}
+	// With a client attached the session is kept, however idle.
+	held := e.subscribe(protocol.Subscribe{Preset: event.PresetFull})
+	later := start.Add(2 * time.Hour)
+	now.Store(&later)
+	if n := e.h.Sweep(time.Hour); n != 0 {
+		t.Fatalf("swept %d sessions, want 0 while a client is attached", n)
+	}
+	e.h.Unsubscribe(held.Client)
+	e.barrier()
+	later2 := time.Now().Add(2 * time.Hour) // past the unsubscribe meta-event too
+	now.Store(&later2)
+	if n := e.h.Sweep(time.Hour); n != 1 {
+		t.Fatalf("swept %d sessions, want 1", n)
+	}
+	att := e.subscribe(protocol.Subscribe{Preset: event.PresetFull, Since: &cursor.ID})
+	if !att.Ack.StreamingGap {
+		t.Fatal("a cursor into a swept ring did not report a streaming gap")
 	}
 }
