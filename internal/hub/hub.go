@@ -40,6 +40,9 @@ type Config struct {
 	// cost_so_far_usd exactly as of an event id, for snapshots; without
 	// it the snapshot reports the session row as read.
 	Counters func(ctx context.Context, sessionID string, descendants []string, asOf string) (int, float64, error)
+	// PolicyVersion, if set, is the routing policy in force, reported as
+	// the snapshot's routing_policy_version (as GET /sessions does).
+	PolicyVersion func() string
 }
 
 // Hub fans events out to attached clients. It implements bus.LiveSink.

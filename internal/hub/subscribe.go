@@ -298,6 +298,9 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 			return nil, err
 		}
 	}
+	if h.cfg.PolicyVersion != nil {
+		sess.RoutingPolicyVersion = h.cfg.PolicyVersion()
+	}
 	summary, err := json.Marshal(session.NewSummary(sess, currentTurn, false))
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -58,6 +59,24 @@ func TestRoutingPolicyHotReload(t *testing.T) {
 	p := payloadOf(t, reloaded[len(reloaded)-1])
 	if p["policy_version"] == r1["policy_version"] || p["policy_version"] == "" {
 		t.Fatalf("reload payload %v", p)
+	}
+	// A snapshot and the session summary report the new version too.
+	c2 := streamtest.Attach(t, h.URL, sid)
+	c2.Subscribe("preset:chat", nil, true)
+	c2.Read(wait)
+	snap := c2.Read(wait)
+	var sum struct {
+		RoutingPolicyVersion string `json:"routing_policy_version"`
+	}
+	json.Unmarshal(snap.Snap.Session, &sum)
+	var got struct {
+		Session struct {
+			RoutingPolicyVersion string `json:"routing_policy_version"`
+		} `json:"session"`
+	}
+	h.Do("GET", "/sessions/"+sid, nil, &got)
+	if sum.RoutingPolicyVersion != p["policy_version"] || got.Session.RoutingPolicyVersion != p["policy_version"] {
+		t.Fatalf("snapshot %q, summary %q, want %v", sum.RoutingPolicyVersion, got.Session.RoutingPolicyVersion, p["policy_version"])
 	}
 	turn = h.Submit(sid, "/echo short")
 	r3 := routeOf(t, c.Events(wait, streamtest.UntilType(event.TurnCompleted, turn)))

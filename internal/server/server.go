@@ -98,7 +98,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		Logger: log, Metrics: s.Metrics.Stream,
 		Counters: func(ctx context.Context, sid string, desc []string, asOf string) (int, float64, error) {
 			return cost.CountersAsOf(ctx, st, sid, desc, asOf)
-		}})
+		},
+		PolicyVersion: func() string { return s.Router.Version() }, // set below, before any client
+	})
 	s.Bus.AddLive(s.Hub)
 	prices := cost.NewTable(cfg.Prices, log)
 	if err := cost.StartAccumulator(ctx, s.Bus, st); err != nil {
