@@ -177,3 +177,19 @@ func TestCostAccumulator(t *testing.T) {
 		t.Fatalf("cost_so_far_usd %v, want %v over %d calls", s.CostUSD, want, len(calls))
 	}
 }
+
+// TestSubmitRightAfterTurnEnd: a client that sees a turn's terminal
+// event may send the next message at once; it must be admitted, not
+// refused with 409, while the ended turn winds down.
+func TestSubmitRightAfterTurnEnd(t *testing.T) {
+	h := servertest.Start(t, "")
+	sid := h.CreateSession()
+	ctx := context.Background()
+	for i := range 40 {
+		if _, err := h.Server.Sessions.Submit(ctx, sid, "/echo hi"); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		servertest.WaitFor(t, "turn.completed", func() bool { return count(h.Live.Events(sid), event.TurnCompleted) == i+1 })
+	}
+	h.WaitTurn(sid)
+}

@@ -92,20 +92,10 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 	}
 
 	t := &activeTurn{id: event.NewID("turn_"), done: make(chan struct{})}
-	m.mu.Lock()
-	switch {
-	case m.closing:
-		m.mu.Unlock()
+	if err := m.admit(ctx, sessionID, t); err != nil {
 		root.Close()
-		return nil, ErrClosed
-	case m.turns[sessionID] != nil:
-		m.mu.Unlock()
-		root.Close()
-		return nil, fmt.Errorf("%w: turn %s", ErrTurnInFlight, m.turns[sessionID].id)
+		return nil, err
 	}
-	m.turns[sessionID] = t
-	m.wg.Add(1)
-	m.mu.Unlock()
 
 	release := func() {
 		m.mu.Lock()
@@ -179,6 +169,38 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 		m.log.Info("turn ended", "session", sessionID, "turn", t.id, "status", out.Status, "reason", out.Reason)
 	}()
 	return t, nil
+}
+
+// admit registers t as the session's turn in flight. A turn whose
+// terminal event is already committed (a client may have seen it and
+// sent the next message at once) is still winding down: admit waits for
+// it rather than refusing. A turn still running fails with
+// ErrTurnInFlight.
+func (m *Manager) admit(ctx context.Context, sessionID string, t *activeTurn) error {
+	for {
+		m.mu.Lock()
+		if m.closing {
+			m.mu.Unlock()
+			return ErrClosed
+		}
+		cur := m.turns[sessionID]
+		if cur == nil {
+			m.turns[sessionID] = t
+			m.wg.Add(1)
+			m.mu.Unlock()
+			return nil
+		}
+		m.mu.Unlock()
+		row, err := m.cfg.Store.Turn(ctx, cur.id)
+		if err != nil || row.Status == store.TurnInFlight {
+			return fmt.Errorf("%w: turn %s", ErrTurnInFlight, cur.id)
+		}
+		select {
+		case <-cur.done:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for turn %s to wind down: %w", cur.id, ctx.Err())
+		}
+	}
 }
 
 // CancelResult tells what a cancel request did.
