@@ -53,6 +53,9 @@ type Hub struct {
 	log   *slog.Logger
 	m     *metrics.Stream
 	ids   atomic.Int64
+	// subscribing counts subscribes between learning their delegation
+	// tree and attaching their client; Sweep keeps every tree meanwhile.
+	subscribing atomic.Int64
 
 	mu       sync.RWMutex
 	sessions map[string]*sessionState
@@ -185,75 +188,9 @@ func (h *Hub) offer(clients []*Client, workersOnly bool, ev *event.Event, frame 
 	}
 }
 
-// learnParent records a worker's planner from its session.created.
-func (h *Hub) learnParent(ev *event.Event) {
-	var p struct {
-		Parent *string `json:"parent_session_id"`
-	}
-	if ev.DecodePayload(&p) != nil || p.Parent == nil || *p.Parent == "" {
-		return
-	}
-	h.setParent(ev.SessionID, *p.Parent)
-}
-
-func (h *Hub) setParent(child, parent string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.parents[child]; ok {
-		return
-	}
-	h.parents[child] = parent
-	h.children[parent] = append(h.children[parent], child)
-}
-
-// ancestors lists the planners above a session, nearest first.
-func (h *Hub) ancestors(id string) []string {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	var out []string
-	for p, ok := h.parents[id]; ok && len(out) < 64; p, ok = h.parents[p] {
-		out = append(out, p)
-	}
-	return out
-}
-
-// descendants lists the workers below a session known to the hub.
-func (h *Hub) descendants(id string) []string {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	var out []string
-	queue := []string{id}
-	for len(queue) > 0 && len(out) < 10000 {
-		next := h.children[queue[0]]
-		queue = append(queue[1:], next...)
-		out = append(out, next...)
-	}
-	return out
-}
-
-// loadDescendants records the worker tree below id from the store, for
-// sessions created before this process (their session.created was not
-// seen live), and returns every descendant.
-func (h *Hub) loadDescendants(ctx context.Context, id string) ([]string, error) {
-	queue := []string{id}
-	var out []string
-	for len(queue) > 0 && len(out) < 10000 {
-		kids, err := h.store.Children(ctx, queue[0])
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range kids {
-			h.setParent(k.ID, queue[0])
-			out = append(out, k.ID)
-			queue = append(queue, k.ID)
-		}
-		queue = queue[1:]
-	}
-	return out, nil
-}
-
 // Sweep forgets the state (ring included) of sessions that have no
-// client attached and saw no event for idle. A forgotten session is
+// client attached and saw no event for idle, and the delegation links of
+// trees left with no state at all. A forgotten session is
 // rebuilt on demand; a cursor into its forgotten ring is reported as a
 // streaming gap, as after a restart.
 func (h *Hub) Sweep(idle time.Duration) int {
@@ -270,6 +207,7 @@ func (h *Hub) Sweep(idle time.Duration) int {
 			n++
 		}
 	}
+	h.pruneTreesLocked()
 	return n
 }
 

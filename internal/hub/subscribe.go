@@ -144,6 +144,13 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		return nil, h.internal(err)
 	}
 	filter := compile(resolved)
+	h.subscribing.Add(1)
+	attached := false
+	defer func() {
+		if !attached {
+			h.subscribing.Add(-1)
+		}
+	}()
 	if filter.workers {
 		// Workers created before this process: learn the tree from the
 		// store, so live fan-out and replay cover them.
@@ -186,6 +193,9 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 			st.mu.Unlock()
 		}
 	})
+	// The client now holds the tree's root state: Sweep keeps the tree.
+	attached = true
+	h.subscribing.Add(-1)
 	slices.SortFunc(ringItems, func(x, y *Item) int { return strings.Compare(x.ID, y.ID) })
 	a.Ack.SeamEventID = a.Seam
 
