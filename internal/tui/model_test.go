@@ -410,3 +410,25 @@ func TestNextFrameWaitsForTheFeedAndStopsWithTheProgram(t *testing.T) {
 		t.Fatal("nextFrame outlived its context")
 	}
 }
+
+// A delegation rebuilt from a snapshot (no delegate.* events seen) is
+// still drawn as a worker card, from the call's task and result.
+func TestSnapshotDelegationIsAWorkerCard(t *testing.T) {
+	h := newHarness(t)
+	v := client.NewView(nil)
+	v.ApplySnapshot(&protocol.Snapshot{
+		Session: []byte(`{"id":"` + testSession + `","active_model":"builtin:demo"}`),
+		Messages: []json.RawMessage{
+			json.RawMessage(`{"id":"m1","role":"user","turn_id":"t1","status":"complete","content":[{"type":"text","text":"delegate it"}]}`),
+			json.RawMessage(`{"id":"m2","role":"assistant","turn_id":"t1","status":"complete","content":[{"type":"tool_use","id":"tu1","name":"delegate","input":{"task":"count the files"}}]}`),
+			json.RawMessage(`{"id":"m3","role":"tool","turn_id":"t1","status":"complete","content":[{"type":"tool_result","tool_use_id":"tu1","content":"there are 2\nmain.go and go.mod"}]}`),
+		},
+		SnapshotAtEventID: "evt_00000000000000000000000009",
+	})
+	h.update(client.Update{Kind: client.Subscribed, View: v})
+	h.frame()
+	h.contains("⧉ worker : count the files — completed: there are 2")
+	h.lacks("✓ there are 2")
+	h.key(ctrlO)
+	h.contains("task: count the files", "status: completed: there are 2", "main.go and go.mod", "╭")
+}

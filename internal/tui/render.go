@@ -219,7 +219,7 @@ func (r *renderer) toolUse(msg *client.Message, b *client.Block) string {
 	lines := []string{st.tool.Render(head)}
 	var card string
 	if b.Name == "delegate" {
-		card = r.workerFor(b)
+		card = r.workerFor(b, tc)
 	}
 	switch status {
 	case "running":
@@ -260,10 +260,13 @@ func (r *renderer) result(tc *client.ToolCall) string {
 }
 
 // workerFor finds the worker a delegate call started (by its task) and
-// draws its card.
-func (r *renderer) workerFor(b *client.Block) string {
+// draws its card. A call whose delegate.* events the view never saw (it
+// was rebuilt from a snapshot) gets a card drawn from the call itself:
+// its task, and its outcome once it has one.
+func (r *renderer) workerFor(b *client.Block, tc *client.ToolCall) string {
 	var in struct {
-		Task string `json:"task"`
+		Task  string `json:"task"`
+		Model string `json:"model"`
 	}
 	if json.Unmarshal(b.Input, &in) != nil || in.Task == "" {
 		return ""
@@ -275,11 +278,19 @@ func (r *renderer) workerFor(b *client.Block) string {
 			return r.worker(w)
 		}
 	}
-	return ""
+	if tc == nil || tc.Status != "completed" {
+		return "" // running or failed: the call's own lines say so
+	}
+	return r.workerCard(&client.Worker{Task: in.Task, Model: in.Model, Status: "completed",
+		Summary: oneLine(firstLines(tc.Result, 1))}, tc.Result)
 }
 
 // worker is a card: one line collapsed, a bordered box expanded.
-func (r *renderer) worker(w *client.Worker) string {
+func (r *renderer) worker(w *client.Worker) string { return r.workerCard(w, "") }
+
+// workerCard draws a worker's card; result, if any, is the worker's
+// answer, shown in the expanded card.
+func (r *renderer) workerCard(w *client.Worker, result string) string {
 	st := r.m.st
 	state := w.Status
 	switch w.Status {
@@ -296,13 +307,17 @@ func (r *renderer) worker(w *client.Worker) string {
 			state += ": " + w.FailureMode
 		}
 	}
+	name := "⧉ worker"
+	if w.SessionID != "" {
+		name += " " + w.SessionID
+	}
 	if !r.m.expanded {
-		line := fmt.Sprintf("⧉ worker %s : %s — %s", w.SessionID, oneLine(w.Task), state)
+		line := fmt.Sprintf("%s : %s — %s", name, oneLine(w.Task), state)
 		return st.worker.Render(ansi.Truncate(line, r.w, "…"))
 	}
 	inner := r.w - 4
 	var b strings.Builder
-	fmt.Fprintf(&b, "⧉ worker %s", w.SessionID)
+	b.WriteString(name)
 	if w.Model != "" {
 		fmt.Fprintf(&b, " (%s)", w.Model)
 	}
@@ -310,6 +325,9 @@ func (r *renderer) worker(w *client.Worker) string {
 	b.WriteString("\n" + wrap("status: "+state, inner))
 	if w.CostUSD > 0 {
 		fmt.Fprintf(&b, "\ncost: $%.4f", w.CostUSD)
+	}
+	if result != "" {
+		b.WriteString("\n" + truncateLines(firstLines(result, resultLinesExpanded), inner))
 	}
 	return st.card.Width(r.w).Render(b.String())
 }
