@@ -23,8 +23,11 @@ type View struct {
 	Skipped     int                  `json:"skipped_unknown_events"`
 	Mismatches  int                  `json:"delta_mismatches"`   // messages whose deltas disagreed with message.complete
 	Feedback    map[string]string    `json:"feedback,omitempty"` // turn id → rating
-	index       map[string]*Message  // by message id
-	log         *slog.Logger
+	// HasOlder: messages older than the first of Messages exist (the
+	// snapshot held only the latest); PrependMessages loads them.
+	HasOlder bool                `json:"has_older_messages,omitempty"`
+	index    map[string]*Message // by message id
+	log      *slog.Logger
 }
 
 // Message is a canonical message being rendered.
@@ -134,39 +137,81 @@ func (v *View) ApplySnapshot(s *protocol.Snapshot) {
 		v.Turn = Turn{ID: *sum.CurrentTurnID, Status: "in_flight"}
 	}
 	for _, raw := range s.Messages {
-		var m struct {
-			ID        string   `json:"id"`
-			Role      string   `json:"role"`
-			SessionID string   `json:"session_id"`
-			TurnID    string   `json:"turn_id"`
-			Model     string   `json:"model"`
-			Status    string   `json:"status"`
-			Content   []*Block `json:"content"`
-			Usage     *Usage   `json:"usage"`
+		if msg := v.decodeMessage(raw); msg != nil {
+			v.addMessage(msg)
+			v.indexTools(msg.Blocks)
 		}
-		if err := json.Unmarshal(raw, &m); err != nil {
-			v.log.Debug("snapshot message not decoded", "err", err)
-			continue
-		}
-		msg := &Message{ID: m.ID, Role: m.Role, SessionID: m.SessionID, TurnID: m.TurnID, Model: m.Model,
-			Status: m.Status, Blocks: m.Content, Usage: m.Usage}
-		v.addMessage(msg)
-		for _, b := range m.Content {
-			switch b.Type {
-			case "tool_use":
+	}
+	v.HasOlder = s.HasMoreMessages
+	v.LastEventID = s.SnapshotAtEventID
+}
+
+// decodeMessage decodes a canonical message of a snapshot or of GET
+// /sessions/{id}/messages; nil if it does not decode.
+func (v *View) decodeMessage(raw json.RawMessage) *Message {
+	var m struct {
+		ID        string   `json:"id"`
+		Role      string   `json:"role"`
+		SessionID string   `json:"session_id"`
+		TurnID    string   `json:"turn_id"`
+		Model     string   `json:"model"`
+		Status    string   `json:"status"`
+		Content   []*Block `json:"content"`
+		Usage     *Usage   `json:"usage"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil || m.ID == "" {
+		v.log.Debug("message not decoded", "err", err)
+		return nil
+	}
+	return &Message{ID: m.ID, Role: m.Role, SessionID: m.SessionID, TurnID: m.TurnID, Model: m.Model,
+		Status: m.Status, Blocks: m.Content, Usage: m.Usage}
+}
+
+// indexTools records the tool calls of stored blocks: a tool_use is a
+// call (pending until its tool_result), a tool_result completes (or
+// fails) a known call. Calls already tracked are left as they are.
+func (v *View) indexTools(blocks []*Block) {
+	for _, b := range blocks {
+		switch b.Type {
+		case "tool_use":
+			if v.Tools[b.ID] == nil {
 				v.Tools[b.ID] = &ToolCall{ID: b.ID, Name: b.Name, Input: b.Input, Status: "pending"}
-			case "tool_result":
-				if tc := v.Tools[b.ToolUseID]; tc != nil {
-					tc.Result = b.Content
-					tc.Status = "completed"
-					if b.IsError {
-						tc.Status, tc.Error = "failed", b.Content
-					}
+			}
+		case "tool_result":
+			if tc := v.Tools[b.ToolUseID]; tc != nil && (tc.Status == "pending" || tc.Status == "running") {
+				tc.Result = b.Content
+				tc.Status = "completed"
+				if b.IsError {
+					tc.Status, tc.Error = "failed", b.Content
 				}
 			}
 		}
 	}
-	v.LastEventID = s.SnapshotAtEventID
+}
+
+// PrependMessages adds a page of older messages (oldest first, as GET
+// /sessions/{id}/messages?before= returns them) in front of the view's
+// and records whether still older ones exist. Messages the view already
+// holds are skipped. It returns how many were added.
+func (v *View) PrependMessages(page []json.RawMessage, hasMore bool) int {
+	var older []*Message
+	for _, raw := range page {
+		if msg := v.decodeMessage(raw); msg != nil && v.index[msg.ID] == nil {
+			v.index[msg.ID] = msg
+			older = append(older, msg)
+		}
+	}
+	v.HasOlder = hasMore
+	if len(older) == 0 {
+		return 0
+	}
+	v.Messages = append(older, v.Messages...)
+	// A call in the page may have its result in a message already held,
+	// so index the whole list in order (tracked calls are left alone).
+	for _, m := range v.Messages {
+		v.indexTools(m.Blocks)
+	}
+	return len(older)
 }
 
 func (v *View) addMessage(m *Message) {

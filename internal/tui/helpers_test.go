@@ -23,6 +23,15 @@ type fakeAPI struct {
 	cancelled []string // turn ids
 	reasons   []string
 	turn      string
+	older     []json.RawMessage // what Messages returns
+	befores   []string          // the before of each Messages call
+}
+
+func (f *fakeAPI) Messages(_ context.Context, _, before string, _ int) ([]json.RawMessage, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.befores = append(f.befores, before)
+	return f.older, false, nil
 }
 
 func (f *fakeAPI) Submit(_ context.Context, _, content string) (string, error) {

@@ -40,13 +40,13 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case "pgup":
 		m.vp.PageUp()
-		return nil
+		return m.loadOlder()
 	case "pgdown":
 		m.vp.PageDown()
 		return nil
 	case "ctrl+up", "shift+up":
 		m.vp.ScrollUp(1)
-		return nil
+		return m.loadOlder()
 	case "ctrl+down", "shift+down":
 		m.vp.ScrollDown(1)
 		return nil

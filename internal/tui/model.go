@@ -17,6 +17,7 @@ import (
 type backend interface {
 	Submit(ctx context.Context, sessionID, content string) (string, error)
 	Cancel(ctx context.Context, sessionID, turnID, reason string) error
+	Messages(ctx context.Context, sessionID, before string, limit int) ([]json.RawMessage, bool, error)
 }
 
 // callError is an llm.call_failed shown in the conversation.
@@ -51,6 +52,7 @@ type Model struct {
 	connErr      error
 	followErr    error // Follow returned: the session is gone or refused
 
+	loadingOlder bool   // a page of older messages is on its way
 	submitting   bool   // a Submit is on its way
 	pendingTurn  string // submitted; not yet seen to end
 	cancelAfter  bool   // ctrl-c during submit: cancel the turn once it has an id

@@ -432,3 +432,61 @@ func TestSnapshotDelegationIsAWorkerCard(t *testing.T) {
 	h.key(ctrlO)
 	h.contains("task: count the files", "status: completed: there are 2", "main.go and go.mod", "╭")
 }
+
+// A resumed session whose snapshot held only the latest messages says
+// so at the top; pgup there loads the older page in front, keeping the
+// lines in view where they were, and the next pgup shows it.
+func TestPgUpAtTheTopLoadsOlderMessages(t *testing.T) {
+	h := newHarness(t)
+	h.api.older = []json.RawMessage{
+		json.RawMessage(`{"id":"m1","role":"user","turn_id":"t1","status":"complete","content":[{"type":"text","text":"the very first question"}]}`),
+		json.RawMessage(`{"id":"m2","role":"assistant","turn_id":"t1","status":"complete","content":[{"type":"text","text":"the very first answer"}]}`),
+	}
+	// Enough later messages to fill more than the screen.
+	later := []json.RawMessage{json.RawMessage(`{"id":"m3","role":"user","turn_id":"t2","status":"complete","content":[{"type":"text","text":"a later question"}]}`)}
+	for i := range 30 {
+		later = append(later, json.RawMessage(fmt.Sprintf(`{"id":"m%d","role":"assistant","turn_id":"t2","status":"complete","content":[{"type":"text","text":"later answer %d"}]}`, 4+i, i)))
+	}
+	v := client.NewView(nil)
+	v.ApplySnapshot(&protocol.Snapshot{
+		Session: []byte(`{"id":"` + testSession + `","active_model":"builtin:demo"}`),
+		Messages:          later,
+		HasMoreMessages:   true,
+		SnapshotAtEventID: "evt_00000000000000000000000009",
+	})
+	h.update(client.Update{Kind: client.Subscribed, View: v})
+	h.frame()
+	h.lacks("↑ older messages") // the view starts at the bottom
+	var cmd tea.Cmd
+	for i := 0; cmd == nil; i++ {
+		if i == 20 {
+			t.Fatal("pgup at the top asked for nothing")
+		}
+		cmd = h.key(tea.KeyPressMsg{Code: tea.KeyPgUp})
+	}
+	if !h.m.vp.AtTop() {
+		t.Fatal("asked for older messages before reaching the top")
+	}
+	h.frame()
+	h.contains("a later question")
+	h.contains("loading older messages…")
+	h.m.Update(cmd())
+	h.frame()
+	if len(h.api.befores) != 1 || h.api.befores[0] != "m3" {
+		t.Fatalf("Messages called with before=%v, want [m3]", h.api.befores)
+	}
+	h.lacks("↑ older messages", "loading older")
+	h.contains("a later question")
+	if h.m.vp.YOffset() == 0 {
+		t.Fatal("the loaded page pushed the conversation down under the user")
+	}
+	for range 5 {
+		if c := h.key(tea.KeyPressMsg{Code: tea.KeyPgUp}); c != nil {
+			t.Fatal("asked for more although the server said there is none")
+		}
+	}
+	h.contains("the very first question", "the very first answer")
+	if got := len(h.m.view.Messages); got != 33 {
+		t.Fatalf("%d messages in the view, want 33", got)
+	}
+}

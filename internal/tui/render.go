@@ -66,8 +66,11 @@ func (m *Model) renderConversation() string {
 	for _, e := range orphans {
 		parts = append(parts, m.st.err.Render(wrap("✗ "+e, w)))
 	}
-	if len(parts) == 0 {
+	if len(parts) == 0 && !m.view.HasOlder {
 		return m.st.faint.Render(wrap("No messages yet. Type below and press enter.", w))
+	}
+	if hint := m.olderHint(); hint != "" {
+		parts = append([]string{hint}, parts...)
 	}
 	return strings.Join(parts, "\n\n")
 }

@@ -43,6 +43,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.key(msg)
 	case submittedMsg:
 		return m, m.submitted(msg)
+	case olderMsg:
+		m.older(msg)
+		return m, nil
 	case cancelSentMsg:
 		if msg.err != nil {
 			m.cancelling = false
