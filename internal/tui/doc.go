@@ -7,7 +7,8 @@
 // It owns the Bubble Tea program and everything it renders: the model
 // (model.go), its update loop (update.go, keys.go), the frame pacing that
 // batches a fast stream into one render per frame (feed.go), the
-// conversation rendering (render.go, markdown.go) and the screen layout
+// conversation rendering (render.go, markdown.go), paging in messages
+// older than the snapshot's (history.go) and the screen layout
 // (view.go, inspector.go). Run (run.go) finds the server as contract §1
 // says, starts one in-process when the default address is not answering,
 // and creates or resumes a session.
