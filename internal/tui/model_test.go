@@ -449,7 +449,7 @@ func TestPgUpAtTheTopLoadsOlderMessages(t *testing.T) {
 	}
 	v := client.NewView(nil)
 	v.ApplySnapshot(&protocol.Snapshot{
-		Session: []byte(`{"id":"` + testSession + `","active_model":"builtin:demo"}`),
+		Session:           []byte(`{"id":"` + testSession + `","active_model":"builtin:demo"}`),
 		Messages:          later,
 		HasMoreMessages:   true,
 		SnapshotAtEventID: "evt_00000000000000000000000009",
