@@ -36,7 +36,7 @@ type Config struct {
 	TurnTimeout      time.Duration // 0: none
 	WriteTimeout     time.Duration // longest a frame write to a client may take
 	StreamRing       int           // streaming events kept per session for reconnects
-	DefaultModel     string        // "": builtin:demo unless a provider key is set
+	DefaultModel     string        // "": builtin:demo unless a provider key (or a local OPENAI_BASE_URL) is set
 	DemoDelay        time.Duration // pause between builtin:demo deltas
 	LogLevel         string        // debug, info, warn, error
 
@@ -155,7 +155,7 @@ var fields = []field{
 	intField("max-output-tokens", "max_tokens of each model call", 1, func(c *Config) *int { return &c.MaxOutputTokens }),
 	intField("thinking-budget", "extended thinking tokens per model call where the model supports it (0: off)", 0, func(c *Config) *int { return &c.ThinkingBudget }),
 	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),
-	strField("default-model", "model of sessions created without one (default builtin:demo, or a provider whose key is set)", func(c *Config) *string { return &c.DefaultModel }),
+	strField("default-model", "model of sessions created without one (default builtin:demo, a provider whose key is set, or the first model OPENAI_BASE_URL lists)", func(c *Config) *string { return &c.DefaultModel }),
 	durField("demo-delay", "pause between builtin:demo deltas", func(c *Config) *time.Duration { return &c.DemoDelay }),
 	strField("log-level", "debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
 }

@@ -202,6 +202,10 @@ func TestOpenAITurnThroughTheServer(t *testing.T) {
 	var mu sync.Mutex
 	var bodies []map[string]any
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r) // the startup query of /v1/models included
+			return
+		}
 		var body map[string]any
 		json.NewDecoder(r.Body).Decode(&body)
 		mu.Lock()
@@ -268,5 +272,55 @@ func TestUnavailableProviderIsRefusedClearly(t *testing.T) {
 	if st := h.Do("POST", "/sessions", map[string]string{"workspace_path": h.Workspace, "model": "anthropic:claude-sonnet-4-6"}, &e); st != 400 ||
 		!strings.Contains(e.Error.Message, "ANTHROPIC_API_KEY") {
 		t.Fatalf("%d %+v", st, e)
+	}
+}
+
+// TestLocalServerModelBecomesTheDefault: with only OPENAI_BASE_URL set
+// (a local Ollama, no key), the first model the server lists becomes the
+// default, and a session created without a model runs on it. A server
+// that cannot be reached leaves the offline demo model as the default.
+func TestLocalServerModelBecomesTheDefault(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"llama3.2:latest","object":"model","created":1730000000,"owned_by":"library"},{"id":"qwen2.5:7b","object":"model","created":1,"owned_by":"library"}]}`)
+		case "/v1/chat/completions":
+			var body map[string]any
+			json.NewDecoder(r.Body).Decode(&body)
+			mu.Lock()
+			asked = append(asked, fmt.Sprint(body["model"]))
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, `data: {"id":"a","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi."},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer api.Close()
+	h := servertest.Start(t, "", func(c *config.Config) { c.Providers.OpenAI = config.Provider{BaseURL: api.URL + "/v1"} })
+	if got := h.Server.Config.DefaultModel; got != "openai:llama3.2:latest" {
+		t.Fatalf("default model %q", got)
+	}
+	sid := h.CreateSession()
+	c := attach(t, h, sid)
+	turn := h.Submit(sid, "hello")
+	evs := c.Events(wait, streamtest.UntilType(event.TurnCompleted, turn))
+	if p := payloadOf(t, find(evs, event.TurnCompleted)[0]); p["outcome"] != "completed" {
+		t.Fatalf("turn.completed %v", p)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || asked[0] != "llama3.2:latest" {
+		t.Fatalf("chat requests for models %v", asked)
+	}
+
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	h2 := servertest.Start(t, "", func(c *config.Config) { c.Providers.OpenAI = config.Provider{BaseURL: down.URL + "/v1"} })
+	if got := h2.Server.Config.DefaultModel; got != "builtin:demo" {
+		t.Fatalf("default model with the local server down: %q", got)
 	}
 }

@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s := &Server{Config: cfg, Log: log, Store: st}
 	s.Models = model.NewRegistry()
 	var why string
-	s.Config.DefaultModel, why = registerModels(s.Models, cfg, log)
+	s.Config.DefaultModel, why = registerModels(ctx, s.Models, cfg, log)
 	s.defaultWhy = why
 	if err := s.Models.Check(s.Config.DefaultModel); err != nil {
 		st.Close()

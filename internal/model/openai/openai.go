@@ -57,6 +57,7 @@ type Options struct {
 // Adapter runs openai:* model calls. It is safe for concurrent use.
 type Adapter struct {
 	chat     sdk.ChatCompletionService
+	models   sdk.ModelService
 	endpoint string // the base URL, for messages
 	official bool   // endpoint is api.openai.com
 	idle     time.Duration
@@ -114,6 +115,7 @@ func New(opts Options) (*Adapter, error) {
 	// The service, not sdk.NewClient: NewClient also reads OPENAI_* from
 	// the environment, and here only Options count.
 	a.chat = sdk.NewChatCompletionService(reqOpts...)
+	a.models = sdk.NewModelService(reqOpts...)
 	return a, nil
 }
 
