@@ -193,3 +193,23 @@ func TestSubmitRightAfterTurnEnd(t *testing.T) {
 	}
 	h.WaitTurn(sid)
 }
+
+// TestCancelRightAfterTurnEnd: a cancel sent by a client that has seen
+// the turn's terminal event is answered already_ended, never
+// "cancelling", even while the turn winds down in memory.
+func TestCancelRightAfterTurnEnd(t *testing.T) {
+	h := servertest.Start(t, "")
+	sid := h.CreateSession()
+	ctx := context.Background()
+	for i := range 40 {
+		turn, err := h.Server.Sessions.Submit(ctx, sid, "/echo hi")
+		if err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		servertest.WaitFor(t, "turn.completed", func() bool { return count(h.Live.Events(sid), event.TurnCompleted) == i+1 })
+		if r, err := h.Server.Sessions.Cancel(ctx, sid, turn, ""); err != nil || r != session.AlreadyEnded {
+			t.Fatalf("turn %d: cancel after its end: %v %v", i, r, err)
+		}
+	}
+	h.WaitTurn(sid)
+}

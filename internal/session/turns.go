@@ -225,8 +225,13 @@ func (m *Manager) Cancel(ctx context.Context, sessionID, turnID, reason string) 
 	if reason == "" {
 		reason = agent.ReasonUser
 	}
-	if r, ok := m.cancelTurn(sessionID, turnID, reason); ok {
-		return r, nil
+	// A turn whose terminal event is committed (the client may have seen
+	// it) has ended, even while it winds down in memory: answer from the
+	// store, as every other client would see it.
+	if row, err := m.cfg.Store.Turn(ctx, turnID); err != nil || row.SessionID != sessionID || row.Status == store.TurnInFlight {
+		if r, ok := m.cancelTurn(sessionID, turnID, reason); ok {
+			return r, nil
+		}
 	}
 	t, err := m.storedTurn(ctx, sessionID, turnID)
 	if err != nil {
