@@ -2,8 +2,10 @@
 // a model for one streamed completion and receives canonical deltas,
 // whatever the provider. It also holds the registry that resolves a model
 // id ("provider:model") to an adapter, the delta accumulator that turns a
-// delta stream into canonical content blocks, and the error classes of a
-// failed call.
+// delta stream into canonical content blocks, the DeltaSink adapters emit
+// through (no delta after cancellation; "emitted" decides retries), the
+// retry policy, the idle-stream reader, and the error classes of a failed
+// call.
 //
 // Adapters live in sub-packages: builtin (the offline demo), anthropic
 // (Messages API) and openai (Chat Completions, also local compatible

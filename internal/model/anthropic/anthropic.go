@@ -116,17 +116,17 @@ func (a *Adapter) Stream(ctx context.Context, req model.Request, emit func(model
 		if attempt > 1 {
 			a.log.Info("retrying model call", "model", req.Model, "attempt", attempt)
 		}
-		t := &translator{ctx: ctx, emit: emit, log: a.log}
+		t := &translator{DeltaSink: model.DeltaSink{Ctx: ctx, Emit: emit}, log: a.log}
 		err := a.attempt(ctx, params, t)
 		res = model.Result{Usage: t.usage}
 		if err == nil {
 			res.StopReason = t.stopReason()
 		}
-		emitFailed = t.emitErr != nil
+		emitFailed = t.Err != nil
 		if err != nil && !emitFailed && ctx.Err() == nil {
 			a.log.Debug("model call attempt failed", "model", req.Model, "attempt", attempt, "err", err)
 		}
-		return t.emitted, err
+		return t.Emitted, err
 	})
 	if err != nil {
 		if !emitFailed && ctx.Err() != nil {
@@ -171,8 +171,8 @@ func (a *Adapter) attempt(ctx context.Context, params sdk.MessageNewParams, t *t
 	}
 	err := stream.Err()
 	switch {
-	case t.emitErr != nil:
-		return t.emitErr
+	case t.Err != nil:
+		return t.Err
 	case ctx.Err() != nil:
 		return fmt.Errorf("anthropic call aborted: %w", ctx.Err())
 	case idle.Load():
@@ -181,9 +181,9 @@ func (a *Adapter) attempt(ctx context.Context, params sdk.MessageNewParams, t *t
 		return &model.Error{Class: model.ClassTimeout,
 			Message: fmt.Sprintf("the provider sent nothing for %s (Anthropic at %s); try again", fmtDuration(a.idle), a.baseURL)}
 	case err != nil:
-		return a.classify(err, t.emitted, responded.Load())
+		return a.classify(err, t.Emitted, responded.Load())
 	case !t.done:
-		return &model.Error{Class: model.ClassNetwork, Retryable: !t.emitted,
+		return &model.Error{Class: model.ClassNetwork, Retryable: !t.Emitted,
 			Message: fmt.Sprintf("the stream from Anthropic at %s ended before message_stop; try again", a.baseURL)}
 	}
 	return nil

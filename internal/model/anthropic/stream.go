@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -16,12 +15,8 @@ import (
 // translator turns the events of one Anthropic stream into canonical
 // deltas, and collects usage and the stop reason.
 type translator struct {
-	ctx  context.Context
-	emit func(model.Delta) error
-	log  *slog.Logger
-
-	emitted bool  // emit was called at least once
-	emitErr error // emit failed: the call stops with this error
+	model.DeltaSink
+	log *slog.Logger
 
 	blocks  map[int]*block
 	usage   message.Usage
@@ -44,19 +39,6 @@ type block struct {
 	startSig string // signature carried by a thinking content_block_start
 	sigSent  bool
 	stopped  bool
-}
-
-// send emits one delta unless the call was cancelled meanwhile.
-func (t *translator) send(d model.Delta) error {
-	if err := t.ctx.Err(); err != nil {
-		return err
-	}
-	t.emitted = true
-	if err := t.emit(d); err != nil {
-		t.emitErr = err
-		return err
-	}
-	return nil
 }
 
 // handle translates one event. It returns the emit error, a cancellation,
@@ -114,12 +96,12 @@ func (t *translator) start(idx int, cb sdk.ContentBlockStartEventContentBlockUni
 	case "text":
 		t.blocks[idx] = &block{typ: message.BlockText}
 		if cb.Text != "" {
-			return t.send(model.Delta{Kind: model.KindText, Index: idx, Text: cb.Text})
+			return t.Send(model.Delta{Kind: model.KindText, Index: idx, Text: cb.Text})
 		}
 	case "thinking":
 		t.blocks[idx] = &block{typ: message.BlockThinking, startSig: cb.Signature}
 		if cb.Thinking != "" {
-			return t.send(model.Delta{Kind: model.KindThinking, Index: idx, Text: cb.Thinking})
+			return t.Send(model.Delta{Kind: model.KindThinking, Index: idx, Text: cb.Thinking})
 		}
 	case "tool_use":
 		b := &block{typ: message.BlockToolUse, id: cb.ID}
@@ -127,7 +109,7 @@ func (t *translator) start(idx int, cb sdk.ContentBlockStartEventContentBlockUni
 			b.pendingInput = raw
 		}
 		t.blocks[idx] = b
-		return t.send(model.Delta{Kind: model.KindToolUseStart, Index: idx, ToolUseID: cb.ID, ToolName: cb.Name})
+		return t.Send(model.Delta{Kind: model.KindToolUseStart, Index: idx, ToolUseID: cb.ID, ToolName: cb.Name})
 	default:
 		// redacted_thinking, server tool blocks: no canonical form.
 		t.log.Debug("skipping content block without canonical form", "type", cb.Type, "index", idx)
@@ -149,7 +131,7 @@ func (t *translator) delta(idx int, d sdk.RawContentBlockDeltaUnion) error {
 		if d.Text == "" {
 			return nil
 		}
-		return t.send(model.Delta{Kind: model.KindText, Index: idx, Text: d.Text})
+		return t.Send(model.Delta{Kind: model.KindText, Index: idx, Text: d.Text})
 	case "thinking_delta", "signature_delta":
 		if b == nil {
 			b = &block{typ: message.BlockThinking}
@@ -164,12 +146,12 @@ func (t *translator) delta(idx int, d sdk.RawContentBlockDeltaUnion) error {
 			}
 			// The signature rides on the block's last thinking delta.
 			b.sigSent = true
-			return t.send(model.Delta{Kind: model.KindThinking, Index: idx, Signature: d.Signature})
+			return t.Send(model.Delta{Kind: model.KindThinking, Index: idx, Signature: d.Signature})
 		}
 		if d.Thinking == "" {
 			return nil
 		}
-		return t.send(model.Delta{Kind: model.KindThinking, Index: idx, Text: d.Thinking})
+		return t.Send(model.Delta{Kind: model.KindThinking, Index: idx, Text: d.Thinking})
 	case "input_json_delta":
 		if b == nil || b.typ != message.BlockToolUse {
 			return inconsistent("input_json_delta for block %d, which is not a tool_use block", idx)
@@ -182,7 +164,7 @@ func (t *translator) delta(idx int, d sdk.RawContentBlockDeltaUnion) error {
 		// provider's input.
 		b.streamed, b.pendingInput = true, ""
 		b.input.WriteString(d.PartialJSON)
-		return t.send(model.Delta{Kind: model.KindToolInput, Index: idx, Text: d.PartialJSON})
+		return t.Send(model.Delta{Kind: model.KindToolInput, Index: idx, Text: d.PartialJSON})
 	default:
 		// citations_delta and future delta types carry nothing canonical.
 		t.log.Debug("skipping content block delta", "type", d.Type, "index", idx)
@@ -199,14 +181,14 @@ func (t *translator) stop(idx int) error {
 	switch b.typ {
 	case message.BlockThinking:
 		if b.startSig != "" && !b.sigSent {
-			if err := t.send(model.Delta{Kind: model.KindThinking, Index: idx, Signature: b.startSig}); err != nil {
+			if err := t.Send(model.Delta{Kind: model.KindThinking, Index: idx, Signature: b.startSig}); err != nil {
 				return err
 			}
 		}
 	case message.BlockToolUse:
 		if !b.streamed && b.pendingInput != "" {
 			b.input.WriteString(b.pendingInput)
-			if err := t.send(model.Delta{Kind: model.KindToolInput, Index: idx, Text: b.pendingInput}); err != nil {
+			if err := t.Send(model.Delta{Kind: model.KindToolInput, Index: idx, Text: b.pendingInput}); err != nil {
 				return err
 			}
 		}
@@ -215,7 +197,7 @@ func (t *translator) stop(idx int) error {
 				"tool_use_id", b.id, "err", err, "bytes", b.input.Len())
 		}
 	}
-	return t.send(model.Delta{Kind: model.KindBlockStop, Index: idx})
+	return t.Send(model.Delta{Kind: model.KindBlockStop, Index: idx})
 }
 
 // stopReason maps Anthropic's stop_reason to a canonical one.

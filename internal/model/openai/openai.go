@@ -134,21 +134,21 @@ func (a *Adapter) Stream(ctx context.Context, req model.Request, emit func(model
 	err = a.retry.Do(ctx, func(attempt int) (bool, error) {
 		var err error
 		tr, err = a.attempt(ctx, params, emit)
-		if err != nil && !tr.emitted && ctx.Err() == nil {
+		if err != nil && !tr.Emitted && ctx.Err() == nil {
 			var me *model.Error
 			if errors.As(err, &me) && me.Retryable {
 				a.log.Warn("openai call failed before streaming; it may be retried",
 					"model", req.Model, "attempt", attempt, "class", me.Class, "error", me.Message)
 			}
 		}
-		return tr.emitted, err
+		return tr.Emitted, err
 	})
 	res := tr.result()
 	switch {
 	case err == nil:
 		return res, nil
-	case tr.emitErr != nil:
-		return res, tr.emitErr
+	case tr.Err != nil:
+		return res, tr.Err
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("openai: %s: %w", req.Model, ctx.Err())
 	}
@@ -228,7 +228,7 @@ func (a *Adapter) attempt(ctx context.Context, params sdk.ChatCompletionNewParam
 		return tr, &model.Error{Class: model.ClassTimeout, Err: errIdle,
 			Message: fmt.Sprintf("%s sent nothing for %s; the server may be overloaded or stuck (the limit is the model idle timeout)", a.endpoint, a.idle)}
 	case serr != nil:
-		return tr, a.classify(serr, string(params.Model), tr.emitted)
+		return tr, a.classify(serr, string(params.Model), tr.Emitted)
 	case !tr.sawChunk:
 		return tr, &model.Error{Class: model.ClassProviderError, Retryable: true,
 			Message: fmt.Sprintf("%s ended the stream without sending anything", a.endpoint)}

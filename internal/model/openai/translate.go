@@ -25,11 +25,8 @@ import (
 // stream ends without one; then each gets a KindBlockStop, in index
 // order.
 type translator struct {
-	ctx     context.Context // no delta is emitted once it is done
-	emit    func(model.Delta) error
-	log     *slog.Logger
-	emitted bool  // a delta reached emit
-	emitErr error // what emit returned, if it failed
+	model.DeltaSink
+	log *slog.Logger
 
 	sawChunk bool
 	next     int   // next free content block index
@@ -57,19 +54,7 @@ type toolCall struct {
 }
 
 func newTranslator(ctx context.Context, emit func(model.Delta) error, log *slog.Logger) *translator {
-	return &translator{ctx: ctx, emit: emit, log: log, text: -1, thinking: -1, calls: map[int64]*toolCall{}}
-}
-
-func (t *translator) send(d model.Delta) error {
-	if err := t.ctx.Err(); err != nil {
-		return err
-	}
-	t.emitted = true
-	if err := t.emit(d); err != nil {
-		t.emitErr = err
-		return err
-	}
-	return nil
+	return &translator{DeltaSink: model.DeltaSink{Ctx: ctx, Emit: emit}, log: log, text: -1, thinking: -1, calls: map[int64]*toolCall{}}
 }
 
 func (t *translator) openBlock() int {
@@ -109,7 +94,7 @@ func (t *translator) delta(d *sdk.ChatCompletionChunkChoiceDelta) error {
 		if t.thinking < 0 {
 			t.thinking = t.openBlock()
 		}
-		if err := t.send(model.Delta{Kind: model.KindThinking, Index: t.thinking, Text: r}); err != nil {
+		if err := t.Send(model.Delta{Kind: model.KindThinking, Index: t.thinking, Text: r}); err != nil {
 			return err
 		}
 	}
@@ -121,7 +106,7 @@ func (t *translator) delta(d *sdk.ChatCompletionChunkChoiceDelta) error {
 		if t.text < 0 {
 			t.text = t.openBlock()
 		}
-		if err := t.send(model.Delta{Kind: model.KindText, Index: t.text, Text: s}); err != nil {
+		if err := t.Send(model.Delta{Kind: model.KindText, Index: t.text, Text: s}); err != nil {
 			return err
 		}
 	}
@@ -213,7 +198,7 @@ func (t *translator) toolCall(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) er
 		}
 		call.block = t.openBlock()
 		t.started++
-		if err := t.send(model.Delta{Kind: model.KindToolUseStart, Index: call.block, ToolUseID: call.id, ToolName: call.name}); err != nil {
+		if err := t.Send(model.Delta{Kind: model.KindToolUseStart, Index: call.block, ToolUseID: call.id, ToolName: call.name}); err != nil {
 			return err
 		}
 		args = call.pending.String() + args
@@ -222,7 +207,7 @@ func (t *translator) toolCall(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) er
 	if args == "" {
 		return nil
 	}
-	return t.send(model.Delta{Kind: model.KindToolInput, Index: call.block, Text: args})
+	return t.Send(model.Delta{Kind: model.KindToolInput, Index: call.block, Text: args})
 }
 
 // closeAll ends every open block, in index order.
@@ -240,7 +225,7 @@ func (t *translator) closeAll() error {
 	open := t.open
 	t.open, t.text, t.thinking = nil, -1, -1
 	for _, i := range open {
-		if err := t.send(model.Delta{Kind: model.KindBlockStop, Index: i}); err != nil {
+		if err := t.Send(model.Delta{Kind: model.KindBlockStop, Index: i}); err != nil {
 			return err
 		}
 	}
