@@ -118,7 +118,9 @@ func (p *pumpClient) close() {
 // snapshot holds the messages committed as of its seam, and the events
 // are exactly those the session delivered after it.
 func TestSpec11_1_16_SnapshotReplaySeam(t *testing.T) {
-	h := servertest.Start(t, "", demoDelay(0))
+	// Queues large enough for the longest turn below: this test is about
+	// the seam, not about slow clients.
+	h := servertest.Start(t, "", demoDelay(0), clientQueue(100_000))
 	sid := h.CreateSession()
 	type snapRecord struct {
 		snap *protocol.Snapshot
@@ -128,8 +130,14 @@ func TestSpec11_1_16_SnapshotReplaySeam(t *testing.T) {
 	midTurn := 0
 	const iterations = 20
 	for it := range iterations {
+		// Short turns race the subscribes hardest; while none has yet
+		// been caught mid-turn (a slow or single-core machine), turns
+		// grow until one is.
 		prompt := "/long 20"
-		if it%3 == 0 {
+		if midTurn == 0 {
+			prompt = fmt.Sprintf("/long %d", 20<<min(it, 6))
+		}
+		if it%3 == 0 && (midTurn > 0 || it < 3) {
 			prompt = "what is in my workspace?"
 		}
 		// A cursor from the previous turn(s), a little further back
