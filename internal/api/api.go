@@ -62,6 +62,9 @@ func (a *API) route(path string, byMethod map[string]http.HandlerFunc) {
 // ServeHTTP implements http.Handler (without the Guard: wrap it).
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
+// jsonSpace is the whitespace JSON allows around a value (RFC 8259).
+const jsonSpace = " \t\r\n"
+
 // decode reads a JSON object body into v. An empty body is allowed only
 // if emptyOK. It writes the error response itself and reports false.
 func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
@@ -75,7 +78,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
 		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, "could not read the body: "+err.Error())
 		return false
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(strings.Trim(string(body), jsonSpace)) == 0 {
 		if emptyOK {
 			return true
 		}
@@ -88,7 +91,9 @@ func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
 		return false
 	}
 	// dec.More is not enough: it reports false for a stray '}' or ']'.
-	if rest := body[dec.InputOffset():]; len(strings.TrimSpace(string(rest))) != 0 {
+	// Only JSON's own whitespace may follow: strings.TrimSpace would also
+	// let a \f, \v or U+00A0 through.
+	if rest := body[dec.InputOffset():]; len(strings.Trim(string(rest), jsonSpace)) != 0 {
 		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "the body has data after the JSON object")
 		return false
 	}
