@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -119,7 +120,7 @@ func validSet(prefix, def string, rules []Rule) error {
 
 func validModelID(id string) bool {
 	p, m, ok := strings.Cut(id, ":")
-	return ok && p != "" && m != "" && !strings.ContainsAny(id, " \t\n")
+	return ok && p != "" && m != "" && strings.IndexFunc(id, unicode.IsSpace) < 0
 }
 
 // match reports whether every condition of w holds for in.

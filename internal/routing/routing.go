@@ -13,6 +13,7 @@ package routing
 import (
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Input is what a routing decision may look at.
@@ -51,9 +52,11 @@ func ParseCommand(text string) (model, rest string, ok bool) {
 		return "", text, false
 	}
 	after = strings.TrimLeft(after, " \t")
-	id, rest, _ := strings.Cut(after, " ")
-	if i := strings.IndexAny(id, "\n\t"); i >= 0 {
-		id, rest = id[:i], id[i+1:]+" "+rest
+	// The id ends at the first white space of any kind (the "\r" of a
+	// CRLF line end too), as strings.TrimSpace sees white space.
+	id, rest := after, ""
+	if i := strings.IndexFunc(after, unicode.IsSpace); i >= 0 {
+		id, rest = after[:i], after[i:]
 	}
 	if !validModelID(id) {
 		return "", text, false
