@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -234,6 +235,9 @@ func (c *Config) loadFile(path string) error {
 			if err := decodeStrict(&node, &c.Prices); err != nil {
 				return fmt.Errorf("config %s: prices: %w", path, err)
 			}
+			if err := checkPrices(c.Prices); err != nil {
+				return fmt.Errorf("config %s: prices: %w", path, err)
+			}
 			continue
 		}
 		if name == "providers" {
@@ -251,6 +255,23 @@ func (c *Config) loadFile(path string) error {
 		}
 		if err := f.set(c, node.Value); err != nil {
 			return fmt.Errorf("config %s: %s: %w", path, key, err)
+		}
+	}
+	return nil
+}
+
+// checkPrices refuses a price that is negative or not a finite number
+// (YAML's .nan and .inf): a NaN or infinite cost cannot be written as
+// JSON, so every event carrying it, and the turn, would fail.
+func checkPrices(prices map[string]cost.Price) error {
+	for id, p := range prices {
+		for _, v := range []struct {
+			key string
+			val float64
+		}{{"input", p.Input}, {"output", p.Output}, {"cache_read", p.CacheRead}, {"cache_write", p.CacheWrite}} {
+			if math.IsNaN(v.val) || math.IsInf(v.val, 0) || v.val < 0 {
+				return fmt.Errorf("%q: %s is %v; want a non-negative number", id, v.key, v.val)
+			}
 		}
 	}
 	return nil
