@@ -114,16 +114,30 @@ type Outcome struct {
 
 // Run runs the turn to its end. Cancelling ctx (with a *CancelCause)
 // cancels the turn; Run then emits the matching §6.2 sequence and
-// returns. Run returns early, without a terminal event, only if the bus
-// refuses events (server closing).
+// returns. Run returns without a terminal event only if the bus refuses
+// events (server closing). An event the bus could not take for another
+// reason (a payload that does not encode) aborts the turn: it ends with
+// turn.completed(outcome failed, error_class internal_error), so no
+// client or stored row is left with a turn in flight.
 func (l *Loop) Run(ctx context.Context, t Turn) Outcome {
 	r := &run{Loop: l, t: t, ctx: ctx, start: time.Now(), tools: map[string]*store.ToolCall{}}
 	out := r.do()
 	if r.emitErr != nil && !errors.Is(r.emitErr, bus.ErrClosed) {
 		l.cfg.Logger.Error("turn aborted: emit failed", "session", t.SessionID, "turn", t.ID, "err", r.emitErr)
+		_, err := t.Emitter.Emit(bus.Spec{Type: event.TurnCompleted, TurnID: t.ID, Actor: event.ActorAgent,
+			Payload: turnCompleted{Outcome: "failed", ErrorClass: ClassInternal, Calls: r.calls, DurationMS: r.since()},
+			Ops:     []store.Op{r.turnRow(store.TurnFailed, ClassInternal)}})
+		if err != nil {
+			l.cfg.Logger.Error("turn left open: its end could not be emitted", "session", t.SessionID, "turn", t.ID, "err", err)
+		}
+		out = Outcome{Status: store.TurnFailed, Reason: ClassInternal}
 	}
 	return out
 }
+
+// ClassInternal is the error_class of a turn aborted by a fault of the
+// server itself (an event it could not emit).
+const ClassInternal = "internal_error"
 
 type run struct {
 	*Loop
@@ -184,7 +198,7 @@ func (r *run) do() Outcome {
 		c := r.call(adapter, dec.Model)
 		switch {
 		case r.emitErr != nil:
-			return Outcome{Status: store.TurnFailed, Reason: "emit_failed", Usage: r.usage}
+			return Outcome{Status: store.TurnFailed, Reason: ClassInternal, Usage: r.usage}
 		case c.cancelled:
 			return r.cancelled("llm", c.msg.ID, nil)
 		case c.err != nil:
@@ -197,7 +211,7 @@ func (r *run) do() Outcome {
 		}
 		results, cancelledIDs, started := r.dispatch(c, uses)
 		if r.emitErr != nil {
-			return Outcome{Status: store.TurnFailed, Reason: "emit_failed", Usage: r.usage}
+			return Outcome{Status: store.TurnFailed, Reason: ClassInternal, Usage: r.usage}
 		}
 		if r.ctx.Err() != nil {
 			phase := "tools"

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -540,5 +541,34 @@ func TestParallelToolsKeepTheModelsOrder(t *testing.T) {
 		if want := "tu_" + string(rune('a'+i)); b.ToolUseID != want || b.Content != `{"MS":`+strconv.Itoa(durations[i])+`}` {
 			t.Fatalf("result %d: %+v", i, b)
 		}
+	}
+}
+
+// TestUnencodableEventEndsTheTurn: an event whose payload cannot be
+// encoded (here a NaN cost from a broken price) aborts the turn, which
+// still ends with turn.completed(failed, internal_error) and a stored
+// failed turn row: nothing is left in flight.
+func TestUnencodableEventEndsTheTurn(t *testing.T) {
+	r := newRig(t, script{deltas: textDeltas(3)})
+	r.loop = agent.New(agent.Config{Models: func() *model.Registry {
+		m := model.NewRegistry()
+		m.Register("fake", script{deltas: textDeltas(3)})
+		return m
+	}(), Tools: r.tools, Prices: cost.NewTable(map[string]cost.Price{"fake:m": {Input: math.NaN()}}, nil),
+		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) { return nil, nil })})
+	out, evs := r.run(context.Background(), "fake:m")
+	if out.Status != store.TurnFailed || out.Reason != agent.ClassInternal {
+		t.Fatalf("outcome %+v", out)
+	}
+	ends := find(evs, event.TurnCompleted)
+	if len(ends) != 1 || evs[len(evs)-1] != ends[0] {
+		t.Fatalf("want one turn.completed, last; got %v", types(evs))
+	}
+	if p := payload(t, ends[0]); p["outcome"] != "failed" || p["error_class"] != agent.ClassInternal {
+		t.Fatalf("turn.completed %v", p)
+	}
+	row, err := r.st.Turn(context.Background(), ends[0].TurnID)
+	if err != nil || row.Status != store.TurnFailed {
+		t.Fatalf("stored turn %+v %v", row, err)
 	}
 }
