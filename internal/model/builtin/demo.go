@@ -8,7 +8,7 @@
 // Prompts starting with a slash steer it, for demos and tests:
 //
 //	/echo TEXT    answer TEXT without thinking or tools
-//	/long N       stream N numbered sentences, no tools
+//	/long N       stream N numbered sentences (at most 100,000), no tools
 //	/tool NAME {json}  call tool NAME with that input, then summarise
 //
 // It is deterministic but for tool use ids, which are unique.
@@ -134,6 +134,9 @@ func (s *streamer) toolUse(name string, input string) error {
 	return nil
 }
 
+// maxLong caps "/long N": a user's N must not size the server's memory.
+const maxLong = 100_000
+
 func (s *streamer) answer(prompt string, tools map[string]bool) (string, error) {
 	cmd, arg, _ := strings.Cut(strings.TrimSpace(prompt), " ")
 	switch cmd {
@@ -144,6 +147,7 @@ func (s *streamer) answer(prompt string, tools map[string]bool) (string, error) 
 		if err != nil || n <= 0 {
 			n = 50
 		}
+		n = min(n, maxLong)
 		var b strings.Builder
 		for i := 1; i <= n; i++ {
 			fmt.Fprintf(&b, "Sentence %d of %d. ", i, n)
