@@ -3,6 +3,7 @@ package client
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/protocol"
@@ -63,7 +64,7 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		}
 		v.Turn = Turn{ID: turnID, Status: "in_flight"}
 		u := p.UserMessage
-		v.addMessage(&Message{ID: u.ID, Role: "user", SessionID: ev.SessionID, TurnID: turnID, Blocks: u.Content, Status: "complete"})
+		v.addMessage(&Message{ID: u.ID, Role: "user", SessionID: ev.SessionID, TurnID: turnID, Blocks: nonNil(u.Content), Status: "complete"})
 	case event.TurnCompleted:
 		var p struct {
 			Outcome    string `json:"outcome"`
@@ -100,6 +101,10 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		var p deltaPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return err
+		}
+		if p.Index < 0 || p.Index >= maxBlockIndex {
+			// The view grows a message's blocks up to the index.
+			return fmt.Errorf("content_block_index %d out of range", p.Index)
 		}
 		m := v.index[p.MessageID]
 		if m == nil { // a delta whose message.start was missed (streaming gap)
@@ -138,6 +143,7 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return err
 		}
+		p.FinalContent = nonNil(p.FinalContent)
 		m := v.index[p.MessageID]
 		if m == nil {
 			m = &Message{ID: p.MessageID, Role: "assistant", SessionID: ev.SessionID, TurnID: turnID}
@@ -172,7 +178,7 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 			Usage      Usage  `json:"usage"`
 		}
 		_ = json.Unmarshal(ev.Payload, &p)
-		v.CostUSD += p.Usage.CostUSD
+		v.CostUSD = addCost(v.CostUSD, p.Usage.CostUSD)
 		if event.Type(ev.Type) == event.LLMCallFailed && p.ErrorClass != "cancelled" {
 			v.Errors = append(v.Errors, fmt.Sprintf("%s: %s", p.ErrorClass, p.Message))
 			if m := v.index[p.MessageID]; m != nil && m.Status == "streaming" {
@@ -247,6 +253,17 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		v.Feedback[turnID] = p.Rating
 	}
 	return nil
+}
+
+// addCost adds a call's cost to a total, saturating at ±MaxFloat64:
+// JSON has no infinity, and the view must stay encodable (Clone) whatever
+// costs a server reports.
+func addCost(total, c float64) float64 {
+	s := total + c
+	if math.IsInf(s, 0) {
+		s = math.Copysign(math.MaxFloat64, s)
+	}
+	return s
 }
 
 // sameContent compares streamed blocks with final_content: text,

@@ -164,7 +164,18 @@ func (v *View) decodeMessage(raw json.RawMessage) *Message {
 		return nil
 	}
 	return &Message{ID: m.ID, Role: m.Role, SessionID: m.SessionID, TurnID: m.TurnID, Model: m.Model,
-		Status: m.Status, Blocks: m.Content, Usage: m.Usage}
+		Status: m.Status, Blocks: nonNil(m.Content), Usage: m.Usage}
+}
+
+// nonNil replaces the null entries of decoded content with empty blocks,
+// keeping the others at their index.
+func nonNil(blocks []*Block) []*Block {
+	for i, b := range blocks {
+		if b == nil {
+			blocks[i] = &Block{}
+		}
+	}
+	return blocks
 }
 
 // indexTools records the tool calls of stored blocks: a tool_use is a
@@ -225,6 +236,11 @@ func (v *View) addMessage(m *Message) {
 
 // Message returns a message by id.
 func (v *View) Message(id string) *Message { return v.index[id] }
+
+// maxBlockIndex bounds the content_block_index of a delta: the view
+// grows a message's blocks up to it, and a server's index must not make
+// it allocate without bound.
+const maxBlockIndex = 4096
 
 // block returns the block at index of message id, growing the list.
 func (m *Message) block(i int, typ string) *Block {
