@@ -23,7 +23,9 @@ import (
 // usual order (text, then tool calls) that is text at 0 and the calls
 // after it. Every block stays open until finish_reason arrives, or the
 // stream ends without one; then each gets a KindBlockStop, in index
-// order.
+// order. Text or reasoning after finish_reason (from servers that send
+// it) goes to new blocks, stopped at the next finish_reason or at the
+// end; tool calls after it are ignored.
 type translator struct {
 	model.DeltaSink
 	log *slog.Logger
@@ -210,17 +212,18 @@ func (t *translator) toolCall(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) er
 	return t.Send(model.Delta{Kind: model.KindToolInput, Index: call.block, Text: args})
 }
 
-// closeAll ends every open block, in index order.
+// closeAll ends every open block, in index order. The first call also
+// ends the tool calls; text or reasoning that arrives after it opens new
+// blocks, which the next call ends.
 func (t *translator) closeAll() error {
-	if t.closed {
-		return nil
-	}
-	t.closed = true
-	for _, c := range t.order {
-		if c.block < 0 && !c.done {
-			t.log.Warn("openai stream: tool call without a function name dropped", "id", c.id)
+	if !t.closed {
+		t.closed = true
+		for _, c := range t.order {
+			if c.block < 0 && !c.done {
+				t.log.Warn("openai stream: tool call without a function name dropped", "id", c.id)
+			}
+			c.done = true
 		}
-		c.done = true
 	}
 	open := t.open
 	t.open, t.text, t.thinking = nil, -1, -1
