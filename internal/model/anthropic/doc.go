@@ -27,6 +27,9 @@
 //   - An idle stream (nothing, pings included, for IdleTimeout) fails with
 //     class timeout and is not retried: the person already waited that
 //     long, and a retry could double it.
+//   - message_stop stops the blocks the stream left open; a delta after
+//     its block's stop, or a negative block index, fails the call as an
+//     inconsistent stream (provider_error).
 //   - A tool input that is not a JSON object at block stop is logged and
 //     passed on unchanged; model.Accumulator records the error and the
 //     agent fails that tool with invalid_input, so the model can retry.

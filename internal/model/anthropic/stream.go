@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -80,6 +81,7 @@ func (t *translator) handle(ev sdk.MessageStreamEventUnion) error {
 		}
 	case sdk.MessageStopEvent:
 		t.done = true
+		return t.stopOpen()
 	default:
 		// Unknown event types are skipped (Anthropic's versioning policy
 		// allows new ones).
@@ -89,6 +91,9 @@ func (t *translator) handle(ev sdk.MessageStreamEventUnion) error {
 }
 
 func (t *translator) start(idx int, cb sdk.ContentBlockStartEventContentBlockUnion) error {
+	if idx < 0 {
+		return inconsistent("content_block_start for block %d", idx)
+	}
 	if _, dup := t.blocks[idx]; dup {
 		return inconsistent("content_block_start for block %d, which already started", idx)
 	}
@@ -119,6 +124,12 @@ func (t *translator) start(idx int, cb sdk.ContentBlockStartEventContentBlockUni
 
 func (t *translator) delta(idx int, d sdk.RawContentBlockDeltaUnion) error {
 	b := t.blocks[idx]
+	switch {
+	case idx < 0:
+		return inconsistent("%s for block %d", d.Type, idx)
+	case b != nil && b.stopped:
+		return inconsistent("%s for block %d after its content_block_stop", d.Type, idx)
+	}
 	switch d.Type {
 	case "text_delta":
 		if b == nil { // a delta without its start: the text block is implied
@@ -198,6 +209,25 @@ func (t *translator) stop(idx int) error {
 		}
 	}
 	return t.Send(model.Delta{Kind: model.KindBlockStop, Index: idx})
+}
+
+// stopOpen stops, in index order, the blocks the stream never stopped:
+// the message ended, and a block's stop is what emits a pending input
+// or signature and closes a tool_use block's input.
+func (t *translator) stopOpen() error {
+	var open []int
+	for i, b := range t.blocks {
+		if !b.stopped {
+			open = append(open, i)
+		}
+	}
+	slices.Sort(open)
+	for _, i := range open {
+		if err := t.stop(i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stopReason maps Anthropic's stop_reason to a canonical one.
