@@ -171,16 +171,18 @@ func (c *Client) followOnce(ctx context.Context, sid string, filter any, v *View
 		if err != nil {
 			return err
 		}
-		var head struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(data, &head) != nil {
+		f, err := protocol.DecodeServerFrame(data)
+		if err != nil {
+			switch f.Type {
+			case protocol.TypeSnapshot, protocol.TypeSubscribeAck, protocol.TypeSubscribeError:
+				return err // the subscribe cannot go on from it: reconnect
+			}
+			c.Logger.Debug("server frame skipped", "err", err)
 			continue
 		}
-		switch head.Type {
+		switch f.Type {
 		case protocol.TypeSubscribeAck:
-			var ack protocol.SubscribeAck
-			_ = json.Unmarshal(data, &ack)
+			ack := f.Ack
 			if ack.StreamingGap {
 				// Some deltas after the cursor are gone: rebuild from a
 				// snapshot on a fresh connection.
@@ -200,8 +202,7 @@ func (c *Client) followOnce(ctx context.Context, sid string, filter any, v *View
 				emit(Update{Kind: Subscribed, Resumed: resumed})
 			}
 		case protocol.TypeSubscribeError:
-			var se protocol.SubscribeError
-			_ = json.Unmarshal(data, &se)
+			se := f.SubErr
 			switch se.Code {
 			case protocol.CodeCursorExpired, protocol.CodeReplayTooLarge, protocol.CodeInvalidCursor:
 				*fresh = true
@@ -215,24 +216,14 @@ func (c *Client) followOnce(ctx context.Context, sid string, filter any, v *View
 				return &permanentError{fmt.Errorf("metis: subscribe refused: %s: %s", se.Code, se.Message)}
 			}
 		case protocol.TypeSnapshot:
-			var s protocol.Snapshot
-			if err := json.Unmarshal(data, &s); err != nil {
-				return err
-			}
-			v.ApplySnapshot(&s)
+			v.ApplySnapshot(f.Snapshot)
 			*fresh, *since = false, v.LastEventID
 			*attempt = 0
 			emit(Update{Kind: Subscribed, Resumed: resumed})
 		case protocol.TypeEvent:
-			var f struct {
-				Event protocol.EventEnvelope `json:"event"`
-			}
-			if err := json.Unmarshal(data, &f); err != nil {
-				continue
-			}
-			v.Apply(&f.Event)
+			v.Apply(f.Event)
 			*since = v.LastEventID
-			emit(Update{Kind: EventApplied, Event: &f.Event})
+			emit(Update{Kind: EventApplied, Event: f.Event})
 			if replayLeft > 0 {
 				if replayLeft--; replayLeft == 0 {
 					*attempt = 0
@@ -240,9 +231,7 @@ func (c *Client) followOnce(ctx context.Context, sid string, filter any, v *View
 				}
 			}
 		case protocol.TypePing:
-			var p protocol.Heartbeat
-			_ = json.Unmarshal(data, &p)
-			if err := send(protocol.Heartbeat{Type: protocol.TypePong, Nonce: p.Nonce}); err != nil {
+			if err := send(protocol.Heartbeat{Type: protocol.TypePong, Nonce: f.Heartbeat.Nonce}); err != nil {
 				return err
 			}
 		case protocol.TypeError:

@@ -29,34 +29,20 @@ var catalogTypes = func() []string {
 	return ts
 }()
 
-// applyFrame folds one server frame into v the way Follow does: the
-// frame's type picks its decoding; a frame that does not decode is
-// skipped. It reports whether the frame changed v's input (an event or
+// applyFrame folds one server frame into v the way Follow does, with
+// protocol.DecodeServerFrame; a frame that does not decode is skipped. It reports whether the frame changed v's input (an event or
 // a snapshot).
 func applyFrame(v *client.View, data []byte) (*protocol.EventEnvelope, bool) {
-	var head struct {
-		Type string `json:"type"`
-	}
-	if json.Unmarshal(data, &head) != nil {
+	f, err := protocol.DecodeServerFrame(data)
+	switch {
+	case err != nil:
 		return nil, false
-	}
-	switch head.Type {
-	case protocol.TypeSnapshot:
-		var s protocol.Snapshot
-		if json.Unmarshal(data, &s) != nil {
-			return nil, false
-		}
-		v.ApplySnapshot(&s)
+	case f.Snapshot != nil:
+		v.ApplySnapshot(f.Snapshot)
 		return nil, true
-	case protocol.TypeEvent:
-		var f struct {
-			Event protocol.EventEnvelope `json:"event"`
-		}
-		if json.Unmarshal(data, &f) != nil {
-			return nil, false
-		}
-		v.Apply(&f.Event)
-		return &f.Event, true
+	case f.Event != nil:
+		v.Apply(f.Event)
+		return f.Event, true
 	}
 	return nil, false
 }
