@@ -216,8 +216,13 @@ func (c *Config) loadFile(path string) error {
 		return fmt.Errorf("config: %w", err)
 	}
 	var raw map[string]yaml.Node
-	if err := yaml.Unmarshal(b, &raw); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&raw); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("config %s: %w", path, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config %s: more than one YAML document (a stray \"---\"?); keep one", path)
 	}
 	byName := map[string]field{}
 	for _, f := range fields {
@@ -252,6 +257,9 @@ func (c *Config) loadFile(path string) error {
 		}
 		if node.Kind != yaml.ScalarNode {
 			return fmt.Errorf("config %s: %s: want a single value", path, key)
+		}
+		if node.Tag == "!!null" { // "key:", "key: null", "key: ~"
+			return fmt.Errorf("config %s: %s has no value; remove the key to keep the default", path, key)
 		}
 		if err := f.set(c, node.Value); err != nil {
 			return fmt.Errorf("config %s: %s: %w", path, key, err)

@@ -1,7 +1,10 @@
 package routing
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"unicode"
@@ -60,10 +63,14 @@ type When struct {
 // ParsePolicy parses and validates routing.yaml.
 func ParsePolicy(b []byte) (*Policy, error) {
 	var p Policy
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&p); err != nil && err.Error() != "EOF" {
+	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("routing policy: %w", err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("routing policy: more than one YAML document (a stray \"---\"?); keep one")
 	}
 	if err := p.validate(); err != nil {
 		return nil, fmt.Errorf("routing policy: %w", err)

@@ -106,7 +106,7 @@ func TestReloadVersionAndBrokenFile(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 	// A broken file keeps the previous policy and version, reported once.
-	for _, bad := range []string{"default: [oops", "rules:\n  - model: x:y\n", "default: nocolon\n", "rulez: []\n"} {
+	for _, bad := range []string{"default: [oops", "rules:\n  - model: x:y\n", "default: nocolon\n", "rulez: []\n", "default: a:b\n---\ndefault: c:d\n"} {
 		write(t, path, bad)
 		if _, err := e.Reload(); err == nil {
 			t.Fatalf("%q accepted", bad)
@@ -120,7 +120,7 @@ func TestReloadVersionAndBrokenFile(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(changes) != 5 || changes[0].Err != nil || changes[0].Version != v1 || changes[1].Err == nil {
+	if len(changes) != 6 || changes[0].Err != nil || changes[0].Version != v1 || changes[1].Err == nil {
 		t.Fatalf("changes %+v", changes)
 	}
 	if _, err := NewEngine(path, nil, nil); err == nil {
