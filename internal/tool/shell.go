@@ -31,8 +31,9 @@ const (
 //
 // The command runs in a process group of its own. When the call is
 // cancelled or times out, the whole group gets SIGTERM, then SIGKILL
-// after Grace; once the command has exited the group is killed too, so
-// nothing it started in the background outlives the call. Output is read
+// after Grace; once the command has exited the group is killed too, and
+// Run returns only when no process of the group is left running (bounded
+// by 2s), so nothing it started in the background outlives the call. Output is read
 // until the command exits plus Grace (exec.Cmd.WaitDelay): a process that
 // escaped the group (setsid) but holds stdout cannot hold the call
 // longer. The child is always reaped.
@@ -108,8 +109,9 @@ func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 	if stopped != nil {
 		err = stopGroup(pgid, grace, waited)
 	}
-	// The command is done; whatever it left in its group goes too.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	// The command is done; whatever it left in its group goes too, before
+	// the call is reported as ended.
+	killGroup(pgid)
 
 	out := shellOutput(cmd, err, &stdout, &stderr, time.Since(start))
 	if stopped != nil {
