@@ -509,7 +509,7 @@ func TestCancellation(t *testing.T) {
 			if class, _ := model.Classify(o.err); class != model.ClassCancelled {
 				t.Fatalf("class %s", class)
 			}
-			if d := returned.Sub(cancelled); d > 500*time.Millisecond {
+			if d := returned.Sub(cancelled); d > 1500*time.Millisecond { // under the 3s idle timeout
 				t.Fatalf("Stream returned %v after the cancel", d)
 			}
 			if len(o.deltas) != c.after || !slices.Equal(o.deltas, full.deltas[:len(o.deltas)]) {
@@ -574,7 +574,7 @@ func TestCancelDuringRetryWait(t *testing.T) {
 	ctx, cancel2 := context.WithCancel(ctx)
 	time.AfterFunc(100*time.Millisecond, cancel2)
 	o := run(ctx, a, simpleRequest(), nil)
-	if !errors.Is(o.err, context.Canceled) || o.elapsed > time.Second {
+	if !errors.Is(o.err, context.Canceled) || o.elapsed > 3*time.Second { // the retry-after is 5s
 		t.Fatalf("after %v: %v", o.elapsed, o.err)
 	}
 	if n := f.requests(); n != 1 {
