@@ -142,6 +142,12 @@ func (v *View) ApplySnapshot(s *protocol.Snapshot) {
 			v.indexTools(msg.Blocks)
 		}
 	}
+	for _, w := range s.Workers {
+		if w.SessionID != "" {
+			v.Workers[w.SessionID] = &Worker{SessionID: w.SessionID, Task: w.Task, Model: w.Model, Status: w.Status,
+				Summary: w.Summary, FailureMode: w.FailureMode, CostUSD: w.CostUSD}
+		}
+	}
 	v.HasOlder = s.HasMoreMessages
 	v.LastEventID = s.SnapshotAtEventID
 }

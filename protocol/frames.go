@@ -100,6 +100,22 @@ type Snapshot struct {
 	Messages          []json.RawMessage `json:"messages"`
 	HasMoreMessages   bool              `json:"has_more_messages"`
 	SnapshotAtEventID string            `json:"snapshot_at_event_id"`
+	// Workers (a metis extension) are the session's latest delegations
+	// as of the snapshot, oldest first: what its delegate.* events said
+	// of each worker. A client rebuilds its worker cards from them.
+	Workers []SnapshotWorker `json:"workers,omitempty"`
+}
+
+// SnapshotWorker is a worker session as the planner's delegate.* events
+// describe it.
+type SnapshotWorker struct {
+	SessionID   string  `json:"session_id"`
+	Task        string  `json:"task"`
+	Model       string  `json:"model"`
+	Status      string  `json:"status"` // running, completed, failed
+	Summary     string  `json:"summary,omitempty"`
+	FailureMode string  `json:"failure_mode,omitempty"`
+	CostUSD     float64 `json:"cost_usd"`
 }
 
 // SubscribeAck acknowledges a subscribe. StreamingGap is true when

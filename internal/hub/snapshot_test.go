@@ -10,6 +10,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/internal/message"
@@ -208,4 +209,47 @@ func TestSnapshotEmptySession(t *testing.T) {
 	ev := e.mustEmit(event.TurnStarted, event.ActorSession, "turn_1")
 	e.barrier()
 	sameEvents(t, "live", drain(t, att), []*event.Event{ev})
+}
+
+// TestSnapshotWorkers: a snapshot folds the session's delegate.* events
+// as of its seam into one entry per worker, oldest first, keeping the
+// latest 100; events after the seam are left to the live stream.
+func TestSnapshotWorkers(t *testing.T) {
+	st := openStore(t)
+	e := newEnv(t, st, hub.Config{SnapshotMessages: 5})
+	emit := func(typ event.Type, p map[string]any) {
+		t.Helper()
+		if _, err := e.em.Emit(bus.Spec{Type: typ, Actor: "tool", TurnID: "turn_1", Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emit(event.TurnStarted, map[string]any{})
+	for i := range 103 {
+		w := fmt.Sprintf("sess_w%03d", i)
+		emit(event.DelegateStarted, map[string]any{"worker_session_id": w, "task": "task " + w, "model": "builtin:demo"})
+		switch i % 3 {
+		case 0:
+			emit(event.DelegateCompleted, map[string]any{"worker_session_id": w, "success": true, "summary": "done", "cost_usd": 0.5})
+		case 1:
+			emit(event.DelegateFailed, map[string]any{"worker_session_id": w, "failure_mode": "timeout", "cost_usd": 0.25})
+		}
+	}
+	e.barrier()
+	att := e.subscribe(protocol.Subscribe{Preset: event.PresetChat, Snapshot: true})
+	emit(event.DelegateCompleted, map[string]any{"worker_session_id": "sess_w101", "success": true, "summary": "later"})
+	e.barrier()
+	s := decodeSnapshot(t, att.Snapshot)
+	if len(s.Workers) != 100 || s.Workers[0].SessionID != "sess_w003" || s.Workers[99].SessionID != "sess_w102" {
+		t.Fatalf("%d workers, from %+v to %+v", len(s.Workers), s.Workers[0], s.Workers[len(s.Workers)-1])
+	}
+	want := map[string]protocol.SnapshotWorker{
+		"sess_w099": {SessionID: "sess_w099", Task: "task sess_w099", Model: "builtin:demo", Status: "completed", Summary: "done", CostUSD: 0.5},
+		"sess_w100": {SessionID: "sess_w100", Task: "task sess_w100", Model: "builtin:demo", Status: "failed", FailureMode: "timeout", CostUSD: 0.25},
+		"sess_w101": {SessionID: "sess_w101", Task: "task sess_w101", Model: "builtin:demo", Status: "running"},
+	}
+	for _, w := range s.Workers {
+		if x, ok := want[w.SessionID]; ok && w != x {
+			t.Errorf("worker %+v, want %+v", w, x)
+		}
+	}
 }

@@ -323,6 +323,10 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 		}
 		raw = append(raw, b)
 	}
+	workers, err := h.workersAsOf(ctx, sess.ID, seam)
+	if err != nil {
+		return nil, err
+	}
 	return protocol.Marshal(protocol.Snapshot{Type: protocol.TypeSnapshot, Session: summary, Messages: raw,
-		HasMoreMessages: more, SnapshotAtEventID: seam}), nil
+		HasMoreMessages: more, SnapshotAtEventID: seam, Workers: workers}), nil
 }

@@ -79,12 +79,25 @@ func TestDelegateRunsAWorker(t *testing.T) {
 	if sum.Session.ParentSessionID == nil || *sum.Session.ParentSessionID != sid || sum.Session.WorkspacePath != h.Workspace {
 		t.Fatalf("worker summary %+v", sum.Session)
 	}
+	// A snapshot of the planner describes the worker (a metis extension),
+	// so a client rebuilds its card without the delegate.* events.
+	ps := streamtest.Attach(t, h.URL, sid)
+	ps.Subscribe("preset:chat", nil, true)
+	ps.Read(wait)
+	psnap := ps.Read(wait)
+	if psnap.Snap == nil || len(psnap.Snap.Workers) != 1 {
+		t.Fatalf("planner snapshot %s", psnap.Raw)
+	}
+	if sw := psnap.Snap.Workers[0]; sw.SessionID != wid || sw.Task != "/echo the worker was here" || sw.Status != "completed" ||
+		sw.Summary != "the worker was here" || sw.Model != "builtin:demo" {
+		t.Fatalf("snapshot worker %+v", sw)
+	}
 	// Direct attach to the worker: a snapshot and then its stream.
 	w := streamtest.Attach(t, h.URL, wid)
 	w.Subscribe("preset:chat", nil, true)
 	w.Read(wait)
 	snap := w.Read(wait)
-	if snap.Snap == nil || len(snap.Snap.Messages) != 2 {
+	if snap.Snap == nil || len(snap.Snap.Messages) != 2 || len(snap.Snap.Workers) != 0 {
 		t.Fatalf("worker snapshot %s", snap.Raw)
 	}
 	// Replay of the worker from its start.

@@ -490,3 +490,29 @@ func TestPgUpAtTheTopLoadsOlderMessages(t *testing.T) {
 		t.Fatalf("%d messages in the view, want 33", got)
 	}
 }
+
+// A snapshot that describes its workers gives the card its session id,
+// model and cost; a worker whose call is not among the snapshot's
+// messages gets no card of its own.
+func TestSnapshotWorkersFillTheCard(t *testing.T) {
+	h := newHarness(t)
+	v := client.NewView(nil)
+	v.ApplySnapshot(&protocol.Snapshot{
+		Session: []byte(`{"id":"` + testSession + `","active_model":"builtin:demo"}`),
+		Messages: []json.RawMessage{
+			json.RawMessage(`{"id":"m2","role":"assistant","turn_id":"t1","status":"complete","content":[{"type":"tool_use","id":"tu1","name":"delegate","input":{"task":"count the files"}}]}`),
+			json.RawMessage(`{"id":"m3","role":"tool","turn_id":"t1","status":"complete","content":[{"type":"tool_result","tool_use_id":"tu1","content":"there are 2"}]}`),
+		},
+		Workers: []protocol.SnapshotWorker{
+			{SessionID: "sess_old", Task: "an older task", Model: "builtin:demo", Status: "completed", Summary: "old"},
+			{SessionID: "sess_w1", Task: "count the files", Model: "builtin:demo", Status: "completed", Summary: "there are 2", CostUSD: 0.0021},
+		},
+		SnapshotAtEventID: "evt_00000000000000000000000009",
+	})
+	h.update(client.Update{Kind: client.Subscribed, View: v})
+	h.frame()
+	h.contains("⧉ worker sess_w1 : count the files — completed: there are 2")
+	h.lacks("sess_old", "an older task")
+	h.key(ctrlO)
+	h.contains("⧉ worker sess_w1 (builtin:demo)", "cost: $0.0021")
+}

@@ -58,9 +58,13 @@ func (m *Model) renderConversation() string {
 			parts = append(parts, s)
 		}
 	}
-	for _, id := range m.workerIDs() {
-		if !r.claimed[id] {
-			parts = append(parts, r.worker(m.view.Workers[id]))
+	// A worker whose delegate call is not on screen gets a card of its
+	// own at the end, if it was seen live: the snapshot's workers of
+	// calls older than its messages stay out of the way.
+	for _, id := range m.workerOrder {
+		if w := m.view.Workers[id]; w != nil && !r.claimed[id] {
+			r.claimed[id] = true
+			parts = append(parts, r.worker(w))
 		}
 	}
 	for _, e := range orphans {
