@@ -24,6 +24,7 @@ type Store interface {
 	Session(ctx context.Context, id string) (store.Session, error)
 	MessagesAsOf(ctx context.Context, sessionID, eventID string, limit int) ([]message.Message, bool, error)
 	Children(ctx context.Context, parentID string) ([]store.Session, error)
+	Delegations(ctx context.Context, sessionID, upToID string) ([]*event.Event, error)
 }
 
 // Config sets the hub's limits (contract §1 names them).

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/metis-agent/metis/internal/event"
-	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -19,8 +18,7 @@ func (h *Hub) workersAsOf(ctx context.Context, sessionID, seam string) ([]protoc
 	if seam == "" {
 		return nil, nil // nothing delivered yet ("" would read to the end)
 	}
-	evs, err := h.store.Events(ctx, store.EventQuery{SessionIDs: []string{sessionID}, UpToID: seam,
-		Types: []event.Type{event.DelegateStarted, event.DelegateCompleted, event.DelegateFailed}})
+	evs, err := h.store.Delegations(ctx, sessionID, seam)
 	if err != nil {
 		return nil, err
 	}

@@ -156,6 +156,24 @@ func (s *Store) Events(ctx context.Context, q EventQuery) ([]*event.Event, error
 	return evs, nil
 }
 
+const sqlDelegations = `SELECT seq, body FROM events INDEXED BY events_delegate
+WHERE session_id = ? AND id <= ? AND ` + delegateTerm + ` ORDER BY id`
+
+// Delegations returns a session's delegate.started, delegate.completed
+// and delegate.failed events up to upToID (inclusive), ascending by id.
+// A partial index holds only these events, so the cost does not grow
+// with the session's other events.
+func (s *Store) Delegations(ctx context.Context, sessionID, upToID string) ([]*event.Event, error) {
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	evs, err := s.queryEvents(ctx, sqlDelegations, sessionID, upToID)
+	if err != nil {
+		return nil, fmt.Errorf("store: delegations of %s: %w", sessionID, err)
+	}
+	return evs, nil
+}
+
 // CountEvents counts the stored events matching q, ignoring q.Limit,
 // without decoding any. Without a type filter it reads only the
 // (session, id) index, so it is cheap enough to decide whether a replay

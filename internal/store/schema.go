@@ -8,7 +8,7 @@ import (
 )
 
 // schemaVersion is the PRAGMA user_version this code writes and reads.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // schemaV1 creates every table and index. Times are unix nanoseconds
 // (0 for the zero time); JSON values are TEXT.
@@ -88,6 +88,16 @@ CREATE TABLE IF NOT EXISTS cursors (
 ) WITHOUT ROWID;
 `
 
+// schemaV2 indexes a session's delegate.* events, which snapshots fold
+// into their workers list: a partial index, so appends of every other
+// event pay nothing for it. Its WHERE term is repeated verbatim by
+// sqlDelegations (SQLite uses a partial index only then).
+const schemaV2 = `
+CREATE INDEX IF NOT EXISTS events_delegate ON events(session_id, id) WHERE ` + delegateTerm + `;
+`
+
+const delegateTerm = `type IN ('delegate.started', 'delegate.completed', 'delegate.failed')`
+
 // migrate brings the schema to schemaVersion. It is idempotent and
 // refuses a database written by a newer version.
 func migrate(ctx context.Context, db *sql.DB) error {
@@ -106,8 +116,13 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("schema: begin: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, schemaV1); err != nil {
-		return fmt.Errorf("schema: create v1: %w", err)
+	if v < 1 {
+		if _, err := tx.ExecContext(ctx, schemaV1); err != nil {
+			return fmt.Errorf("schema: create v1: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, schemaV2); err != nil {
+		return fmt.Errorf("schema: migrate to v2: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 		return fmt.Errorf("schema: set version: %w", err)
