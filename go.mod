@@ -2,6 +2,9 @@ module github.com/metis-agent/metis
 
 go 1.26.8
 
+// Node's packages (the dashboard's build and the Node test suites) are not Go.
+ignore ./node_modules
+
 require (
 	charm.land/bubbles/v2 v2.1.0
 	charm.land/bubbletea/v2 v2.0.10
