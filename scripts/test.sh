@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
-# The test command: vet, gofmt check, and the whole suite under the race
-# detector.
+# The test command: gofmt check, go vet, the whole Go suite under the race
+# detector, then the Node suites (scripts/test.d/*.sh, in name order: the
+# TypeScript client's conformance run, the dashboard in a real browser,
+# the ACP agent under the official TypeScript SDK). Run ./scripts/setup.sh
+# once first: it installs the Node packages and chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*'))
 if [ -n "$unformatted" ]; then
   echo "gofmt needed on:" $unformatted >&2
   exit 1
 fi
 go vet ./...
 go test -race -count=1 -timeout 20m ./...
+
+# The Node suites drive the real binary.
+mkdir -p bin
+go build -o bin/metis ./cmd/metis
+for suite in scripts/test.d/*.sh; do
+  [ -e "$suite" ] || continue
+  echo "== $suite"
+  bash "$suite"
+done
