@@ -57,12 +57,25 @@ type victim struct {
 
 // trim lets ring items go, in the order above, until every ring together
 // is within trimTarget of the cap. Only one trim runs at a time; a
-// publisher that finds one running leaves the work to it.
+// publisher that finds one running leaves the work to it, and the
+// running one checks again once it has let go of its lock, so nothing
+// added meanwhile stays over the cap.
 func (h *Hub) trim() {
-	if !h.trimMu.TryLock() {
-		return
+	for h.ringBytes.Load() > h.cfg.RingBytes {
+		if !h.trimMu.TryLock() {
+			return
+		}
+		n := h.trimLocked()
+		h.trimMu.Unlock()
+		if n == 0 {
+			return // nothing left to let go
+		}
 	}
-	defer h.trimMu.Unlock()
+}
+
+// trimLocked does one trim with trimMu held and returns how many items
+// it let go.
+func (h *Hub) trimLocked() int64 {
 	target := h.cfg.RingBytes / trimDen * trimNum
 	var n int64
 	for _, v := range h.victims() {
@@ -81,6 +94,7 @@ func (h *Hub) trim() {
 		h.m.RingEvictions.Add(float64(n))
 		h.m.RingBytes.Set(float64(h.ringBytes.Load()))
 	}
+	return n
 }
 
 // victims lists the sessions whose rings hold something, idle ones

@@ -95,7 +95,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.Metrics = metrics.New()
 	s.Hub = hub.New(st, s.Bus, hub.Config{ClientQueue: cfg.ClientQueue, ReplayLimit: cfg.ReplayLimit,
 		Retention: cfg.Retention, SnapshotMessages: cfg.SnapshotMessages, RingSize: cfg.StreamRing,
-		Logger: log, Metrics: s.Metrics.Stream,
+		RingBytes: int64(cfg.StreamRingBytes),
+		Logger:    log, Metrics: s.Metrics.Stream,
 		Counters: func(ctx context.Context, sid string, desc []string, asOf string) (int, float64, error) {
 			return cost.CountersAsOf(ctx, st, sid, desc, asOf)
 		},
