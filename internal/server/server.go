@@ -263,11 +263,11 @@ func (s *Server) pruneLoop(ctx context.Context) {
 	t := time.NewTicker(pruneInterval)
 	defer t.Stop()
 	for {
-		n, err := s.Store.Prune(ctx, time.Now().Add(-s.Config.Retention))
+		r, err := s.Store.Prune(ctx, time.Now().Add(-s.Config.Retention))
 		if err != nil && ctx.Err() == nil {
 			s.Log.Error("prune trace store", "err", err)
-		} else if n > 0 {
-			s.Log.Info("pruned trace store", "events", n, "retention", s.Config.Retention)
+		} else if r.Events > 0 || r.Sessions > 0 {
+			s.Log.Info("pruned trace store", "events", r.Events, "sessions", r.Sessions, "freed_bytes", r.FreedBytes, "retention", s.Config.Retention)
 		}
 		select {
 		case <-ctx.Done():
