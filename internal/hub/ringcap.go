@@ -87,6 +87,9 @@ func (h *Hub) trimLocked() int64 {
 			h.ringBytes.Add(-v.st.ring.popOldest())
 			n++
 		}
+		if v.st.ring.len() == 0 {
+			v.st.ring.items = nil // let an emptied ring's buffer go too
+		}
 		v.st.mu.Unlock()
 	}
 	h.ringEvictions.Add(n)

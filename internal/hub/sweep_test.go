@@ -63,8 +63,12 @@ func TestSweepRacesSubscribeAndPublish(t *testing.T) {
 	st := openStore(t)
 	future := time.Now().Add(time.Hour)
 	base := newEnv(t, st, hub.Config{RingSize: 1 << 10, ClientQueue: 1 << 20, Now: func() time.Time { return future }})
+	sessions, rounds := 6, 15
+	if hub.RaceEnabled {
+		sessions, rounds = 3, 5 // the race detector slows the store twentyfold
+	}
 	envs := []*env{base}
-	for range 5 {
+	for range sessions - 1 {
 		envs = append(envs, base.sibling())
 	}
 	for _, e := range envs {
@@ -92,7 +96,7 @@ func TestSweepRacesSubscribeAndPublish(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- sweepRound(e)
+			errs <- sweepRound(e, rounds)
 		}()
 	}
 	wg.Wait()
@@ -114,9 +118,9 @@ func TestSweepRacesSubscribeAndPublish(t *testing.T) {
 // streaming one unless it reports streaming_gap; live events to an
 // attached client, which must get each of them. It never calls t (it
 // runs on its own goroutine).
-func sweepRound(e *env) error {
+func sweepRound(e *env, rounds int) error {
 	full := matcher{preset: event.PresetFull}
-	for round := range 15 {
+	for round := range rounds {
 		all, err := e.allErr()
 		if err != nil {
 			return err

@@ -232,8 +232,8 @@ func (s *Server) closeCore(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Hub sweeping: the state (ring included) of a session with no client
-// and no event for hubIdle is dropped.
+// Hub sweeping: the state (ring included) of a session with no client,
+// no turn in flight and no event for hubIdle is dropped.
 const (
 	sweepInterval = time.Minute
 	hubIdle       = 10 * time.Minute
