@@ -22,6 +22,7 @@ type fixture struct {
 	t   *testing.T
 	s   *Store
 	ctx context.Context
+	pad int // bytes of text in each message (default 1,200)
 }
 
 func (f fixture) session(id, parent string, created time.Time) {
@@ -43,8 +44,12 @@ func (f fixture) turn(session, turn string, at time.Time, events int, inFlight b
 	if inFlight {
 		tu.Status, tu.EndedAt = TurnInFlight, time.Time{}
 	}
+	pad := f.pad
+	if pad == 0 {
+		pad = 1200
+	}
 	msg := message.Message{ID: "msg_" + turn, SessionID: session, TurnID: turn, Role: message.RoleUser,
-		Content: []message.Block{message.Text(strings.Repeat("words ", 200))}, Status: message.StatusComplete, CreatedAt: at}
+		Content: []message.Block{message.Text(strings.Repeat("w", pad))}, Status: message.StatusComplete, CreatedAt: at}
 	ops := []Op{PutTurn{Turn: tu}, PutMessage{Message: msg},
 		PutToolCall{Call: ToolCall{ID: "tc_" + turn, SessionID: session, TurnID: turn, Name: "read_file", Status: ToolCompleted, CreatedAt: at, UpdatedAt: at}}}
 	for i := range events {
@@ -168,24 +173,25 @@ func fileSize(t *testing.T, path string) int64 {
 	return fi.Size()
 }
 
-// TestPruneShrinksFile: after Prune removes most of a database, the
-// file itself is smaller, and stays correct.
+// TestPruneShrinksFile: after Prune removes most of a database (15 of
+// 16 sessions, with their events and large messages), the file itself
+// is smaller, and stays correct.
 func TestPruneShrinksFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "metis.db")
 	s := openTest(t, Options{Path: path})
-	f := fixture{t: t, s: s, ctx: ctx}
+	f := fixture{t: t, s: s, ctx: ctx, pad: 64 << 10}
 	now := time.Now()
 	old := now.Add(-72 * time.Hour)
-	for i := range 40 {
+	for i := range 16 {
 		id := fmt.Sprintf("sess_%03d", i)
 		at := old
 		if i == 0 {
 			at = now
 		}
 		f.session(id, "", old)
-		for k := range 5 {
-			f.turn(id, fmt.Sprintf("turn_%03d_%d", i, k), at, 40, false)
+		for k := range 4 {
+			f.turn(id, fmt.Sprintf("turn_%03d_%d", i, k), at, 10, false)
 		}
 	}
 	if _, err := s.Vacuum(ctx); err != nil { // fold the WAL in
@@ -198,13 +204,13 @@ func TestPruneShrinksFile(t *testing.T) {
 	}
 	after := fileSize(t, path)
 	t.Logf("file %d → %d bytes (%+v)", before, after, r)
-	if r.Sessions != 39 || r.FreedBytes <= 0 {
-		t.Fatalf("Prune = %+v, want 39 sessions and bytes freed", r)
+	if r.Sessions != 15 || r.FreedBytes <= 0 {
+		t.Fatalf("Prune = %+v, want 15 sessions and bytes freed", r)
 	}
 	if after > before/4 {
-		t.Fatalf("file %d bytes after pruning 39 of 40 sessions, was %d", after, before)
+		t.Fatalf("file %d bytes after pruning 15 of 16 sessions, was %d", after, before)
 	}
-	if _, tu, m, tc, e := f.rows("sess_000"); tu != 5 || m != 5 || tc != 5 || e != 200 {
+	if _, tu, m, tc, e := f.rows("sess_000"); tu != 4 || m != 4 || tc != 4 || e != 40 {
 		t.Fatalf("the live session lost rows: %d turns, %d messages, %d tool calls, %d events", tu, m, tc, e)
 	}
 	if err := s.IntegrityCheck(ctx); err != nil {
