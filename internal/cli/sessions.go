@@ -39,8 +39,8 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tMODEL\tTURNS\tCOST\tSTATE\tPARENT\tWORKSPACE")
-	// Rows are printed page by page, so a long listing starts at once;
-	// the columns are aligned within each page.
+	// The tab writer holds the rows until the last page, so the columns
+	// line up across pages.
 	err := c.EachSessionPage(ctx, *page, func(ss []client.Session) error {
 		for _, s := range ss {
 			state := "idle"
@@ -53,8 +53,9 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 			}
 			fmt.Fprintf(w, "%s\t%s\t%d\t$%.4f\t%s\t%s\t%s\n", s.ID, s.ActiveModel, s.TurnCount, s.CostSoFarUSD, state, parent, s.WorkspacePath)
 		}
-		return w.Flush()
+		return nil
 	})
+	_ = w.Flush()
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "metis sessions:", err)
 		return 1
