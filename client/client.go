@@ -141,15 +141,6 @@ func (c *Client) CreateSession(ctx context.Context, workspace, model string) (Se
 	return s, err
 }
 
-// Sessions lists every session.
-func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
-	var out struct {
-		Sessions []Session `json:"sessions"`
-	}
-	err := c.do(ctx, http.MethodGet, "/sessions", nil, &out)
-	return out.Sessions, err
-}
-
 // Attach fetches a session's summary and a single-use attach token.
 func (c *Client) Attach(ctx context.Context, sessionID string) (Attach, error) {
 	var a Attach

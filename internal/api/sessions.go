@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/metis-agent/metis/internal/session"
 )
@@ -31,16 +32,41 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s)
 }
 
+// Session page bounds of GET /sessions.
+const (
+	defaultSessionPage = 100
+	maxSessionPage     = 1000
+)
+
+// sessionList is the answer of GET /sessions: the contract's
+// {"sessions": [...]}, newest first, extended with the page's has_more
+// and, when it is true, the next cursor to pass as ?before=.
+type sessionList struct {
+	Sessions []session.Summary `json:"sessions"`
+	HasMore  bool              `json:"has_more"`
+	Next     string            `json:"next,omitempty"`
+}
+
 func (a *API) listSessions(w http.ResponseWriter, r *http.Request) {
-	ss, err := a.sessions.List(r.Context())
+	q := r.URL.Query()
+	limit := defaultSessionPage
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxSessionPage {
+			WriteError(w, http.StatusBadRequest, CodeInvalidRequest, "limit must be an integer from 1 to "+strconv.Itoa(maxSessionPage))
+			return
+		}
+		limit = n
+	}
+	p, err := a.sessions.ListPage(r.Context(), q.Get("before"), limit)
 	if err != nil {
 		a.writeErr(w, r, err)
 		return
 	}
-	if ss == nil {
-		ss = []session.Summary{}
+	if p.Sessions == nil {
+		p.Sessions = []session.Summary{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": ss})
+	writeJSON(w, http.StatusOK, sessionList{Sessions: p.Sessions, HasMore: p.Next != "", Next: p.Next})
 }
 
 func (a *API) getSession(w http.ResponseWriter, r *http.Request) {

@@ -84,7 +84,7 @@ func TestSessionShapes(t *testing.T) {
 		t.Fatalf("fresh server lists %d sessions", n)
 	}
 	r := get(t, h, "/sessions")
-	if strings.TrimSpace(string(r.body)) != `{"sessions":[]}` {
+	if strings.TrimSpace(string(r.body)) != `{"sessions":[],"has_more":false}` {
 		t.Errorf("empty list %s", r.body)
 	}
 
@@ -119,7 +119,7 @@ func TestSessionShapes(t *testing.T) {
 		t.Fatal("two sessions share an id")
 	}
 
-	// List: both, oldest first, same shape.
+	// List: both, newest first, same shape.
 	var list struct {
 		Sessions []map[string]any `json:"sessions"`
 	}
@@ -128,7 +128,7 @@ func TestSessionShapes(t *testing.T) {
 		t.Fatalf("list: %d", r.status)
 	}
 	r.decode(t, &list)
-	if len(list.Sessions) != 2 || list.Sessions[0]["id"] != id1 || list.Sessions[1]["id"] != id2 {
+	if len(list.Sessions) != 2 || list.Sessions[0]["id"] != id2 || list.Sessions[1]["id"] != id1 {
 		t.Fatalf("list %v", list.Sessions)
 	}
 	for _, s := range list.Sessions {

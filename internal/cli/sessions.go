@@ -9,19 +9,29 @@ import (
 	"github.com/metis-agent/metis/client"
 )
 
-// Sessions runs `metis sessions [--json]`: list the server's sessions.
+// Sessions runs `metis sessions [--json] [--page N]`: list the server's
+// sessions, newest first, walking the listing a page at a time.
 func Sessions(ctx context.Context, args []string, env Env) int {
 	fs, server := newFlags("sessions", env)
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := fs.Bool("json", false, "print JSON (one array of every session)")
+	page := fs.Int("page", 0, "sessions fetched per request (0: the server's default)")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return 2
 	}
-	ss, err := client.New(*server).Sessions(ctx)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "metis sessions:", err)
-		return 1
+	if *page < 0 {
+		fmt.Fprintln(env.Stderr, "metis sessions: --page must not be negative")
+		return 2
 	}
+	c := client.New(*server)
 	if *asJSON {
+		ss, err := c.Sessions(ctx)
+		if err != nil {
+			fmt.Fprintln(env.Stderr, "metis sessions:", err)
+			return 1
+		}
+		if ss == nil {
+			ss = []client.Session{}
+		}
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(ss)
@@ -29,17 +39,26 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tMODEL\tTURNS\tCOST\tSTATE\tPARENT\tWORKSPACE")
-	for _, s := range ss {
-		state := "idle"
-		if s.CurrentTurnStatus != nil {
-			state = *s.CurrentTurnStatus
+	// The tab writer holds the rows until the last page, so the columns
+	// line up across pages.
+	err := c.EachSessionPage(ctx, *page, func(ss []client.Session) error {
+		for _, s := range ss {
+			state := "idle"
+			if s.CurrentTurnStatus != nil {
+				state = *s.CurrentTurnStatus
+			}
+			parent := "-"
+			if s.ParentSessionID != nil {
+				parent = *s.ParentSessionID
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t$%.4f\t%s\t%s\t%s\n", s.ID, s.ActiveModel, s.TurnCount, s.CostSoFarUSD, state, parent, s.WorkspacePath)
 		}
-		parent := "-"
-		if s.ParentSessionID != nil {
-			parent = *s.ParentSessionID
-		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t$%.4f\t%s\t%s\t%s\n", s.ID, s.ActiveModel, s.TurnCount, s.CostSoFarUSD, state, parent, s.WorkspacePath)
-	}
+		return nil
+	})
 	_ = w.Flush()
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "metis sessions:", err)
+		return 1
+	}
 	return 0
 }

@@ -37,6 +37,7 @@ type Config struct {
 	TurnTimeout      time.Duration // 0: none
 	WriteTimeout     time.Duration // longest a frame write to a client may take
 	StreamRing       int           // streaming events kept per session for reconnects
+	StreamRingBytes  int           // bytes kept by every session's ring together (0: no cap)
 	DefaultModel     string        // "": builtin:demo unless a provider key (or a local OPENAI_BASE_URL) is set
 	DemoDelay        time.Duration // pause between builtin:demo deltas
 	LogLevel         string        // debug, info, warn, error
@@ -80,6 +81,7 @@ func Defaults() Config {
 		RoutingPoll:      time.Second,
 		MaxOutputTokens:  8192,
 		StreamRing:       4096,
+		StreamRingBytes:  64 << 20,
 		DemoDelay:        20 * time.Millisecond,
 		LogLevel:         "info",
 	}
@@ -151,6 +153,7 @@ var fields = []field{
 	intField("snapshot-messages", "messages in a snapshot", 0, func(c *Config) *int { return &c.SnapshotMessages }),
 	durField("write-timeout", "close a client whose frame write takes longer than this", func(c *Config) *time.Duration { return &c.WriteTimeout }),
 	intField("stream-ring", "streaming events kept per session so a reconnecting client gets its deltas back", 0, func(c *Config) *int { return &c.StreamRing }),
+	intField("stream-ring-bytes", "bytes the streaming rings of all sessions may hold together; over it, idle sessions' oldest events go first (0: no cap)", 0, func(c *Config) *int { return &c.StreamRingBytes }),
 	durField("routing-poll", "how often <home>/routing.yaml is checked for changes", func(c *Config) *time.Duration { return &c.RoutingPoll }),
 	durField("model-idle-timeout", "fail a model call whose stream sends nothing for this long", func(c *Config) *time.Duration { return &c.ModelIdleTimeout }),
 	intField("max-output-tokens", "max_tokens of each model call", 1, func(c *Config) *int { return &c.MaxOutputTokens }),

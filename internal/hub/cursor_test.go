@@ -1,12 +1,14 @@
 package hub_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
+	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/internal/store"
@@ -182,4 +184,61 @@ func TestReplayLimit(t *testing.T) {
 		}
 		drain(rt, other)
 	})
+}
+
+// TestWorkerEventsAfterARestart: after a restart, a worker may have
+// stored events newer than its planner's last one (here, events emitted
+// on the worker alone). A subscribe to the planner with its workers
+// takes its seam from the whole tree, so those events are replayed, and
+// a cursor at one of them is not taken for a cursor from the future.
+func TestWorkerEventsAfterARestart(t *testing.T) {
+	st := openStore(t)
+	old := newEnv(t, st, hub.Config{RingSize: 16})
+	planner := old.mustEmit(event.SessionCreated, event.ActorSession, "")
+	worker := event.NewID("sess_")
+	if err := st.Apply(old.ctx, store.CreateSession{Session: store.Session{ID: worker, ParentSessionID: old.sid, CreatedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	wem, err := old.b.Attach(old.ctx, worker, old.sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var workerEvents []*event.Event
+	for range 3 {
+		ev, err := wem.Emit(bus.Spec{Type: event.ToolCalled, Actor: event.ActorTool, Payload: map[string]string{"k": "v"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		workerEvents = append(workerEvents, ev)
+	}
+	old.barrier()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := old.b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	b := bus.New(st, bus.Options{Logger: quiet})
+	defer b.Close(ctx)
+	h := hub.New(st, b, hub.Config{RingSize: 16, Logger: quiet})
+	b.AddLive(h)
+	withWorkers := protocol.Filter{EventTypes: []string{"tool.called", "session.created"}, IncludeWorkerSessions: true}
+	att, serr := h.Subscribe(ctx, old.sid, &protocol.Subscribe{Filter: withWorkers, Since: &planner.ID})
+	if serr != nil {
+		t.Fatalf("subscribe: %+v", serr)
+	}
+	if err := att.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameEvents(t, "replay of the worker's events", att.Replay, workerEvents)
+	h.Unsubscribe(att.Client)
+	att, serr = h.Subscribe(ctx, old.sid, &protocol.Subscribe{Filter: withWorkers, Since: &workerEvents[0].ID})
+	if serr != nil {
+		t.Fatalf("cursor at a worker's stored event: %+v", serr)
+	}
+	if err := att.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameEvents(t, "replay from a worker's event", att.Replay, workerEvents[1:])
+	h.Unsubscribe(att.Client)
 }

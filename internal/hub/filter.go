@@ -34,6 +34,17 @@ func (f *filter) matchEvent(ev *event.Event) bool {
 	return f.types[ev.Type] && (f.actors == nil || f.actors[ev.Actor])
 }
 
+// wantsStreaming reports whether the filter asks for any streaming
+// type: only then can a replay miss something the client wanted.
+func (f *filter) wantsStreaming() bool {
+	for t := range f.types {
+		if event.FamilyOf(t) == event.Streaming {
+			return true
+		}
+	}
+	return false
+}
+
 // catalogTypes returns the filter's catalog-family types, for store
 // queries.
 func (f *filter) catalogTypes() []event.Type {

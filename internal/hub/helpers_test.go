@@ -137,9 +137,18 @@ func (e *env) barrier() {
 // streaming events the test emitted. Call it after a barrier.
 func (e *env) all() []*event.Event {
 	e.t.Helper()
+	out, err := e.allErr()
+	if err != nil {
+		e.t.Fatalf("%v", err)
+	}
+	return out
+}
+
+// allErr is all for goroutines: it reports instead of failing.
+func (e *env) allErr() ([]*event.Event, error) {
 	stored, err := e.st.Events(e.ctx, store.EventQuery{SessionIDs: []string{e.sid}})
 	if err != nil {
-		e.t.Fatalf("store events: %v", err)
+		return nil, fmt.Errorf("store events: %w", err)
 	}
 	e.mu.Lock()
 	out := append(stored, e.streaming...)
@@ -147,10 +156,10 @@ func (e *env) all() []*event.Event {
 	slices.SortFunc(out, func(a, b *event.Event) int { return strings.Compare(a.ID, b.ID) })
 	for i := 1; i < len(out); i++ {
 		if out[i].ID == out[i-1].ID {
-			e.t.Fatalf("event %s twice in the ground truth", out[i].ID)
+			return nil, fmt.Errorf("event %s twice in the ground truth", out[i].ID)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (e *env) subscribe(sub protocol.Subscribe) *hub.Attachment {

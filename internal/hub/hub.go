@@ -34,9 +34,14 @@ type Config struct {
 	Retention        time.Duration // cursors older than this are expired (default 168h)
 	SnapshotMessages int           // messages in a snapshot (0: none)
 	RingSize         int           // streaming events kept per session (0: none)
-	Logger           *slog.Logger
-	Metrics          *metrics.Stream // nil: none
-	Now              func() time.Time
+	// RingBytes caps the streaming rings of all sessions together, in
+	// bytes (frames plus a fixed per-event overhead); 0: no global cap.
+	// Over it, the oldest events of idle sessions' rings go first (see
+	// trim).
+	RingBytes int64
+	Logger    *slog.Logger
+	Metrics   *metrics.Stream // nil: none
+	Now       func() time.Time
 	// Counters, if set, returns a session's turn_count and
 	// cost_so_far_usd exactly as of an event id, for snapshots; without
 	// it the snapshot reports the session row as read.
@@ -58,6 +63,10 @@ type Hub struct {
 	// tree and attaching their client; Sweep keeps every tree meanwhile.
 	subscribing atomic.Int64
 
+	ringBytes     atomic.Int64 // the cost of every ring's held items
+	ringEvictions atomic.Int64 // items let go to honour RingBytes
+	trimMu        sync.Mutex   // one trim at a time
+
 	mu       sync.RWMutex
 	sessions map[string]*sessionState
 	parents  map[string]string   // worker session → its planner
@@ -74,6 +83,11 @@ type sessionState struct {
 	heldFrom    string
 	currentTurn string    // as of the last delivered event
 	lastActive  time.Time // emission time of the last event, for Sweep
+	// swept is set, under mu, when Sweep removes the state from the hub:
+	// whoever locks it afterwards must look the session up again
+	// (lockState), or its client or event would land in a state nobody
+	// reads.
+	swept bool
 }
 
 // New returns a hub reading from st and emitting meta-events through b.
@@ -90,6 +104,7 @@ func New(st Store, b *bus.Bus, cfg Config) *Hub {
 	}
 	cfg.SnapshotMessages = max(cfg.SnapshotMessages, 0)
 	cfg.RingSize = max(cfg.RingSize, 0)
+	cfg.RingBytes = max(cfg.RingBytes, 0)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -117,6 +132,21 @@ func (h *Hub) state(sessionID, heldFrom string) *sessionState {
 	return st
 }
 
+// lockState returns the session's state, created with heldFrom if new,
+// with its mu held. It never returns a state Sweep has removed: a
+// state created by this very call may be swept before it is locked
+// (it has no client and no event yet), and is then looked up again.
+func (h *Hub) lockState(sessionID, heldFrom string) *sessionState {
+	for {
+		st := h.state(sessionID, heldFrom)
+		st.mu.Lock()
+		if !st.swept {
+			return st
+		}
+		st.mu.Unlock()
+	}
+}
+
 // Publish implements bus.LiveSink. It is called under the session's
 // outbox lock, once per event, in id order: it frames the event once,
 // keeps streaming events in the ring, and offers the item to every
@@ -126,7 +156,6 @@ func (h *Hub) Publish(ev *event.Event) {
 	if ev.Type == event.SessionCreated {
 		h.learnParent(ev)
 	}
-	st := h.state(ev.SessionID, ev.ID)
 	// Frame the event only if someone needs the bytes: the ring, or a
 	// client of this session or of a planner above it.
 	var it *Item
@@ -136,14 +165,15 @@ func (h *Hub) Publish(ev *event.Event) {
 		}
 		return it
 	}
-	st.mu.Lock()
+	st := h.lockState(ev.SessionID, ev.ID)
 	st.lastActive = ev.TS
-	if streaming {
-		if h.cfg.RingSize > 0 {
-			st.ring.push(frame(), h.cfg.RingSize)
-		} else {
-			st.ring.evicted = ev.ID // kept nowhere: a gap for any cursor before it
-		}
+	var grown int64
+	switch {
+	case streaming && h.cfg.RingSize > 0:
+		grown = st.ring.push(frame(), h.cfg.RingSize)
+	case streaming:
+		// Kept nowhere: a gap for any cursor before it.
+		st.ring.forget(ev.Type, ev.Actor, ev.ID)
 	}
 	switch ev.Type {
 	case event.TurnStarted:
@@ -155,6 +185,9 @@ func (h *Hub) Publish(ev *event.Event) {
 	}
 	clients := st.clients
 	st.mu.Unlock()
+	if grown != 0 {
+		h.ringGrew(grown)
+	}
 	h.offer(clients, false, ev, frame)
 	// Planners above a worker see its events if they asked for workers
 	// (spec §7.2). The whole delegation tree shares one outbox, so this
@@ -190,10 +223,12 @@ func (h *Hub) offer(clients []*Client, workersOnly bool, ev *event.Event, frame 
 }
 
 // Sweep forgets the state (ring included) of sessions that have no
-// client attached and saw no event for idle, and the delegation links of
-// trees left with no state at all. A forgotten session is
-// rebuilt on demand; a cursor into its forgotten ring is reported as a
-// streaming gap, as after a restart.
+// client attached, no turn in flight and saw no event for idle, and the
+// delegation links of trees left with no state at all. A forgotten
+// session is rebuilt on demand; a cursor into its forgotten ring is
+// reported as a streaming gap, as after a restart. A session whose turn
+// is in flight is kept however quiet the turn is (a long tool call): its
+// state is what snapshots read the current turn from.
 func (h *Hub) Sweep(idle time.Duration) int {
 	cutoff := h.cfg.Now().Add(-idle)
 	h.mu.Lock()
@@ -201,14 +236,18 @@ func (h *Hub) Sweep(idle time.Duration) int {
 	n := 0
 	for id, st := range h.sessions {
 		st.mu.Lock()
-		drop := len(st.clients) == 0 && st.lastActive.Before(cutoff)
-		st.mu.Unlock()
-		if drop {
+		if len(st.clients) == 0 && st.currentTurn == "" && st.lastActive.Before(cutoff) {
+			st.swept = true
+			h.ringBytes.Add(-st.ring.bytes)
 			delete(h.sessions, id)
 			n++
 		}
+		st.mu.Unlock()
 	}
 	h.pruneTreesLocked()
+	if h.m != nil {
+		h.m.RingBytes.Set(float64(h.ringBytes.Load()))
+	}
 	return n
 }
 

@@ -1,34 +1,102 @@
 package hub
 
+import "github.com/metis-agent/metis/internal/event"
+
 // ring holds the most recent streaming events of one session, oldest
 // first, so a client that drops mid-message gets its deltas back on
-// reconnect. It is never persisted. It grows to size items, then each
-// push overwrites the oldest; evicted is the id of the newest item pushed
-// out, so a cursor older than it has lost deltas.
+// reconnect. It is never persisted. It holds at most size items (the
+// per-session bound, --stream-ring); the hub may also take its oldest
+// items away to keep every ring together under the global byte cap
+// (--stream-ring-bytes).
+//
+// Whatever leaves the ring is remembered per (type, actor) as the id of
+// the newest such event let go, so a replay can tell whether events the
+// client's filter asks for are missing after its cursor.
 type ring struct {
-	buf     []*Item
-	head    int // index of the oldest item once the ring is full
-	evicted string
+	items   []*Item // items[start:] are held, oldest first
+	start   int
+	bytes   int64             // the cost of the held items
+	evicted map[gapKey]string // newest id let go, per type and actor
 }
 
-func (r *ring) push(it *Item, size int) {
-	switch {
-	case size <= 0:
-		r.evicted = it.ID
-	case len(r.buf) < size:
-		r.buf = append(r.buf, it)
-	default:
-		r.evicted = r.buf[r.head].ID
-		r.buf[r.head] = it
-		r.head = (r.head + 1) % len(r.buf)
+// gapKey is the kind of a streaming event, as filters see it.
+type gapKey struct {
+	typ   event.Type
+	actor string
+}
+
+// itemOverhead approximates what an Item costs besides its frame (the
+// struct, its strings and the ring's pointer), so that the cap also
+// bounds rings of many small events.
+const itemOverhead = 160
+
+// cost is what one held item counts against the byte cap.
+func cost(it *Item) int64 { return int64(len(it.Frame)) + itemOverhead }
+
+func (r *ring) len() int { return len(r.items) - r.start }
+
+// push keeps it, then lets the oldest items go while more than size are
+// held (size > 0). It returns the change in r.bytes.
+func (r *ring) push(it *Item, size int) int64 {
+	r.items = append(r.items, it)
+	delta := cost(it)
+	r.bytes += delta
+	for r.len() > size {
+		delta -= r.popOldest()
 	}
+	return delta
+}
+
+// popOldest lets the oldest held item go and returns its cost; 0 when
+// the ring is empty.
+func (r *ring) popOldest() int64 {
+	if r.len() == 0 {
+		return 0
+	}
+	it := r.items[r.start]
+	r.items[r.start] = nil
+	r.start++
+	switch {
+	case r.start == len(r.items):
+		r.items, r.start = r.items[:0], 0
+	case r.start >= 64 && r.start*2 >= len(r.items):
+		// Slide the held items down so the slice does not creep.
+		n := copy(r.items, r.items[r.start:])
+		clear(r.items[n:])
+		r.items, r.start = r.items[:n], 0
+	}
+	r.forget(it.Type, it.Actor, it.ID)
+	c := cost(it)
+	r.bytes -= c
+	return c
+}
+
+// forget records that the event id of this type and actor is no longer
+// (or never was) held.
+func (r *ring) forget(typ event.Type, actor, id string) {
+	if r.evicted == nil {
+		r.evicted = map[gapKey]string{}
+	}
+	k := gapKey{typ, actor}
+	r.evicted[k] = max(r.evicted[k], id)
+}
+
+// lost returns the newest id let go among the events f matches ("" if
+// none).
+func (r *ring) lost(f *filter) string {
+	newest := ""
+	for k, id := range r.evicted {
+		if f.types[k.typ] && (f.actors == nil || f.actors[k.actor]) {
+			newest = max(newest, id)
+		}
+	}
+	return newest
 }
 
 // after returns the items with since < id <= upTo that match f, in order.
 func (r *ring) after(since, upTo string, f *filter) []*Item {
 	var out []*Item
-	for i := range r.buf {
-		it := r.buf[(r.head+i)%len(r.buf)]
+	for _, it := range r.items[r.start:] {
 		if it.ID > since && it.ID <= upTo && f.match(it) {
 			out = append(out, it)
 		}

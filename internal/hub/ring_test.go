@@ -19,8 +19,8 @@ import (
 // replay from any cursor carries every matching catalog event after it
 // and exactly the matching streaming events still held by the ring, in
 // id order; the ack's streaming_gap is true exactly when a streaming
-// event after the cursor (of any type: the ring is not per filter) was
-// evicted.
+// event after the cursor that the filter matches was evicted: a filter
+// that asked for none of the evicted events has nothing missing.
 func TestTinyRingStreamingGap(t *testing.T) {
 	st := openStore(t)
 	rapid.Check(t, func(rt *rapid.T) {
@@ -32,16 +32,14 @@ func TestTinyRingStreamingGap(t *testing.T) {
 			cursors = append(cursors, e.mustEmit(em.typ, em.actor, "t").ID)
 		}
 		e.barrier()
-		var streaming []string
+		var streaming []*event.Event
 		e.mu.Lock()
-		for _, ev := range e.streaming {
-			streaming = append(streaming, ev.ID)
-		}
+		streaming = append(streaming, e.streaming...)
 		e.mu.Unlock()
 		evicted := streaming[:max(0, len(streaming)-size)]
 		held := map[string]bool{}
-		for _, id := range streaming[len(evicted):] {
-			held[id] = true
+		for _, ev := range streaming[len(evicted):] {
+			held[ev.ID] = true
 		}
 
 		for k := range rapid.IntRange(1, 3).Draw(rt, "subscribes") {
@@ -58,7 +56,7 @@ func TestTinyRingStreamingGap(t *testing.T) {
 				}
 			}
 			sameEvents(rt, fmt.Sprintf("replay %d from %s", k, since), att.Replay, want)
-			gap := len(evicted) > 0 && evicted[len(evicted)-1] > since
+			gap := len(expect(evicted, m, since, "")) > 0
 			if att.Ack.StreamingGap != gap {
 				rt.Fatalf("subscribe %d from %s: streaming_gap %v, want %v (ring %d, %d of %d streaming events evicted)",
 					k, since, att.Ack.StreamingGap, gap, size, len(evicted), len(streaming))
@@ -105,6 +103,22 @@ func TestStreamingGapAfterRestart(t *testing.T) {
 			if att.Ack.StreamingGap != withCall {
 				t.Fatalf("streaming_gap %v after a restart, want %v", att.Ack.StreamingGap, withCall)
 			}
+			catalogOnly, serr := h.Subscribe(ctx, old.sid, &protocol.Subscribe{Preset: event.PresetChat, Since: &cursor.ID})
+			if serr != nil {
+				t.Fatalf("subscribe: %+v", serr)
+			}
+			if catalogOnly.Ack.StreamingGap != withCall {
+				t.Fatalf("preset:chat: streaming_gap %v after a restart, want %v", catalogOnly.Ack.StreamingGap, withCall)
+			}
+			h.Unsubscribe(catalogOnly.Client)
+			catalogOnly, serr = h.Subscribe(ctx, old.sid, &protocol.Subscribe{Filter: protocol.Filter{EventTypes: []string{"tool.called"}}, Since: &cursor.ID})
+			if serr != nil {
+				t.Fatalf("subscribe: %+v", serr)
+			}
+			if catalogOnly.Ack.StreamingGap {
+				t.Fatal("streaming_gap after a restart for a filter with no streaming type")
+			}
+			h.Unsubscribe(catalogOnly.Client)
 			old.b, old.h = b, h
 			var want []*event.Event
 			for _, ev := range expect(old.all(), matcher{preset: event.PresetFull}, cursor.ID, att.Seam) {
@@ -183,6 +197,14 @@ func TestCursorFromBeforeARestart(t *testing.T) {
 	if !att.Ack.StreamingGap || att.Ack.ReplayEventCount != 0 {
 		t.Fatalf("ack %+v: want a streaming gap and no replay", att.Ack)
 	}
+	// A client that asked for no streaming type missed nothing.
+	att, serr = h.Subscribe(ctx, old.sid, &protocol.Subscribe{Filter: protocol.Filter{EventTypes: []string{"turn.completed", "llm.call_completed"}}, Since: &delta.ID})
+	if serr != nil {
+		t.Fatalf("subscribe: %+v", serr)
+	}
+	if att.Ack.StreamingGap {
+		t.Fatalf("ack %+v: streaming_gap for a filter with no streaming type", att.Ack)
+	}
 }
 
 // TestSweepDropsIdleSessions: a session with no client and no event for
@@ -199,6 +221,7 @@ func TestSweepDropsIdleSessions(t *testing.T) {
 	cursor := e.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
 	e.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
 	e.mustEmit(event.LLMCallCompleted, event.ActorAgent, "turn_1")
+	e.mustEmit(event.TurnCompleted, event.ActorAgent, "turn_1")
 	e.barrier()
 
 	if n := e.h.Sweep(time.Hour); n != 0 {

@@ -253,9 +253,12 @@ func TestFilterReplayEqualsLive(t *testing.T) {
 	})
 }
 
-// TestFutureCursor: a cursor newer than anything delivered (a client
-// that saw a streaming event of a previous process, or a made-up id)
-// must never get an event at or before its cursor.
+// TestFutureCursor: a cursor after everything the session (its tree)
+// delivered or stored is refused with invalid_cursor, whatever its
+// time, unless the stored history ends inside a model call: then it may
+// be a delta of an earlier process whose clock ran ahead, and it is
+// accepted with streaming_gap (for a filter with streaming types), and
+// no event at or before it is ever queued.
 func TestFutureCursor(t *testing.T) {
 	st := openStore(t)
 	e := newEnv(t, st, hub.Config{RingSize: 16})
@@ -268,8 +271,35 @@ func TestFutureCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	future, _ := seq.Next()
-	sub := protocol.Subscribe{Preset: event.PresetFull, Since: &future}
-	att := e.subscribe(sub)
+	e.refused(protocol.Subscribe{Preset: event.PresetFull, Since: &future}, protocol.CodeInvalidCursor)
+	// A cursor from a clock far behind, but still after the last id.
+	last := e.em.LastDelivered()
+	behind, err := event.NewSequencer(last, func() time.Time { return time.Unix(0, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _ := behind.Next() // the next id within the last one's millisecond
+	e.refused(protocol.Subscribe{Preset: event.PresetFull, Since: &next}, protocol.CodeInvalidCursor)
+	// The last id itself is fine: nothing to replay, no gap.
+	att := e.subscribe(protocol.Subscribe{Preset: event.PresetFull, Since: &last})
+	if att.Ack.StreamingGap || len(att.Replay) != 0 {
+		t.Fatalf("cursor at the seam: ack %+v", att.Ack)
+	}
+	e.h.Unsubscribe(att.Client)
+
+	// Inside a model call, the same cursor is accepted.
+	e.mustEmit(event.TurnStarted, event.ActorSession, "t")
+	e.mustEmit(event.LLMCallStarted, event.ActorAgent, "t")
+	e.barrier()
+	future, _ = seq.Next()
+	att = e.subscribe(protocol.Subscribe{Preset: event.PresetFull, Since: &future})
+	if !att.Ack.StreamingGap {
+		t.Fatalf("ack %+v: want streaming_gap", att.Ack)
+	}
+	catalogOnly := e.subscribe(protocol.Subscribe{Filter: protocol.Filter{EventTypes: []string{"turn.completed"}}, Since: &future})
+	if catalogOnly.Ack.StreamingGap {
+		t.Fatalf("ack %+v: streaming_gap for a filter with no streaming type", catalogOnly.Ack)
+	}
 	for range 10 {
 		e.mustEmit(event.TextDelta, event.ActorModel, "t")
 	}

@@ -153,9 +153,17 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	}()
 	if filter.workers {
 		// Workers created before this process: learn the tree from the
-		// store, so live fan-out and replay cover them.
-		if _, err := h.loadDescendants(ctx, sessionID); err != nil {
+		// store, so live fan-out and replay cover them, and join their
+		// emitters to the tree's outbox, so the seam covers what they
+		// stored after the planner's last event.
+		desc, err := h.loadDescendants(ctx, sessionID)
+		if err != nil {
 			return nil, h.internal(err)
+		}
+		for _, d := range desc {
+			if _, err := h.bus.Emitter(ctx, d); err != nil {
+				return nil, h.internal(err)
+			}
 		}
 	}
 
@@ -169,7 +177,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	var ringItems []*Item
 	var currentTurn string
 	var tree []string // the session, and its workers if the client wants them
-	var evicted, heldFrom string
+	var lost, heldFrom string
 	// The seam: register and read the last delivered id with delivery held
 	// (for the whole delegation tree: planner and workers share the lock).
 	em.WithDelivered(func(last string) {
@@ -180,8 +188,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		}
 		heldFrom = last + "\x00"
 		for i, id := range tree {
-			st := h.state(id, last+"\x00")
-			st.mu.Lock()
+			st := h.lockState(id, last+"\x00")
 			if i == 0 {
 				st.clients = append(st.clients[:len(st.clients):len(st.clients)], c)
 				currentTurn = st.currentTurn
@@ -189,7 +196,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 			if since != "" {
 				ringItems = append(ringItems, st.ring.after(since, last, &c.filter)...)
 			}
-			evicted, heldFrom = max(evicted, st.ring.evicted), min(heldFrom, st.heldFrom)
+			lost, heldFrom = max(lost, st.ring.lost(&c.filter)), min(heldFrom, st.heldFrom)
 			st.mu.Unlock()
 		}
 	})
@@ -199,14 +206,15 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	slices.SortFunc(ringItems, func(x, y *Item) int { return strings.Compare(x.ID, y.ID) })
 	a.Ack.SeamEventID = a.Seam
 
-	if sub.Snapshot {
+	switch {
+	case sub.Snapshot:
 		snap, err := h.snapshot(ctx, sess, a.Seam, currentTurn)
 		if err != nil {
 			h.detach(c)
 			return nil, h.internal(err)
 		}
 		a.Snapshot = snap
-	} else if since != "" && since < a.Seam {
+	case since != "" && since < a.Seam:
 		plan, n, serr := h.planReplay(ctx, c, tree, since, a.Seam, ringItems)
 		if serr != nil {
 			h.detach(c)
@@ -214,17 +222,31 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		}
 		a.plan = plan
 		a.Ack.ReplayEventCount = n
-		gap, err := h.streamingGap(ctx, tree, since, a.Seam, evicted, heldFrom)
+		gap, err := h.streamingGap(ctx, &c.filter, tree, since, a.Seam, lost, heldFrom)
 		if err != nil {
 			h.detach(c)
 			return nil, h.internal(err)
 		}
 		a.Ack.StreamingGap = gap
-	} else if since > a.Seam {
-		// The client holds an id this process never delivered: a
-		// streaming event from before a restart. Whatever streamed after
-		// it then is gone (message.complete included).
-		a.Ack.StreamingGap = true
+	case since > a.Seam:
+		// Every id this tree delivered is at or before the seam, so the
+		// cursor is either from the future (made up, or another
+		// server's) or a streaming event of an earlier process that was
+		// never stored: possible only while a model call was open when
+		// that process stopped, and its clock ran ahead of this one's.
+		open, err := h.openModelCall(ctx, tree, a.Seam)
+		if err != nil {
+			h.detach(c)
+			return nil, h.internal(err)
+		}
+		if !open {
+			h.detach(c)
+			return nil, h.refuse(protocol.CodeInvalidCursor,
+				"since is after the last event of the session ("+a.Seam+"); subscribe again with snapshot: true", "")
+		}
+		// Whatever streamed after it then is gone (message.complete
+		// included).
+		a.Ack.StreamingGap = c.filter.wantsStreaming()
 	}
 	if h.m != nil {
 		h.m.ReplayEvents.Observe(float64(a.Ack.ReplayEventCount))
@@ -268,11 +290,16 @@ func (h *Hub) planReplay(ctx context.Context, c *Client, sessions []string, sinc
 	return p, n, nil
 }
 
-// streamingGap reports whether streaming events after since may be
-// missing from the replay: evicted from the ring, or emitted before this
-// process held the session (a restart) while a model call was running.
-func (h *Hub) streamingGap(ctx context.Context, sessions []string, since, seam, evicted, heldFrom string) (bool, error) {
-	if since < evicted {
+// streamingGap reports whether streaming events the filter asks for,
+// after since, may be missing from the replay: let go from a ring (lost
+// is the newest such id), or emitted before this process held the
+// session (a restart) while a model call was running. A filter with no
+// streaming type never has a gap.
+func (h *Hub) streamingGap(ctx context.Context, f *filter, sessions []string, since, seam, lost, heldFrom string) (bool, error) {
+	if !f.wantsStreaming() {
+		return false, nil
+	}
+	if since < lost {
 		return true, nil
 	}
 	if since >= heldFrom {
@@ -284,6 +311,19 @@ func (h *Hub) streamingGap(ctx context.Context, sessions []string, since, seam, 
 	n, err := h.store.CountEvents(ctx, store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: upTo,
 		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}})
 	return n > 0, err
+}
+
+// openModelCall reports whether the tree's stored history, up to seam,
+// ends inside a model call: its last llm.call_* event is a start.
+func (h *Hub) openModelCall(ctx context.Context, sessions []string, seam string) (bool, error) {
+	var last event.Type
+	err := h.store.ScanEvents(ctx, store.EventQuery{SessionIDs: sessions, UpToID: seam,
+		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}},
+		func(r store.EventRow) error {
+			last = r.Type
+			return nil
+		})
+	return last == event.LLMCallStarted, err
 }
 
 // snapshot builds the snapshot frame as of seam (spec §3.4).

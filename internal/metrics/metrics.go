@@ -24,6 +24,8 @@ type Stream struct {
 	QueueDepth    prometheus.Histogram
 	DeltaLatency  prometheus.Histogram
 	SubscribeErrs *prometheus.CounterVec // by subscribe_error code
+	RingBytes     prometheus.Gauge       // bytes held by every session's streaming ring
+	RingEvictions prometheus.Counter     // ring events let go to honour the global cap
 }
 
 // Registry is the server's metric registry.
@@ -56,7 +58,12 @@ func New() *Registry {
 		SubscribeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metis_stream_subscribe_errors_total",
 			Help: "Subscribes refused, by code."}, []string{"code"}),
 	}
-	reg.MustRegister(s.Clients, s.EventsSent, s.SlowCloses, s.Closes, s.ReplayEvents, s.QueueDepth, s.DeltaLatency, s.SubscribeErrs)
+	s.RingBytes = prometheus.NewGauge(prometheus.GaugeOpts{Name: "metis_stream_ring_bytes",
+		Help: "Bytes held by the streaming rings of every session (frames plus a fixed per-event overhead)."})
+	s.RingEvictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "metis_stream_ring_evictions_total",
+		Help: "Streaming events taken out of session rings to keep them under --stream-ring-bytes."})
+	reg.MustRegister(s.Clients, s.EventsSent, s.SlowCloses, s.Closes, s.ReplayEvents, s.QueueDepth, s.DeltaLatency, s.SubscribeErrs,
+		s.RingBytes, s.RingEvictions)
 	return &Registry{reg: reg, Stream: s}
 }
 

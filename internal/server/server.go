@@ -95,7 +95,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.Metrics = metrics.New()
 	s.Hub = hub.New(st, s.Bus, hub.Config{ClientQueue: cfg.ClientQueue, ReplayLimit: cfg.ReplayLimit,
 		Retention: cfg.Retention, SnapshotMessages: cfg.SnapshotMessages, RingSize: cfg.StreamRing,
-		Logger: log, Metrics: s.Metrics.Stream,
+		RingBytes: int64(cfg.StreamRingBytes),
+		Logger:    log, Metrics: s.Metrics.Stream,
 		Counters: func(ctx context.Context, sid string, desc []string, asOf string) (int, float64, error) {
 			return cost.CountersAsOf(ctx, st, sid, desc, asOf)
 		},
@@ -231,8 +232,8 @@ func (s *Server) closeCore(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Hub sweeping: the state (ring included) of a session with no client
-// and no event for hubIdle is dropped.
+// Hub sweeping: the state (ring included) of a session with no client,
+// no turn in flight and no event for hubIdle is dropped.
 const (
 	sweepInterval = time.Minute
 	hubIdle       = 10 * time.Minute
@@ -262,11 +263,11 @@ func (s *Server) pruneLoop(ctx context.Context) {
 	t := time.NewTicker(pruneInterval)
 	defer t.Stop()
 	for {
-		n, err := s.Store.Prune(ctx, time.Now().Add(-s.Config.Retention))
+		r, err := s.Store.Prune(ctx, time.Now().Add(-s.Config.Retention))
 		if err != nil && ctx.Err() == nil {
 			s.Log.Error("prune trace store", "err", err)
-		} else if n > 0 {
-			s.Log.Info("pruned trace store", "events", n, "retention", s.Config.Retention)
+		} else if r.Events > 0 || r.Sessions > 0 {
+			s.Log.Info("pruned trace store", "events", r.Events, "sessions", r.Sessions, "freed_bytes", r.FreedBytes, "retention", s.Config.Retention)
 		}
 		select {
 		case <-ctx.Done():

@@ -106,6 +106,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if _, err := wdb.ExecContext(ctx, retentionIndexes); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("store: open %s: retention indexes: %w", path, err)
+	}
+	if err := incrementalVacuum(ctx, wdb, opts.Logger); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
 	stmts, err := prepareWriter(ctx, wdb)
 	if err != nil {
 		wdb.Close()
@@ -138,6 +146,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 var (
 	writerParams = []string{
 		fmt.Sprintf("_pragma=busy_timeout(%d)", busyTimeoutMS),
+		// Before any table exists (a new database) this makes freed pages
+		// returnable by PRAGMA incremental_vacuum; an older database is
+		// converted once by incrementalVacuum.
+		"_pragma=auto_vacuum(INCREMENTAL)",
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous(NORMAL)",
 		"_pragma=foreign_keys(OFF)",
@@ -154,6 +166,39 @@ var (
 		"_query_only=1",
 	}
 )
+
+// autoVacuumIncremental is PRAGMA auto_vacuum's value for INCREMENTAL.
+const autoVacuumIncremental = 2
+
+// incrementalVacuum makes sure the database runs with auto_vacuum =
+// INCREMENTAL, so that Prune can give freed pages back to the file
+// system. A new database has it from its first connection
+// (writerParams); one created before this setting existed is converted
+// once, by a full VACUUM, which rewrites the file and needs as much free
+// disk space as the database holds.
+func incrementalVacuum(ctx context.Context, db *sql.DB, log *slog.Logger) error {
+	var mode int
+	if err := db.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+		return fmt.Errorf("auto_vacuum: %w", err)
+	}
+	if mode == autoVacuumIncremental {
+		return nil
+	}
+	log.Info("store: converting the database to incremental vacuum; this runs once and rewrites the file")
+	if _, err := db.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+		return fmt.Errorf("auto_vacuum: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, "VACUUM"); err != nil {
+		return fmt.Errorf("auto_vacuum: vacuum: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+		return fmt.Errorf("auto_vacuum: %w", err)
+	}
+	if mode != autoVacuumIncremental {
+		return fmt.Errorf("auto_vacuum: still %d after VACUUM", mode)
+	}
+	return nil
+}
 
 // openDB opens a pool of at most conns connections to path and checks
 // that one can be established.

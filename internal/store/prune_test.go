@@ -40,12 +40,12 @@ func TestPrune(t *testing.T) {
 	}
 
 	before := s.Stats().Commits
-	n, err := s.Prune(ctx, now.Add(-24*time.Hour))
+	r, err := s.Prune(ctx, now.Add(-24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != int64(len(old)) {
-		t.Fatalf("Prune deleted %d, want %d", n, len(old))
+	if r.Events != int64(len(old)) || r.Sessions != 0 {
+		t.Fatalf("Prune deleted %d events and %d sessions, want %d and 0", r.Events, r.Sessions, len(old))
 	}
 	if c := s.Stats().Commits - before; c < 3 {
 		t.Errorf("Prune took %d transactions, want chunks", c)
@@ -63,9 +63,9 @@ func TestPrune(t *testing.T) {
 	if _, err := s.Session(ctx, "sess_a"); err != nil {
 		t.Fatalf("Prune touched sessions: %v", err)
 	}
-	n, err = s.Prune(ctx, now.Add(-24*time.Hour))
-	if err != nil || n != 0 {
-		t.Fatalf("second Prune = %d, %v", n, err)
+	r, err = s.Prune(ctx, now.Add(-24*time.Hour))
+	if err != nil || r != (PruneResult{}) {
+		t.Fatalf("second Prune = %+v, %v", r, err)
 	}
 	if err := s.IntegrityCheck(ctx); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 const (
@@ -79,6 +81,82 @@ func (s *Store) Sessions(ctx context.Context) ([]Session, error) {
 		return nil, fmt.Errorf("store: sessions: %w", err)
 	}
 	return ss, nil
+}
+
+// ErrBadCursor is wrapped by SessionsPage for a cursor it did not issue.
+var ErrBadCursor = errors.New("not a session page cursor")
+
+// maxCursorID bounds the session id inside a page cursor.
+const maxCursorID = 128
+
+// SessionPage is one page of the session listing, newest first.
+type SessionPage struct {
+	Sessions []Session
+	// Next is the cursor of the following (older) page, "" on the last.
+	Next string
+}
+
+// SessionsPage returns up to limit sessions (workers included), newest
+// first by creation time (then by id, descending), starting after the
+// cursor before ("" for the newest). The cursor names a position, not a
+// row, so it stays valid if that session is removed meanwhile. A
+// malformed cursor yields an error wrapping ErrBadCursor.
+func (s *Store) SessionsPage(ctx context.Context, before string, limit int) (SessionPage, error) {
+	if err := s.readable(); err != nil {
+		return SessionPage{}, err
+	}
+	if limit <= 0 {
+		return SessionPage{}, errors.New("store: sessions page: limit must be positive")
+	}
+	query := "SELECT " + sessionCols + " FROM sessions"
+	var args []any
+	if before != "" {
+		at, id, err := ParseSessionCursor(before)
+		if err != nil {
+			return SessionPage{}, fmt.Errorf("store: sessions page: %w", err)
+		}
+		query += " WHERE (created_at, id) < (?, ?)"
+		args = append(args, at, id)
+	}
+	query += " ORDER BY created_at DESC, id DESC LIMIT ?"
+	args = append(args, limit+1) // one more tells whether older ones exist
+	ss, err := s.querySessions(ctx, query, args...)
+	if err != nil {
+		return SessionPage{}, fmt.Errorf("store: sessions page: %w", err)
+	}
+	var p SessionPage
+	if len(ss) > limit {
+		ss = ss[:limit]
+		p.Next = sessionCursor(ss[limit-1])
+	}
+	p.Sessions = ss
+	return p, nil
+}
+
+// sessionCursor is the position just after ss in the listing:
+// "<created_at unix nanoseconds>:<session id>".
+func sessionCursor(ss Session) string {
+	return strconv.FormatInt(nanos(ss.CreatedAt), 10) + ":" + ss.ID
+}
+
+// ParseSessionCursor decodes a cursor issued by SessionsPage into the
+// creation time (unix nanoseconds) and id it points after. Clients
+// treat cursors as opaque; this decodes untrusted input.
+func ParseSessionCursor(c string) (int64, string, error) {
+	num, id, ok := strings.Cut(c, ":")
+	if !ok || id == "" || len(id) > maxCursorID || num == "" || len(num) > 19 {
+		return 0, "", fmt.Errorf("%w: %q", ErrBadCursor, c)
+	}
+	for _, r := range num {
+		if r < '0' || r > '9' {
+			return 0, "", fmt.Errorf("%w: %q", ErrBadCursor, c)
+		}
+	}
+	at, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: %q", ErrBadCursor, c)
+	}
+	return at, id, nil
 }
 
 // Children returns the worker sessions whose parent is parentID, in
