@@ -294,7 +294,7 @@ func storedText(t *testing.T, url, sid string) string {
 
 // newTestClient is a client of url whose idle connections the test's
 // cleanup closes.
-func newTestClient(t *testing.T, url string) *client.Client {
+func newTestClient(t testing.TB, url string) *client.Client {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	c := client.New(url)
@@ -302,3 +302,5 @@ func newTestClient(t *testing.T, url string) *client.Client {
 	c.Logger = testLogger()
 	return c
 }
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
