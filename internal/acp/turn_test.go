@@ -12,7 +12,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/metis-agent/metis/client"
-	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -315,26 +315,43 @@ func TestDelegationInsideToolCall(t *testing.T) {
 	}
 }
 
+// failingModel is a model whose every call fails with invalid_request.
+type failingModel struct{}
+
+func (failingModel) Stream(context.Context, model.Request, func(model.Delta) error) (model.Result, error) {
+	return model.Result{}, &model.Error{Class: model.ClassInvalidRequest, Message: "the prompt is malformed"}
+}
+
 // A turn whose model call fails is a JSON-RPC error with the class and
-// the message.
+// the message; and a prompt while another client's turn runs is refused
+// as an invalid request (the server's 409), the agent serving on.
 func TestFailedTurnIsError(t *testing.T) {
 	leakCheck(t)
-	h := servertest.Start(t, "", func(c *config.Config) {})
+	h := servertest.Start(t, "")
+	h.Server.Models.Register("failing", failingModel{})
 	s := serveAgent(t, h.URL)
 	s.initialize(t)
-	sid := s.newSession(t, h.Workspace)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	// A turn is refused while another runs: 409 becomes invalid request.
-	h.Submit(sid, `/tool shell {"command": "sleep 30"}`)
-	_, err := s.prompt(ctx, sid, "hello")
+	var created struct {
+		ID string `json:"id"`
+	}
+	if st := h.Do("POST", "/sessions", map[string]string{"workspace_path": h.Workspace, "model": "failing:always"}, &created); st != 201 {
+		t.Fatalf("create: %d", st)
+	}
+	_, err := s.prompt(ctx, created.ID, "hello")
 	var re *sdk.RequestError
+	if !errors.As(err, &re) || re.Code != codeTurnFailed || !strings.Contains(re.Message, "invalid_request: the prompt is malformed") {
+		t.Fatalf("failed turn answered %v", err)
+	}
+	if data, _ := re.Data.(map[string]any); data["error_class"] != "invalid_request" || data["turn_id"] == "" {
+		t.Errorf("error data %v", re.Data)
+	}
+
+	sid := s.newSession(t, h.Workspace)
+	h.Submit(sid, `/tool shell {"command": "sleep 30"}`)
+	_, err = s.prompt(ctx, sid, "hello")
 	if !errors.As(err, &re) || re.Code != codeInvalidRequest {
 		t.Errorf("prompt during another client's turn: %v", err)
-	}
-	// And the error of a failed turn.
-	err = turnFailed("turn_x", "rate_limited", &callFailure{class: "rate_limited", message: "slow down"})
-	if !errors.As(err, &re) || re.Code != codeTurnFailed || !strings.Contains(re.Message, "rate_limited: slow down") {
-		t.Errorf("failed turn error %v", err)
 	}
 }
