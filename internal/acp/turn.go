@@ -28,7 +28,10 @@ type turn struct {
 	mu           sync.Mutex
 	id           string // the metis turn id, once submitted
 	cancelWanted bool
+	submitting   bool // the turn is being (or was) submitted
 	cancelOnce   sync.Once
+
+	ctx context.Context // the follow's: the agent's lifetime, until the turn ends
 
 	stop      context.CancelFunc // ends the follow
 	submitted bool
@@ -85,6 +88,8 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	}
 	a.turns[sid] = t
 	a.mu.Unlock()
+	t.ctx, t.stop = context.WithCancel(a.ctx)
+	defer t.stop()
 	defer func() {
 		a.mu.Lock()
 		delete(a.turns, sid)
@@ -116,11 +121,28 @@ func (a *Agent) done() <-chan struct{} {
 func (t *turn) requestCancel() {
 	t.mu.Lock()
 	t.cancelWanted = true
-	id := t.id
+	id, submitting := t.id, t.submitting
 	t.mu.Unlock()
-	if id != "" {
+	switch {
+	case id != "":
 		t.cancelOnce.Do(func() { t.cancelOnServer(id) })
+	case !submitting:
+		// Nothing started on the server (it may be unreachable): the
+		// prompt ends cancelled at once.
+		t.stop()
 	}
+}
+
+// startSubmit reports whether the turn may be submitted: not once a
+// cancel came first.
+func (t *turn) startSubmit() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cancelWanted {
+		return false
+	}
+	t.submitting = true
+	return true
 }
 
 func (t *turn) setID(id string) {
@@ -142,9 +164,7 @@ func (t *turn) cancelOnServer(id string) {
 }
 
 func (t *turn) run() (sdk.PromptResponse, error) {
-	ctx, stop := context.WithCancel(t.a.ctx)
-	defer stop()
-	t.stop = stop
+	ctx := t.ctx
 	err := t.a.c.Follow(ctx, t.sid, client.FollowOptions{
 		Filter:   protocol.Filter{IncludeWorkerSessions: true},
 		OnUpdate: func(u client.Update) { t.onUpdate(ctx, u) },
@@ -154,12 +174,20 @@ func (t *turn) run() (sdk.PromptResponse, error) {
 		return *t.result, nil
 	case t.err != nil:
 		return sdk.PromptResponse{}, t.err
+	case t.cancelledBeforeSubmit():
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 	case errors.Is(err, client.ErrSessionGone):
 		return sdk.PromptResponse{}, &sdk.RequestError{Code: codeResourceNotFound, Message: "session " + t.sid + ": not found"}
 	case t.a.ctx.Err() != nil:
 		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": "the agent is stopping; the turn goes on on the server"})
 	}
 	return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": "following the session: " + errString(err)})
+}
+
+func (t *turn) cancelledBeforeSubmit() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cancelWanted && !t.submitting
 }
 
 func errString(err error) string {
@@ -178,7 +206,15 @@ func (t *turn) onUpdate(ctx context.Context, u client.Update) {
 		t.last = max(t.last, u.View.LastEventID)
 		if !t.submitted {
 			t.submitted = true
-			id, err := t.a.c.Submit(ctx, t.sid, t.text)
+			if !t.startSubmit() {
+				t.stop()
+				return
+			}
+			// Not cut short by a cancel: the turn id is needed to cancel
+			// the turn the server may already have started.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpTimeout)
+			id, err := t.a.c.Submit(sctx, t.sid, t.text)
+			cancel()
 			if err != nil {
 				t.err = apiError("submit the turn", err)
 				t.stop()
