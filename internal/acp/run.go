@@ -22,6 +22,9 @@ import (
 // DefaultServer is where metis acp looks for a server by default.
 const DefaultServer = "http://127.0.0.1:8421"
 
+// defaultServer is DefaultServer; tests point it elsewhere.
+var defaultServer = DefaultServer
+
 // probeTimeout bounds the first GET /sessions.
 const probeTimeout = 2 * time.Second
 
@@ -42,7 +45,7 @@ type Options struct {
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, opts Options) int {
 	fs := flag.NewFlagSet("metis acp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	serverURL := fs.String("server", envOr("METIS_SERVER", DefaultServer), "metis server URL ($METIS_SERVER)")
+	serverURL := fs.String("server", envOr("METIS_SERVER", defaultServer), "metis server URL ($METIS_SERVER)")
 	model := fs.String("model", "", "model of the sessions it creates (default the server's)")
 	home := fs.String("home", "", "state directory of an in-process server (default $METIS_HOME, else ~/.metis)")
 	demoDelay := fs.Duration("demo-delay", 0, "pause between builtin:demo deltas of an in-process server (default the server's)")
@@ -79,7 +82,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	c := client.New(base)
 	c.Logger = log
 	if err := probe(ctx, c); err != nil {
-		if base != DefaultServer || opts.StartServer == nil {
+		if base != defaultServer || opts.StartServer == nil {
 			fmt.Fprintf(stderr, "metis acp: no server at %s: %v\n", base, err)
 			return 1
 		}
