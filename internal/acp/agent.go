@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -142,9 +143,9 @@ func (a *Agent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sd
 	if err != nil {
 		return sdk.ListSessionsResponse{}, apiError("list sessions", err)
 	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
 	out := sdk.ListSessionsResponse{Sessions: []sdk.SessionInfo{}}
-	for i := len(all) - 1; i >= 0; i-- {
-		s := all[i]
+	for _, s := range all {
 		if s.ParentSessionID != nil || (p.Cwd != nil && filepath.Clean(*p.Cwd) != filepath.Clean(s.WorkspacePath)) {
 			continue
 		}
