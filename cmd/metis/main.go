@@ -32,6 +32,8 @@ usage:
   metis send SESSION "text"                 run a turn and print its answer as it streams
   metis tail SESSION [--filter F] [--since ID] [--json] [--workers]
                                             print a session's events live, with reconnect
+  metis acp [--model M] [--log-file F]      an Agent Client Protocol agent on stdio, for editors
+                                            (starts a server in-process if none runs; see docs/editors.md)
 
 client commands take --server URL (default $METIS_SERVER, else http://127.0.0.1:8421)
 `
@@ -60,6 +62,8 @@ func run(args []string) int {
 		return cli.Send(ctx, args[1:], env)
 	case "tail":
 		return cli.Tail(ctx, args[1:], env)
+	case "acp":
+		return runACP(ctx, args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0

@@ -1,0 +1,250 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/metis-agent/metis/client"
+)
+
+// Version is what initialize reports as the agent's version.
+var Version = "dev"
+
+// Agent implements the ACP agent side over a metis server.
+type Agent struct {
+	c     *client.Client
+	log   *slog.Logger
+	model string // model of new sessions ("" = the server's default)
+
+	// ctx is the agent's lifetime: turns are followed under it, not under
+	// the request's context, so that a session/cancel can still collect
+	// the cancellation's events.
+	ctx  context.Context
+	conn *sdk.AgentSideConnection
+
+	mu       sync.Mutex
+	turns    map[string]*turn // session id → prompt in flight
+	stopping bool
+	inflight sync.WaitGroup // prompts and loads running
+}
+
+var (
+	_ sdk.Agent       = (*Agent)(nil)
+	_ sdk.AgentLoader = (*Agent)(nil)
+)
+
+// newAgent returns an agent over c; conn is set by serve.
+func newAgent(ctx context.Context, c *client.Client, model string, log *slog.Logger) *Agent {
+	return &Agent{c: c, log: log, model: model, ctx: ctx, turns: map[string]*turn{}}
+}
+
+// httpTimeout bounds each API call a handler makes.
+const httpTimeout = 30 * time.Second
+
+// Initialize reports protocol version 1 and what metis supports: loading
+// sessions, listing, resuming and closing them; prompts of text and
+// resource links (the baseline every agent takes).
+func (a *Agent) Initialize(_ context.Context, _ sdk.InitializeRequest) (sdk.InitializeResponse, error) {
+	title := "metis"
+	return sdk.InitializeResponse{
+		ProtocolVersion: sdk.ProtocolVersionNumber,
+		AgentCapabilities: sdk.AgentCapabilities{
+			LoadSession: true,
+			SessionCapabilities: sdk.SessionCapabilities{
+				List:   &sdk.SessionListCapabilities{},
+				Resume: &sdk.SessionResumeCapabilities{},
+				Close:  &sdk.SessionCloseCapabilities{},
+			},
+		},
+		AgentInfo:   &sdk.Implementation{Name: "metis", Title: &title, Version: Version},
+		AuthMethods: []sdk.AuthMethod{},
+	}, nil
+}
+
+// Authenticate has nothing to do: metis offers no auth methods (the
+// server is local, or the client is configured for it).
+func (a *Agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
+	return sdk.AuthenticateResponse{}, nil
+}
+
+// NewSession creates a metis session whose workspace is the editor's cwd.
+func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+	if !filepath.IsAbs(p.Cwd) {
+		return sdk.NewSessionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "cwd must be an absolute path"})
+	}
+	ctx, cancel := context.WithTimeout(ctx, httpTimeout)
+	defer cancel()
+	s, err := a.c.CreateSession(ctx, p.Cwd, a.model)
+	if err != nil {
+		return sdk.NewSessionResponse{}, apiError("create a session", err)
+	}
+	a.log.Info("session created", "session", s.ID, "workspace", s.WorkspacePath, "model", s.ActiveModel)
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.ID)}, nil
+}
+
+// LoadSession replays a stored session's whole conversation as
+// session/update notifications, then answers.
+func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
+	if !a.enter() {
+		return sdk.LoadSessionResponse{}, errStopping
+	}
+	defer a.inflight.Done()
+	sid := string(p.SessionId)
+	if _, err := a.session(ctx, sid); err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	if err := a.replay(ctx, sid); err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	return sdk.LoadSessionResponse{}, nil
+}
+
+// ResumeSession checks the session exists; metis keeps everything on the
+// server, so there is nothing else to restore.
+func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
+	if _, err := a.session(ctx, string(p.SessionId)); err != nil {
+		return sdk.ResumeSessionResponse{}, err
+	}
+	return sdk.ResumeSessionResponse{}, nil
+}
+
+// CloseSession cancels the session's turn if this agent runs one, and
+// forgets it. The session stays on the server.
+func (a *Agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
+	a.mu.Lock()
+	t := a.turns[string(p.SessionId)]
+	a.mu.Unlock()
+	if t != nil {
+		t.requestCancel()
+	}
+	return sdk.CloseSessionResponse{}, nil
+}
+
+// ListSessions lists the server's top-level sessions (workers are shown
+// inside their planner's delegate tool calls), newest first, filtered by
+// cwd when given.
+func (a *Agent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
+	if p.Cursor != nil && *p.Cursor != "" {
+		// Everything fits in one page: a cursor can only be stale.
+		return sdk.ListSessionsResponse{}, sdk.NewInvalidParams(map[string]any{"error": "unknown cursor"})
+	}
+	ctx, cancel := context.WithTimeout(ctx, httpTimeout)
+	defer cancel()
+	all, err := a.c.Sessions(ctx)
+	if err != nil {
+		return sdk.ListSessionsResponse{}, apiError("list sessions", err)
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
+	out := sdk.ListSessionsResponse{Sessions: []sdk.SessionInfo{}}
+	for _, s := range all {
+		if s.ParentSessionID != nil || (p.Cwd != nil && filepath.Clean(*p.Cwd) != filepath.Clean(s.WorkspacePath)) {
+			continue
+		}
+		updated := s.CreatedAt.UTC().Format(time.RFC3339Nano)
+		out.Sessions = append(out.Sessions, sdk.SessionInfo{
+			SessionId: sdk.SessionId(s.ID), Cwd: s.WorkspacePath, UpdatedAt: &updated,
+			Meta: map[string]any{"metis": map[string]any{"model": s.ActiveModel, "turn_count": s.TurnCount, "cost_usd": s.CostSoFarUSD}},
+		})
+	}
+	return out, nil
+}
+
+// SetSessionMode: metis has no session modes.
+func (a *Agent) SetSessionMode(context.Context, sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
+	return sdk.SetSessionModeResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetMode)
+}
+
+// SetSessionConfigOption: metis offers no config options.
+func (a *Agent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+	return sdk.SetSessionConfigOptionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetConfigOption)
+}
+
+// Cancel cancels the session's turn on the server (the same cancel every
+// other client of the session sees); the prompt then answers cancelled
+// once the cancellation's events have been sent as updates.
+func (a *Agent) Cancel(_ context.Context, p sdk.CancelNotification) error {
+	a.mu.Lock()
+	t := a.turns[string(p.SessionId)]
+	a.mu.Unlock()
+	if t != nil {
+		t.requestCancel()
+	}
+	return nil
+}
+
+// session fetches a session's summary, answering a missing one with
+// resource not found.
+func (a *Agent) session(ctx context.Context, sid string) (client.Session, error) {
+	if sid == "" {
+		return client.Session{}, sdk.NewInvalidParams(map[string]any{"error": "sessionId is required"})
+	}
+	ctx, cancel := context.WithTimeout(ctx, httpTimeout)
+	defer cancel()
+	at, err := a.c.Attach(ctx, sid)
+	if err != nil {
+		return client.Session{}, apiError("session "+sid, err)
+	}
+	return at.Session, nil
+}
+
+// codeResourceNotFound is ACP's error code for an unknown resource.
+const codeResourceNotFound = -32002
+
+// apiError turns an error of the metis API into a JSON-RPC error: a 404
+// is resource not found, a 4xx invalid params, anything else an internal
+// error, each with the server's code and message as data.
+func apiError(what string, err error) error {
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		data := map[string]any{"metis_code": ae.Code, "error": ae.Message}
+		switch {
+		case ae.Status == 404:
+			return &sdk.RequestError{Code: codeResourceNotFound, Message: what + ": not found", Data: data}
+		case ae.Status == 409:
+			return &sdk.RequestError{Code: codeInvalidRequest, Message: what + ": " + ae.Message, Data: data}
+		case ae.Status >= 400 && ae.Status < 500:
+			return &sdk.RequestError{Code: -32602, Message: what + ": " + ae.Message, Data: data}
+		}
+		return &sdk.RequestError{Code: -32603, Message: what + ": " + ae.Message, Data: data}
+	}
+	return sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("%s: %v", what, err)})
+}
+
+// promptText flattens a prompt into the text of a metis turn: text
+// blocks as they are, resource links as markdown links, embedded text
+// resources as fenced blocks. Images, audio and binary resources are
+// refused (initialize does not offer them).
+func promptText(blocks []sdk.ContentBlock) (string, error) {
+	var parts []string
+	for _, b := range blocks {
+		switch {
+		case b.Text != nil:
+			parts = append(parts, b.Text.Text)
+		case b.ResourceLink != nil:
+			name := b.ResourceLink.Name
+			if name == "" {
+				name = b.ResourceLink.Uri
+			}
+			parts = append(parts, fmt.Sprintf("[%s](%s)", name, b.ResourceLink.Uri))
+		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
+			r := b.Resource.Resource.TextResourceContents
+			parts = append(parts, fmt.Sprintf("%s:\n```\n%s\n```", r.Uri, r.Text))
+		default:
+			return "", sdk.NewInvalidParams(map[string]any{"error": "metis takes text and resource links only"})
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if strings.TrimSpace(text) == "" {
+		return "", sdk.NewInvalidParams(map[string]any{"error": "the prompt is empty"})
+	}
+	return text, nil
+}

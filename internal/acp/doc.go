@@ -1,0 +1,20 @@
+// Package acp is metis as an Agent Client Protocol agent (`metis acp`):
+// the edge that editors (Zed, JetBrains IDEs, Neovim, Emacs) launch and
+// talk to over stdio, in newline-delimited JSON-RPC (ACP protocol
+// version 1).
+//
+// It owns the ACP side only: the method handlers (initialize, session/new,
+// session/load, session/list, session/resume, session/close,
+// session/prompt, session/cancel), the mapping of a metis session's event
+// stream onto session/update notifications, the replay of a stored
+// conversation for session/load, and a guard in front of the SDK that
+// answers malformed input with JSON-RPC errors. It drives a metis server
+// as an ordinary client: every turn, cancel and history read goes through
+// the public client package, so the TUI and the dashboard see an ACP turn
+// exactly as they see their own.
+//
+// acp imports client, protocol and the ACP Go SDK
+// (github.com/coder/acp-go-sdk); never the server core. When no server
+// answers, the command's caller supplies a way to start one in-process
+// (Options.StartServer).
+package acp

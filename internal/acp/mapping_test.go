@@ -1,0 +1,67 @@
+package acp
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
+)
+
+func TestToolKinds(t *testing.T) {
+	want := map[string]sdk.ToolKind{"read_file": sdk.ToolKindRead, "write_file": sdk.ToolKindEdit, "list_dir": sdk.ToolKindSearch,
+		"shell": sdk.ToolKindExecute, "delegate": sdk.ToolKindThink, "mystery": sdk.ToolKindOther}
+	for name, k := range want {
+		if got := toolKind(name); got != k {
+			t.Errorf("%s: kind %q, want %q", name, got, k)
+		}
+	}
+	if got := toolTitle("shell", json.RawMessage(`{"command":"go test ./...\necho done"}`)); got != "Run go test ./... …" {
+		t.Errorf("shell title %q", got)
+	}
+	if got := toolLocations("write_file", json.RawMessage(`{"path":"a/b.go"}`), "/ws"); len(got) != 1 || got[0].Path != "/ws/a/b.go" {
+		t.Errorf("locations %+v", got)
+	}
+}
+
+// The end of a turn maps to the prompt's answer.
+func TestFinishMapping(t *testing.T) {
+	cases := []struct {
+		typ  string
+		p    turnEndPayload
+		stop sdk.StopReason
+		err  bool
+	}{
+		{"turn.completed", turnEndPayload{Outcome: "completed", StopReason: "end_turn"}, sdk.StopReasonEndTurn, false},
+		{"turn.completed", turnEndPayload{Outcome: "completed", StopReason: "stop_sequence"}, sdk.StopReasonEndTurn, false},
+		{"turn.completed", turnEndPayload{Outcome: "completed", StopReason: "max_tokens"}, sdk.StopReasonMaxTokens, false},
+		{"turn.completed", turnEndPayload{Outcome: "failed", ErrorClass: "max_llm_calls"}, sdk.StopReasonMaxTurnRequests, false},
+		{"turn.cancelled", turnEndPayload{Reason: "user_cancel"}, sdk.StopReasonCancelled, false},
+		{"turn.cancelled", turnEndPayload{Reason: "server_shutdown"}, sdk.StopReasonCancelled, false},
+		{"turn.completed", turnEndPayload{Outcome: "failed", ErrorClass: "auth"}, "", true},
+	}
+	for _, c := range cases {
+		tr := &turn{id: "turn_1", stop: func() {}}
+		tr.finish(c.typ, c.p)
+		var re *sdk.RequestError
+		switch {
+		case c.err && (tr.err == nil || !errors.As(tr.err, &re) || re.Code != codeTurnFailed):
+			t.Errorf("%s %+v: want a turn-failed error, got %v", c.typ, c.p, tr.err)
+		case !c.err && (tr.result == nil || tr.result.StopReason != c.stop):
+			t.Errorf("%s %+v: answer %+v, want %s", c.typ, c.p, tr.result, c.stop)
+		}
+	}
+}
+
+func TestPromptText(t *testing.T) {
+	got, err := promptText([]sdk.ContentBlock{sdk.TextBlock("look at"), sdk.ResourceLinkBlock("main.go", "file:///ws/main.go")})
+	if err != nil || got != "look at\n[main.go](file:///ws/main.go)" {
+		t.Errorf("%q, %v", got, err)
+	}
+	if _, err := promptText([]sdk.ContentBlock{sdk.TextBlock("  ")}); err == nil {
+		t.Error("an empty prompt was taken")
+	}
+	if _, err := promptText([]sdk.ContentBlock{sdk.ImageBlock("AA==", "image/png")}); err == nil {
+		t.Error("an image was taken")
+	}
+}

@@ -1,0 +1,102 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/servertest"
+)
+
+// syncBuffer is a buffer safe for a writer and a later reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// With no server at the default address, Run starts one in-process
+// through Options.StartServer, serves the editor over it, and stops it
+// when stdin closes; stdout carries protocol messages only.
+func TestRunStartsAServerInProcess(t *testing.T) {
+	leakCheck(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // a free port nobody answers on
+	old := defaultServer
+	defaultServer = "http://" + addr
+	t.Cleanup(func() { defaultServer = old })
+	t.Setenv("METIS_SERVER", "")
+
+	var h *servertest.Harness
+	stopped := false
+	start := func(_ context.Context, a string, args []string) (func(), error) {
+		if a != addr || len(args) != 2 || args[0] != "--demo-delay" {
+			t.Errorf("StartServer(%q, %q)", a, args)
+		}
+		h = servertest.Start(t, "", func(c *config.Config) { c.Addr = a })
+		return func() { stopped = true; h.Stop() }, nil
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		defer outW.Close()
+		code <- Run(context.Background(), []string{"--demo-delay", "0s", "--log-level", "warn"}, inR, outW, &stderr, Options{StartServer: start})
+	}()
+	ed := newEditor()
+	conn := sdk.NewClientSideConnection(ed, inW, outR)
+	conn.SetLogger(discard())
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: h.Workspace, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: ns.SessionId, Prompt: []sdk.ContentBlock{sdk.TextBlock("/echo in process")}})
+	if err != nil || r.StopReason != sdk.StopReasonEndTurn || agentText(ed.all()) != "in process" {
+		t.Fatalf("prompt: %+v, %v, text %q", r, err, agentText(ed.all()))
+	}
+	inW.Close()
+	if c := <-code; c != 0 || !stopped {
+		t.Errorf("exit %d, server stopped %v; stderr %s", c, stopped, stderr.String())
+	}
+}
+
+// An explicit --server that does not answer is an error (exit 1, a
+// message on stderr, nothing on stdout); bad flags exit 2.
+func TestRunErrors(t *testing.T) {
+	var out, errOut syncBuffer
+	if c := Run(context.Background(), []string{"--server", "http://127.0.0.1:1"}, strings.NewReader(""), &out, &errOut, Options{}); c != 1 ||
+		out.String() != "" || !strings.Contains(errOut.String(), "no server at http://127.0.0.1:1") {
+		t.Errorf("unreachable server: exit %d, stdout %q, stderr %q", c, out.String(), errOut.String())
+	}
+	if c := Run(context.Background(), []string{"--nope"}, strings.NewReader(""), &out, &errOut, Options{}); c != 2 || out.String() != "" {
+		t.Errorf("bad flag: exit %d, stdout %q", c, out.String())
+	}
+}

@@ -1,0 +1,152 @@
+// The official TypeScript ACP SDK, as a second and independent client of
+// `metis acp`: it drives the real binary (bin/metis) over stdio through
+// a whole builtin:demo turn, then a session/load of the same session.
+// Run by scripts/test.d/40-acp.sh with `node --test`.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const bin = resolve(process.env.METIS_BIN ?? "bin/metis");
+const home = mkdtempSync(join(tmpdir(), "metis-acp-"));
+const workspace = join(home, "workspace");
+mkdirSync(workspace);
+writeFileSync(join(workspace, "README.md"), "hello\n");
+
+// A metis server on a free loopback port; its first stdout line names
+// its URL.
+const server = spawn(bin, ["serve", "--addr", "127.0.0.1:0", "--home", home, "--demo-delay", "0s", "--log-level", "warn"], {
+  stdio: ["ignore", "pipe", "inherit"],
+});
+const serverURL = await new Promise((ok, fail) => {
+  let buf = "";
+  const timer = setTimeout(() => fail(new Error("metis serve did not start")), 30000);
+  server.stdout.on("data", (d) => {
+    buf += d;
+    const m = buf.match(/http:\/\/[0-9.:]+/);
+    if (m) {
+      clearTimeout(timer);
+      ok(m[0]);
+    }
+  });
+  server.on("exit", (code) => fail(new Error(`metis serve exited with ${code}`)));
+});
+
+after(async () => {
+  server.kill("SIGTERM");
+  await new Promise((ok) => server.once("exit", ok));
+  rmSync(home, { recursive: true, force: true });
+});
+
+// runAgent starts `metis acp` and runs op with the SDK's client context;
+// it checks that stdout carried only JSON-RPC lines and that the agent
+// exits 0 once its stdin closes.
+async function runAgent(op) {
+  const child = spawn(bin, ["acp", "--server", serverURL], { stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const lines = [];
+  let pending = "";
+  const input = Readable.toWeb(child.stdout).pipeThrough(
+    new TransformStream({
+      transform(chunk, ctrl) {
+        pending += Buffer.from(chunk).toString("utf8");
+        let i;
+        while ((i = pending.indexOf("\n")) >= 0) {
+          lines.push(pending.slice(0, i));
+          pending = pending.slice(i + 1);
+        }
+        ctrl.enqueue(chunk);
+      },
+    }),
+  );
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), input);
+  const updates = [];
+  const app = acp.client({ name: "metis-acp-test" }).onNotification(acp.methods.client.session.update, ({ params }) => {
+    updates.push(params.update);
+  });
+  const exited = new Promise((ok) => child.once("exit", (code) => ok(code)));
+  const result = await app.connectWith(stream, (agent) => op(agent, updates));
+  child.stdin.end();
+  const code = await exited;
+  assert.equal(code, 0, `metis acp exited with ${code}; stderr:\n${stderr}`);
+  for (const l of lines) {
+    if (l.trim() === "") continue;
+    assert.equal(JSON.parse(l).jsonrpc, "2.0", `not a JSON-RPC line on stdout: ${l}`);
+  }
+  return result;
+}
+
+const text = (updates, kind) =>
+  updates
+    .filter((u) => u.sessionUpdate === kind && u.content?.type === "text")
+    .map((u) => u.content.text)
+    .join("");
+
+async function storedText(sessionId) {
+  const r = await fetch(`${serverURL}/sessions/${sessionId}/messages?limit=100`);
+  const body = await r.json();
+  return body.messages
+    .filter((m) => m.role === "assistant")
+    .flatMap((m) => m.content.filter((b) => b.type === "text").map((b) => b.text))
+    .join("");
+}
+
+let sessionId;
+
+test("a whole turn: thinking, a tool call, usage, end_turn", async () => {
+  await runAgent(async (agent, updates) => {
+    const init = await agent.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: {},
+    });
+    assert.equal(init.protocolVersion, 1);
+    assert.equal(init.agentCapabilities.loadSession, true);
+    const s = await agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [] });
+    sessionId = s.sessionId;
+    const r = await agent.request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "What is in this workspace?" }],
+    });
+    assert.equal(r.stopReason, "end_turn");
+
+    assert.match(text(updates, "agent_thought_chunk"), /look at the workspace/);
+    assert.equal(text(updates, "agent_message_chunk"), await storedText(sessionId));
+    const calls = updates.filter((u) => u.sessionUpdate === "tool_call");
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0].kind, "search");
+    const statuses = updates
+      .filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === calls[0].toolCallId && u.status)
+      .map((u) => u.status);
+    assert.deepEqual(statuses, ["in_progress", "completed"]);
+    const done = updates.find((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed");
+    assert.match(done.content[0].content.text, /README\.md/);
+    const usage = updates.filter((u) => u.sessionUpdate === "usage_update");
+    assert.equal(usage.length, 2);
+    assert.ok(usage[1].used > 0 && usage[1].cost.currency === "USD");
+  });
+});
+
+test("session/load replays the conversation", async () => {
+  assert.ok(sessionId, "the first test made a session");
+  await runAgent(async (agent, updates) => {
+    await agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    await agent.request(acp.methods.agent.session.load, { sessionId, cwd: workspace, mcpServers: [] });
+    assert.equal(text(updates, "user_message_chunk"), "What is in this workspace?");
+    assert.equal(text(updates, "agent_message_chunk"), await storedText(sessionId));
+    const calls = updates.filter((u) => u.sessionUpdate === "tool_call");
+    assert.equal(calls.length, 1);
+  });
+});
+
+test("an unknown method is a JSON-RPC error and the agent goes on", async () => {
+  await runAgent(async (agent) => {
+    await assert.rejects(agent.request("no/such_method", {}), (e) => e.code === -32601);
+    const init = await agent.request(acp.methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+    assert.equal(init.protocolVersion, 1);
+  });
+});
