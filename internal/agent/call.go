@@ -33,7 +33,11 @@ func (r *run) call(adapter model.Adapter, modelID string) callResult {
 	r.emit(event.MessageStart, event.ActorModel, messageStart{MessageID: msgID, Role: message.RoleAssistant, Model: modelID})
 
 	acc := &model.Accumulator{}
+	ids := toolIDs{}
 	forward := func(d model.Delta) error {
+		if d.Kind == model.KindToolUseStart {
+			d.ToolUseID = ids.unique(d.ToolUseID)
+		}
 		if err := acc.Apply(d); err != nil {
 			return &model.Error{Class: model.ClassProviderError, Message: "the model's stream was inconsistent: " + err.Error()}
 		}

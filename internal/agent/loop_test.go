@@ -283,7 +283,8 @@ func TestSpec11_1_8_CancelDuringToolDispatch(t *testing.T) {
 	if p["error_class"] != "cancelled" || p["started"] != true {
 		t.Errorf("tool.failed %v", p)
 	}
-	row, err := r.st.ToolCall(context.Background(), "tu_1")
+	mid := payload(t, find(evs, event.LLMCallCompleted)[0])["message_id"].(string)
+	row, err := r.st.ToolCall(context.Background(), r.sid, mid, "tu_1")
 	if err != nil || row.Status != store.ToolCancelled {
 		t.Errorf("tool call row %+v %v", row, err)
 	}
