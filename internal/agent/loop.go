@@ -99,6 +99,14 @@ type Turn struct {
 	// turn's user message; otherwise the loop loads it from
 	// Config.History.
 	History []message.Message
+	// Ending, if set, is called once the loop knows how the turn ends and
+	// before its terminal event is emitted, with that status. For a turn
+	// about to complete or fail it returns a cancellation reason if the
+	// turn was cancelled before this moment; the loop then ends it
+	// cancelled instead, so a cancel accepted up to this point always
+	// wins. The session manager serializes it with its cancels: a cancel
+	// after it is answered with the turn's actual end.
+	Ending func(status store.TurnStatus) (cancelReason string)
 }
 
 // Outcome is how a turn ended.
@@ -150,6 +158,7 @@ type run struct {
 	conv    []message.Message
 	tools   map[string]*store.ToolCall
 	final   string
+	ended   bool // Turn.Ending was called
 }
 
 // emit sends one event of this turn; after the first failure it does
@@ -222,6 +231,9 @@ func (r *run) do() Outcome {
 		}
 		r.conv = append(r.conv, results)
 	}
+	if r.cancelledAtEnd(store.TurnFailed) {
+		return r.cancelled("between_calls", "", nil)
+	}
 	r.emit(event.TurnCompleted, event.ActorAgent, turnCompleted{Outcome: "failed", ErrorClass: "max_llm_calls",
 		Usage: r.usage, Calls: r.calls, DurationMS: r.since()}, r.turnRow(store.TurnFailed, "max_llm_calls"))
 	return Outcome{Status: store.TurnFailed, Reason: "max_llm_calls", Usage: r.usage, FinalText: r.final}
@@ -232,19 +244,39 @@ func (r *run) turnRow(status store.TurnStatus, reason string) store.Op {
 		StartedAt: r.start, EndedAt: time.Now()}}
 }
 
+// cancelledAtEnd reports whether a turn about to end with status was
+// cancelled first (see Turn.Ending).
+func (r *run) cancelledAtEnd(status store.TurnStatus) bool {
+	if r.t.Ending == nil || r.ended {
+		return false
+	}
+	r.ended = true
+	return r.t.Ending(status) != ""
+}
+
 func (r *run) complete(stop string) Outcome {
+	if r.cancelledAtEnd(store.TurnCompleted) {
+		return r.cancelled("between_calls", "", nil)
+	}
 	r.emit(event.TurnCompleted, event.ActorAgent, turnCompleted{Outcome: "completed", StopReason: stop,
 		Usage: r.usage, Calls: r.calls, DurationMS: r.since()}, r.turnRow(store.TurnCompleted, ""))
 	return Outcome{Status: store.TurnCompleted, Usage: r.usage, FinalText: r.final, Conversation: r.conv}
 }
 
 func (r *run) fail(class string) Outcome {
+	if r.cancelledAtEnd(store.TurnFailed) {
+		return r.cancelled("between_calls", "", nil)
+	}
 	r.emit(event.TurnCompleted, event.ActorAgent, turnCompleted{Outcome: "failed", ErrorClass: class,
 		Usage: r.usage, Calls: r.calls, DurationMS: r.since()}, r.turnRow(store.TurnFailed, class))
 	return Outcome{Status: store.TurnFailed, Reason: class, Usage: r.usage, FinalText: r.final}
 }
 
 func (r *run) cancelled(phase, partialID string, tools []string) Outcome {
+	if r.t.Ending != nil && !r.ended {
+		r.ended = true
+		r.t.Ending(store.TurnCancelled)
+	}
 	reason := reasonOf(r.ctx)
 	if tools == nil {
 		tools = []string{}

@@ -96,6 +96,8 @@ type rig struct {
 	root  *os.Root
 	tools *tool.Registry
 	sid   string
+	// ending is passed as each turn's Turn.Ending.
+	ending func(store.TurnStatus) string
 }
 
 func newRig(t *testing.T, adapter model.Adapter) *rig {
@@ -139,7 +141,7 @@ func (r *rig) run(ctx context.Context, modelID string) (agent.Outcome, []*event.
 		Ops: []store.Op{store.PutMessage{Message: user}, store.PutTurn{Turn: store.Turn{ID: turn, SessionID: r.sid, Status: store.TurnInFlight}}}})
 	servertest.Must(r.t, err)
 	out := r.loop.Run(ctx, agent.Turn{ID: turn, SessionID: r.sid, SessionModel: modelID, Root: r.root, Emitter: r.em,
-		Router: routing.NewStatic(), UserText: "hi"})
+		Router: routing.NewStatic(), UserText: "hi", Ending: r.ending})
 	servertest.Must(r.t, r.em.Barrier(context.Background()))
 	var evs []*event.Event
 	for _, e := range r.rec.Events(r.sid) {
