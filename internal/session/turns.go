@@ -151,10 +151,14 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 			Workspace: s.WorkspacePath, Root: root, Emitter: em, Router: m.cfg.Router, UserText: content,
 			Worker: s.ParentSessionID != "", ModelOverride: override, History: m.cachedHistory(sessionID, user),
 			Ending: func(st store.TurnStatus) string { return m.ending(t, st) }})
+		// Run returns once the turn's terminal event is committed (retried
+		// through storage failures), so the conversation it hands back is
+		// the stored one; it is nil unless the turn completed, and the next
+		// turn then reloads the conversation from the store. The end was
+		// fixed through Ending (cancels answer from it); a turn that
+		// failed after all (or never reached Ending) is recorded here. The
+		// barrier below also waits for the delivery of the end.
 		m.rememberHistory(sessionID, out.Conversation)
-		// Run emits the terminal event without waiting for its commit, so
-		// the stored turn row may still say in_flight: answer cancels from
-		// the outcome, and release the turn only once the row is committed.
 		ended := out.Status
 		if ended == "" {
 			ended = store.TurnFailed
