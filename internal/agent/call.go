@@ -30,10 +30,17 @@ func (r *run) call(adapter model.Adapter, modelID string) callResult {
 	started := time.Now()
 	r.emit(event.LLMCallStarted, event.ActorAgent, llmCallStarted{MessageID: msgID, Model: modelID,
 		CallIndex: r.calls - 1, Request: describe(req)})
+	if r.emitErr != nil {
+		return callResult{err: r.emitErr}
+	}
 	r.emit(event.MessageStart, event.ActorModel, messageStart{MessageID: msgID, Role: message.RoleAssistant, Model: modelID})
 
 	acc := &model.Accumulator{}
+	ids := toolIDs{}
 	forward := func(d model.Delta) error {
+		if d.Kind == model.KindToolUseStart {
+			d.ToolUseID = ids.unique(d.ToolUseID)
+		}
 		if err := acc.Apply(d); err != nil {
 			return &model.Error{Class: model.ClassProviderError, Message: "the model's stream was inconsistent: " + err.Error()}
 		}
@@ -78,16 +85,23 @@ func (r *run) call(adapter model.Adapter, modelID string) callResult {
 	}
 	r.emit(event.MessageComplete, event.ActorModel, messageComplete{MessageID: msgID, StopReason: res.StopReason, FinalContent: msg.Content, Usage: usage})
 	ops := []store.Op{store.PutMessage{Message: msg}}
+	tools := map[string]*store.ToolCall{}
+	var round []string
 	if res.StopReason == model.StopToolUse {
 		for _, b := range toolUses(msg) {
 			row := &store.ToolCall{ID: b.ID, SessionID: r.t.SessionID, TurnID: r.t.ID, MessageID: msgID, Name: b.Name,
 				Input: b.Input, Status: store.ToolPending, CreatedAt: time.Now(), UpdatedAt: time.Now()}
-			r.tools[b.ID] = row
+			tools[b.ID] = row
+			round = append(round, b.ID)
 			ops = append(ops, store.PutToolCall{Call: *row})
 		}
 	}
 	r.emit(event.LLMCallCompleted, event.ActorAgent, llmCallCompleted{MessageID: msgID, Model: modelID, StopReason: res.StopReason,
 		Usage: usage, DurationMS: time.Since(started).Milliseconds()}, ops...)
+	if r.emitErr == nil {
+		// The round's rows exist in the store from here on.
+		r.tools, r.round, r.settled = tools, round, map[string]bool{}
+	}
 	c.msg, c.stop = msg, res.StopReason
 	return c
 }

@@ -5,23 +5,26 @@ import (
 )
 
 // repairHistory makes a stored conversation valid to send to a model:
-// assistant messages that were cancelled or failed keep their text and
-// thinking but lose tool_use blocks that never ran (no result follows
-// them), and messages left empty are dropped. Providers reject a
-// tool_use without its tool_result, and a cancelled turn is never
-// resumed (spec §6.3).
+// assistant messages that were cancelled or failed (or whose turn
+// stopped on a storage failure) keep their text and thinking but lose
+// tool_use blocks that never got a result, and messages left empty are
+// dropped. Providers reject a tool_use without its tool_result, and a
+// cancelled turn is never resumed (spec §6.3). A tool_use is answered
+// only by the tool message right after its assistant message: tool_use
+// ids are the provider's and may repeat in later turns, so a later
+// result with the same id answers nothing here.
 func repairHistory(ms []message.Message) []message.Message {
-	answered := map[string]bool{}
-	for _, m := range ms {
-		for _, b := range m.Content {
-			if b.Type == message.BlockToolResult {
-				answered[b.ToolUseID] = true
-			}
-		}
-	}
 	out := make([]message.Message, 0, len(ms))
-	for _, m := range ms {
+	for i, m := range ms {
 		if m.Role == message.RoleAssistant {
+			answered := map[string]bool{}
+			if i+1 < len(ms) && ms[i+1].Role == message.RoleTool {
+				for _, b := range ms[i+1].Content {
+					if b.Type == message.BlockToolResult {
+						answered[b.ToolUseID] = true
+					}
+				}
+			}
 			kept := m.Content[:0:0]
 			for _, b := range m.Content {
 				if b.Type == message.BlockToolUse && !answered[b.ID] {

@@ -99,6 +99,14 @@ type Turn struct {
 	// turn's user message; otherwise the loop loads it from
 	// Config.History.
 	History []message.Message
+	// Ending, if set, is called once the loop knows how the turn ends and
+	// before its terminal event is emitted, with that status. For a turn
+	// about to complete or fail it returns a cancellation reason if the
+	// turn was cancelled before this moment; the loop then ends it
+	// cancelled instead, so a cancel accepted up to this point always
+	// wins. The session manager serializes it with its cancels: a cancel
+	// after it is answered with the turn's actual end.
+	Ending func(status store.TurnStatus) (cancelReason string)
 }
 
 // Outcome is how a turn ended.
@@ -114,23 +122,26 @@ type Outcome struct {
 
 // Run runs the turn to its end. Cancelling ctx (with a *CancelCause)
 // cancels the turn; Run then emits the matching §6.2 sequence and
-// returns. Run returns without a terminal event only if the bus refuses
-// events (server closing). An event the bus could not take for another
-// reason (a payload that does not encode) aborts the turn: it ends with
-// turn.completed(outcome failed, error_class internal_error), so no
-// client or stored row is left with a turn in flight.
+// returns.
+//
+// Run returns only once the turn's terminal event is committed (or the
+// bus refuses events: the server is closing, and crash recovery closes
+// the turn at the next start). Catalog events are committed before the
+// loop goes on, so a failure is seen where it happens. An event that
+// could not be committed (ErrNotCommitted: a disk full, an I/O error) or
+// emitted at all (a payload that does not encode) stops the turn: no
+// further tool starts, running ones are stopped, and the turn ends with
+// turn.completed(outcome failed, error_class storage_error or
+// internal_error), or turn.cancelled if a cancel was accepted first, with
+// every tool call row of the round that had not ended marked failed. If
+// the failed event was the terminal event itself, that same end is
+// emitted again. The terminal event is retried, with backoff, until it
+// commits.
 func (l *Loop) Run(ctx context.Context, t Turn) Outcome {
 	r := &run{Loop: l, t: t, ctx: ctx, start: time.Now(), tools: map[string]*store.ToolCall{}}
 	out := r.do()
 	if r.emitErr != nil && !errors.Is(r.emitErr, bus.ErrClosed) {
-		l.cfg.Logger.Error("turn aborted: emit failed", "session", t.SessionID, "turn", t.ID, "err", r.emitErr)
-		_, err := t.Emitter.Emit(bus.Spec{Type: event.TurnCompleted, TurnID: t.ID, Actor: event.ActorAgent,
-			Payload: turnCompleted{Outcome: "failed", ErrorClass: ClassInternal, Calls: r.calls, DurationMS: r.since()},
-			Ops:     []store.Op{r.turnRow(store.TurnFailed, ClassInternal)}})
-		if err != nil {
-			l.cfg.Logger.Error("turn left open: its end could not be emitted", "session", t.SessionID, "turn", t.ID, "err", err)
-		}
-		out = Outcome{Status: store.TurnFailed, Reason: ClassInternal}
+		out = r.abort(out)
 	}
 	return out
 }
@@ -138,6 +149,98 @@ func (l *Loop) Run(ctx context.Context, t Turn) Outcome {
 // ClassInternal is the error_class of a turn aborted by a fault of the
 // server itself (an event it could not emit).
 const ClassInternal = "internal_error"
+
+// ClassStorage is the error_class of a turn aborted because the trace
+// store could not commit one of its events (a disk full, an I/O error).
+const ClassStorage = "storage_error"
+
+// Backoff of the retries of a terminal event that failed to commit.
+const (
+	endRetryFirst = 50 * time.Millisecond
+	endRetryMax   = 2 * time.Second
+)
+
+// abort ends a turn whose event could not be committed or emitted (see
+// Run) and returns its outcome.
+func (r *run) abort(out Outcome) Outcome {
+	class := ClassInternal
+	if errors.Is(r.emitErr, bus.ErrNotCommitted) {
+		class = ClassStorage
+	}
+	r.cfg.Logger.Error("turn aborted: an event was not stored", "session", r.t.SessionID, "turn", r.t.ID,
+		"class", class, "err", r.emitErr)
+	var spec bus.Spec
+	if r.terminal != nil && r.terminalFailed {
+		// The end itself was lost: write the same end again.
+		spec = *r.terminal
+	} else {
+		ops, ids := r.unfinishedTools(class)
+		usage := r.usage
+		if class == ClassInternal {
+			usage = message.Usage{} // may be what did not encode
+		}
+		cancelled := r.ctx.Err() != nil
+		if r.t.Ending != nil && !r.ended {
+			r.ended = true
+			cancelled = r.t.Ending(store.TurnFailed) != ""
+		}
+		if cancelled {
+			reason := reasonOf(r.ctx)
+			spec = bus.Spec{Type: event.TurnCancelled, Payload: turnCancelled{Reason: reason, Phase: "interrupted",
+				CancelledTools: ids, Usage: usage, DurationMS: r.since()}}
+			ops = append(ops, r.turnRow(store.TurnCancelled, reason))
+			out = Outcome{Status: store.TurnCancelled, Reason: reason, Usage: r.usage, FinalText: r.final}
+		} else {
+			spec = bus.Spec{Type: event.TurnCompleted, Payload: turnCompleted{Outcome: "failed", ErrorClass: class,
+				Usage: usage, Calls: r.calls, DurationMS: r.since()}}
+			ops = append(ops, r.turnRow(store.TurnFailed, class))
+			out = Outcome{Status: store.TurnFailed, Reason: class, Usage: r.usage, FinalText: r.final}
+		}
+		spec.TurnID, spec.Actor, spec.Ops = r.t.ID, event.ActorAgent, ops
+	}
+	r.commitEnd(spec)
+	return out
+}
+
+// unfinishedTools returns ops marking failed every tool call row of the
+// current round that has not ended in the store, and their ids.
+func (r *run) unfinishedTools(class string) ([]store.Op, []string) {
+	var ops []store.Op
+	ids := []string{}
+	for _, u := range r.round {
+		row := r.tools[u]
+		if row == nil || r.settled[u] {
+			continue
+		}
+		c := *row
+		c.Status, c.ErrorClass, c.IsError, c.UpdatedAt = store.ToolFailed, class, true, time.Now()
+		c.ErrorMessage = "the turn ended on a server fault before this call did"
+		ops = append(ops, store.PutToolCall{Call: c})
+		ids = append(ids, u)
+	}
+	return ops, ids
+}
+
+// commitEnd emits the turn's terminal event and waits for its commit,
+// retrying with backoff while the store fails. It gives up only when the
+// bus refuses events (the server is closing).
+func (r *run) commitEnd(spec bus.Spec) {
+	delay := endRetryFirst
+	for attempt := 1; ; attempt++ {
+		_, err := r.t.Emitter.EmitWait(context.Background(), spec)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, bus.ErrNotCommitted) {
+			r.cfg.Logger.Error("turn left open: its end could not be emitted", "session", r.t.SessionID, "turn", r.t.ID, "err", err)
+			return
+		}
+		r.cfg.Logger.Warn("turn end not stored; retrying", "session", r.t.SessionID, "turn", r.t.ID,
+			"attempt", attempt, "retry_in", delay, "err", err)
+		time.Sleep(delay)
+		delay = min(2*delay, endRetryMax)
+	}
+}
 
 type run struct {
 	*Loop
@@ -150,18 +253,47 @@ type run struct {
 	conv    []message.Message
 	tools   map[string]*store.ToolCall
 	final   string
+	ended   bool // Turn.Ending was called
+
+	// The current tool round: the ids of its calls in the message's order
+	// (their rows are in tools) and those whose end is committed.
+	round   []string
+	settled map[string]bool
+	// terminal is the turn's terminal event once emitted; terminalFailed
+	// reports that its commit failed.
+	terminal       *bus.Spec
+	terminalFailed bool
 }
 
 // emit sends one event of this turn; after the first failure it does
-// nothing, and the loop winds down.
+// nothing, and the loop winds down. A catalog event is waited for until
+// committed (streaming events behind it could not be delivered sooner
+// anyway), so a failed commit stops the turn before anything depends on
+// the lost event.
 func (r *run) emit(typ event.Type, actor string, payload any, ops ...store.Op) {
 	if r.emitErr != nil {
 		return
 	}
-	_, err := r.t.Emitter.Emit(bus.Spec{Type: typ, TurnID: r.t.ID, Actor: actor, Payload: payload, Ops: ops})
+	spec := bus.Spec{Type: typ, TurnID: r.t.ID, Actor: actor, Payload: payload, Ops: ops}
+	var err error
+	if event.FamilyOf(typ) == event.Catalog {
+		_, err = r.t.Emitter.EmitWait(context.Background(), spec)
+	} else {
+		_, err = r.t.Emitter.Emit(spec)
+	}
 	if err != nil {
 		r.emitErr = err
 	}
+}
+
+// emitEnd emits the turn's terminal event.
+func (r *run) emitEnd(typ event.Type, payload any, row store.Op) {
+	if r.emitErr != nil {
+		return
+	}
+	r.terminal = &bus.Spec{Type: typ, TurnID: r.t.ID, Actor: event.ActorAgent, Payload: payload, Ops: []store.Op{row}}
+	r.emit(typ, event.ActorAgent, payload, row)
+	r.terminalFailed = r.emitErr != nil
 }
 
 func (r *run) since() int64 { return time.Since(r.start).Milliseconds() }
@@ -170,6 +302,9 @@ func (r *run) do() Outcome {
 	dec := r.t.Router.Decide(routing.Input{SessionID: r.t.SessionID, SessionModel: r.t.SessionModel,
 		Workspace: r.t.Workspace, UserText: r.t.UserText, Worker: r.t.Worker, Override: r.t.ModelOverride})
 	r.emit(event.RouteDecided, event.ActorRouter, routeDecided(dec))
+	if r.emitErr != nil {
+		return Outcome{}
+	}
 
 	adapter, err := r.cfg.Models.Resolve(dec.Model)
 	if err != nil {
@@ -222,7 +357,10 @@ func (r *run) do() Outcome {
 		}
 		r.conv = append(r.conv, results)
 	}
-	r.emit(event.TurnCompleted, event.ActorAgent, turnCompleted{Outcome: "failed", ErrorClass: "max_llm_calls",
+	if r.cancelledAtEnd(store.TurnFailed) {
+		return r.cancelled("between_calls", "", nil)
+	}
+	r.emitEnd(event.TurnCompleted, turnCompleted{Outcome: "failed", ErrorClass: "max_llm_calls",
 		Usage: r.usage, Calls: r.calls, DurationMS: r.since()}, r.turnRow(store.TurnFailed, "max_llm_calls"))
 	return Outcome{Status: store.TurnFailed, Reason: "max_llm_calls", Usage: r.usage, FinalText: r.final}
 }
@@ -232,24 +370,44 @@ func (r *run) turnRow(status store.TurnStatus, reason string) store.Op {
 		StartedAt: r.start, EndedAt: time.Now()}}
 }
 
+// cancelledAtEnd reports whether a turn about to end with status was
+// cancelled first (see Turn.Ending).
+func (r *run) cancelledAtEnd(status store.TurnStatus) bool {
+	if r.t.Ending == nil || r.ended {
+		return false
+	}
+	r.ended = true
+	return r.t.Ending(status) != ""
+}
+
 func (r *run) complete(stop string) Outcome {
-	r.emit(event.TurnCompleted, event.ActorAgent, turnCompleted{Outcome: "completed", StopReason: stop,
+	if r.cancelledAtEnd(store.TurnCompleted) {
+		return r.cancelled("between_calls", "", nil)
+	}
+	r.emitEnd(event.TurnCompleted, turnCompleted{Outcome: "completed", StopReason: stop,
 		Usage: r.usage, Calls: r.calls, DurationMS: r.since()}, r.turnRow(store.TurnCompleted, ""))
 	return Outcome{Status: store.TurnCompleted, Usage: r.usage, FinalText: r.final, Conversation: r.conv}
 }
 
 func (r *run) fail(class string) Outcome {
-	r.emit(event.TurnCompleted, event.ActorAgent, turnCompleted{Outcome: "failed", ErrorClass: class,
+	if r.cancelledAtEnd(store.TurnFailed) {
+		return r.cancelled("between_calls", "", nil)
+	}
+	r.emitEnd(event.TurnCompleted, turnCompleted{Outcome: "failed", ErrorClass: class,
 		Usage: r.usage, Calls: r.calls, DurationMS: r.since()}, r.turnRow(store.TurnFailed, class))
 	return Outcome{Status: store.TurnFailed, Reason: class, Usage: r.usage, FinalText: r.final}
 }
 
 func (r *run) cancelled(phase, partialID string, tools []string) Outcome {
+	if r.t.Ending != nil && !r.ended {
+		r.ended = true
+		r.t.Ending(store.TurnCancelled)
+	}
 	reason := reasonOf(r.ctx)
 	if tools == nil {
 		tools = []string{}
 	}
-	r.emit(event.TurnCancelled, event.ActorAgent, turnCancelled{Reason: reason, Phase: phase, PartialMessageID: partialID,
+	r.emitEnd(event.TurnCancelled, turnCancelled{Reason: reason, Phase: phase, PartialMessageID: partialID,
 		CancelledTools: tools, Usage: r.usage, DurationMS: r.since()}, r.turnRow(store.TurnCancelled, reason))
 	return Outcome{Status: store.TurnCancelled, Reason: reason, Usage: r.usage, FinalText: r.final}
 }

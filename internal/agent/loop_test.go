@@ -96,6 +96,8 @@ type rig struct {
 	root  *os.Root
 	tools *tool.Registry
 	sid   string
+	// ending is passed as each turn's Turn.Ending.
+	ending func(store.TurnStatus) string
 }
 
 func newRig(t *testing.T, adapter model.Adapter) *rig {
@@ -139,7 +141,7 @@ func (r *rig) run(ctx context.Context, modelID string) (agent.Outcome, []*event.
 		Ops: []store.Op{store.PutMessage{Message: user}, store.PutTurn{Turn: store.Turn{ID: turn, SessionID: r.sid, Status: store.TurnInFlight}}}})
 	servertest.Must(r.t, err)
 	out := r.loop.Run(ctx, agent.Turn{ID: turn, SessionID: r.sid, SessionModel: modelID, Root: r.root, Emitter: r.em,
-		Router: routing.NewStatic(), UserText: "hi"})
+		Router: routing.NewStatic(), UserText: "hi", Ending: r.ending})
 	servertest.Must(r.t, r.em.Barrier(context.Background()))
 	var evs []*event.Event
 	for _, e := range r.rec.Events(r.sid) {
@@ -283,7 +285,8 @@ func TestSpec11_1_8_CancelDuringToolDispatch(t *testing.T) {
 	if p["error_class"] != "cancelled" || p["started"] != true {
 		t.Errorf("tool.failed %v", p)
 	}
-	row, err := r.st.ToolCall(context.Background(), "tu_1")
+	mid := payload(t, find(evs, event.LLMCallCompleted)[0])["message_id"].(string)
+	row, err := r.st.ToolCall(context.Background(), r.sid, mid, "tu_1")
 	if err != nil || row.Status != store.ToolCancelled {
 		t.Errorf("tool call row %+v %v", row, err)
 	}

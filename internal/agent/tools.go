@@ -53,13 +53,29 @@ func (r *run) dispatch(c callResult, uses []message.Block) (message.Message, []s
 			ops = append(ops, store.PutMessage{Message: results})
 		}
 		r.emit(typ, event.ActorTool, payload, ops...)
+		if r.emitErr == nil {
+			r.settled[row.ID] = true
+		}
 	}
 
 	if r.cfg.BeforeTools != nil {
 		r.cfg.BeforeTools(r.ctx, r.t.ID)
 	}
+	// Tools run under their own context: cancelled with the turn, or when
+	// an event of the round could not be stored (the turn then stops).
+	tctx, stop := context.WithCancelCause(r.ctx)
+	defer stop(nil)
 	cancelledCh := r.ctx.Done() // nil once the cancel has been handled
 	for remaining > 0 {
+		if r.emitErr != nil {
+			// An event was lost: start nothing more, stop what runs and
+			// wait for it (its end is not emitted; Run ends the turn).
+			stop(errStopped)
+			for ; running > 0; running-- {
+				<-done
+			}
+			break
+		}
 		// Calls that can no longer start fail now, in order.
 		if r.ctx.Err() != nil {
 			cancelledCh = nil
@@ -79,11 +95,14 @@ func (r *run) dispatch(c callResult, uses []message.Block) (message.Message, []s
 			row.Status, row.UpdatedAt = store.ToolRunning, time.Now()
 			r.emit(event.ToolCalled, event.ActorTool, toolCalled{ToolUseID: u.ID, ToolName: u.Name, MessageID: c.msg.ID, Input: u.Input},
 				store.PutToolCall{Call: *row})
+			if r.emitErr != nil {
+				continue // never start a call whose start was not stored
+			}
 			anyStarted = true
 			running++
 			go func(i int, u message.Block) {
 				start := time.Now()
-				res, err := r.runTool(c, u)
+				res, err := r.runTool(tctx, c, u)
 				done <- toolDone{i: i, res: res, err: err, dur: time.Since(start)}
 			}(next, u)
 			next++
@@ -141,7 +160,11 @@ func (r *run) finishTool(d toolDone, u message.Block, finish func(int, any, even
 	return class == tool.ClassCancelled
 }
 
-func (r *run) runTool(c callResult, u message.Block) (tool.Result, error) {
+// errStopped is the cause tools are stopped with when the turn stops on
+// a lost event.
+var errStopped = errors.New("the turn stopped on a server fault")
+
+func (r *run) runTool(ctx context.Context, c callResult, u message.Block) (tool.Result, error) {
 	if err := c.acc.InputError(u.ID); err != nil {
 		return tool.Result{}, tool.Errorf(tool.ClassInvalidInput, "the model sent input that is not a JSON object: %v", err)
 	}
@@ -150,7 +173,7 @@ func (r *run) runTool(c callResult, u message.Block) (tool.Result, error) {
 		return tool.Result{}, tool.Errorf(tool.ClassNotFound, "no tool named %q", u.Name)
 	}
 	env := tool.Env{Root: r.t.Root, Workspace: r.t.Workspace, SessionID: r.t.SessionID, TurnID: r.t.ID}
-	return safeRun(r.ctx, t, env, u)
+	return safeRun(ctx, t, env, u)
 }
 
 // safeRun turns a tool's panic into an execution error.

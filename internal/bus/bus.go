@@ -15,6 +15,12 @@ import (
 // ErrClosed is returned by emits after Close.
 var ErrClosed = errors.New("bus: closed")
 
+// ErrNotCommitted is returned (wrapped, with the store's error) by
+// EmitWait for a catalog event whose transaction failed (a disk full, an
+// I/O error): the event and its ops were not stored and the event was
+// never delivered.
+var ErrNotCommitted = errors.New("bus: event not committed")
+
 // Store is what the bus needs of the trace store.
 type Store interface {
 	// Submit queues ops for one transaction and calls done after commit.
@@ -33,6 +39,16 @@ type Store interface {
 // outbox held.
 type LiveSink interface {
 	Publish(ev *event.Event)
+}
+
+// Resyncer is a LiveSink that is told when an event of a session was not
+// committed, and so never delivered. Clients that follow the session
+// live may have seen streaming events around the lost one, and a turn
+// they watch ends with events they must not miss: the sink makes them
+// rebuild from the store (reconnect with their cursor). Resync must not
+// block: it is called with the session's outbox held.
+type Resyncer interface {
+	Resync(sessionID string)
 }
 
 // Options configure a Bus.
@@ -188,6 +204,18 @@ func (b *Bus) deliver(ev *event.Event) {
 	if subs := b.subs.Load(); subs != nil {
 		for _, s := range *subs {
 			s.offer(ev)
+		}
+	}
+}
+
+// resync tells the live sinks that can rebuild their clients that an
+// event of sessionID was lost.
+func (b *Bus) resync(sessionID string) {
+	if p := b.live.Load(); p != nil {
+		for _, s := range *p {
+			if r, ok := s.(Resyncer); ok {
+				r.Resync(sessionID)
+			}
 		}
 	}
 }

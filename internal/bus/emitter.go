@@ -71,6 +71,8 @@ func (e *Emitter) Emit(s Spec) (*event.Event, error) {
 
 // EmitWait emits like Emit and waits until the event is committed and
 // delivered. ctx bounds the wait only: the event is emitted regardless.
+// A catalog event whose commit failed returns an error wrapping
+// ErrNotCommitted (and the store's error): nothing of it was stored.
 func (e *Emitter) EmitWait(ctx context.Context, s Spec) (*event.Event, error) {
 	ev, p, err := e.emit(s, true)
 	if err != nil {
@@ -79,7 +81,7 @@ func (e *Emitter) EmitWait(ctx context.Context, s Spec) (*event.Event, error) {
 	select {
 	case <-p.done:
 		if p.err != nil {
-			return nil, p.err
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotCommitted, ev.Type, p.err)
 		}
 		return ev, nil
 	case <-ctx.Done():
@@ -179,8 +181,10 @@ func (o *outbox) flushLocked(b *Bus) {
 		}
 		n++
 		if p.err != nil {
-			// Never hand out an event the store lost.
+			// Never hand out an event the store lost; clients that
+			// follow the session live rebuild from the store.
 			b.log.Error("event not committed; dropped", "event", p.ev.String(), "err", p.err)
+			b.resync(p.ev.SessionID)
 		} else {
 			o.lastOut = p.ev.ID
 			b.deliver(p.ev)

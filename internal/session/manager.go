@@ -49,6 +49,7 @@ type activeTurn struct {
 	cancel     context.CancelCauseFunc
 	cancelling bool
 	pending    string           // reason of a cancel that came before cancel was set
+	reason     string           // the reason the turn is being cancelled with
 	ended      store.TurnStatus // how the loop ended; "" while it runs
 	out        agent.Outcome    // the loop's outcome, set before done closes
 	done       chan struct{}

@@ -122,7 +122,7 @@ func TestRecoverClosesTurnsLeftOpen(t *testing.T) {
 	h.Stop()
 	h2 := servertest.Start(t, h.Home)
 	tr, _ := h2.Server.Store.Turn(ctx, "turn_crashed")
-	tc, _ := h2.Server.Store.ToolCall(ctx, "tu_run")
+	tc, _ := h2.Server.Store.ToolCall(ctx, sid, "", "tu_run")
 	if tr.Status != store.TurnCancelled || tr.Reason != "server_restart" || tc.Status != store.ToolCancelled {
 		t.Fatalf("turn %+v tool %+v", tr, tc)
 	}

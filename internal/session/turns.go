@@ -128,12 +128,12 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 	t.cancel = cancel
 	pending := t.pending // a client that saw turn.started live may have cancelled already
 	if pending == "" && m.closing {
-		t.cancelling, pending = true, agent.ReasonServerShutdown
+		t.cancelling, t.reason, pending = true, agent.ReasonServerShutdown, agent.ReasonServerShutdown
 	}
-	m.mu.Unlock()
 	if pending != "" {
 		cancel(&agent.CancelCause{Reason: pending})
 	}
+	m.mu.Unlock()
 	var timeout *time.Timer
 	if m.cfg.TurnTimeout > 0 {
 		timeout = time.AfterFunc(m.cfg.TurnTimeout, func() {
@@ -149,17 +149,25 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 		}
 		out := m.cfg.Loop.Run(turnCtx, agent.Turn{ID: t.id, SessionID: sessionID, SessionModel: s.ActiveModel,
 			Workspace: s.WorkspacePath, Root: root, Emitter: em, Router: m.cfg.Router, UserText: content,
-			Worker: s.ParentSessionID != "", ModelOverride: override, History: m.cachedHistory(sessionID, user)})
+			Worker: s.ParentSessionID != "", ModelOverride: override, History: m.cachedHistory(sessionID, user),
+			Ending: func(st store.TurnStatus) string { return m.ending(t, st) }})
+		// Run returns once the turn's terminal event is committed (retried
+		// through storage failures), so the conversation it hands back is
+		// the stored one; it is nil unless the turn completed, and the next
+		// turn then reloads the conversation from the store. The end was
+		// fixed through Ending (cancels answer from it); a turn that
+		// failed after all (or never reached Ending) is recorded here. The
+		// barrier below also waits for the delivery of the end.
 		m.rememberHistory(sessionID, out.Conversation)
-		// Run emits the terminal event without waiting for its commit, so
-		// the stored turn row may still say in_flight: answer cancels from
-		// the outcome, and release the turn only once the row is committed.
 		ended := out.Status
 		if ended == "" {
 			ended = store.TurnFailed
 		}
 		m.mu.Lock()
-		t.ended, t.out = ended, out
+		if t.ended == "" || ended == store.TurnFailed {
+			t.ended = ended
+		}
+		t.out = out
 		m.mu.Unlock()
 		bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := em.Barrier(bctx); err != nil {
@@ -201,6 +209,22 @@ func (m *Manager) admit(ctx context.Context, sessionID string, t *activeTurn) er
 			return fmt.Errorf("wait for turn %s to wind down: %w", cur.id, ctx.Err())
 		}
 	}
+}
+
+// ending is the turn's agent.Turn.Ending: it fixes how the turn ends,
+// under the lock cancels take, so every cancel is answered with what
+// then happens. A turn about to complete or fail that a cancel reached
+// first ends cancelled (the reason is returned); once the end is fixed,
+// cancels answer already_ended (or already_cancelling).
+func (m *Manager) ending(t *activeTurn, st store.TurnStatus) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if st != store.TurnCancelled && t.cancelling {
+		t.ended = store.TurnCancelled
+		return t.reason
+	}
+	t.ended = st
+	return ""
 }
 
 // CancelResult tells what a cancel request did.
@@ -264,14 +288,15 @@ func (m *Manager) cancelTurn(sessionID, turnID, reason string) (CancelResult, bo
 	case t.cancel == nil:
 		// turn.started is out but the turn's context is not set up yet:
 		// Submit cancels it with this reason as soon as it is.
-		t.cancelling, t.pending = true, reason
+		t.cancelling, t.pending, t.reason = true, reason, reason
 		m.mu.Unlock()
 		return Cancelling, true
 	}
-	t.cancelling = true
-	cancel := t.cancel
+	// The context is cancelled under the lock, so the loop's ending (which
+	// takes it) sees either no cancel or a cancelled context.
+	t.cancelling, t.reason = true, reason
+	t.cancel(&agent.CancelCause{Reason: reason})
 	m.mu.Unlock()
-	cancel(&agent.CancelCause{Reason: reason})
 	return Cancelling, true
 }
 
@@ -296,17 +321,13 @@ func (m *Manager) Wait(ctx context.Context, sessionID string) error {
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	m.closing = true
-	var cancels []*activeTurn
 	for _, t := range m.turns {
-		if !t.cancelling && t.cancel != nil {
-			t.cancelling = true
-			cancels = append(cancels, t)
+		if !t.cancelling && t.cancel != nil && t.ended == "" {
+			t.cancelling, t.reason = true, agent.ReasonServerShutdown
+			t.cancel(&agent.CancelCause{Reason: agent.ReasonServerShutdown})
 		}
 	}
 	m.mu.Unlock()
-	for _, t := range cancels {
-		t.cancel(&agent.CancelCause{Reason: agent.ReasonServerShutdown})
-	}
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	select {

@@ -57,9 +57,11 @@ const (
 	ToolCancelled ToolStatus = "cancelled"
 )
 
-// ToolCall is a tool call row, keyed by the model's tool_use id.
+// ToolCall is a tool call row, keyed by metis's identity: (SessionID,
+// MessageID, ID). The model's tool_use id alone is not unique: providers
+// reuse ids across sessions and turns.
 type ToolCall struct {
-	ID           string // tool_use_id
+	ID           string // tool_use_id, unique within its message
 	SessionID    string
 	TurnID       string
 	MessageID    string // the assistant message holding the tool_use block
@@ -126,7 +128,8 @@ func (p PutMessage) StampEvent(eventID string) Op { p.EventID = eventID; return 
 // PutTurn inserts or replaces a turn row by id.
 type PutTurn struct{ Turn Turn }
 
-// PutToolCall inserts or replaces a tool call row by id.
+// PutToolCall inserts or replaces a tool call row by (session, message,
+// tool_use id).
 type PutToolCall struct{ Call ToolCall }
 
 func (AppendEvent) isOp()   {}

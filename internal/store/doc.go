@@ -18,6 +18,14 @@
 // subscribers use to catch up. Event ids are "evt_"+ULID and strictly
 // increase per session, so ranges by id are plain string comparisons.
 //
+// Tool call rows are keyed by (session, assistant message, tool_use id):
+// providers' tool_use ids are unique only within a message.
+//
+// [Store.SetFault] is a test seam: a hook that fails chosen write
+// transactions as a full disk would, to test that no storage failure
+// loses a turn's end. With no hook installed it costs one atomic load
+// per transaction.
+//
 // It imports event and message only (plus the driver, the pure-Go
 // modernc.org/sqlite).
 package store

@@ -65,6 +65,7 @@ type Store struct {
 	seqBuf []seqAssign // scratch of the writer goroutine
 
 	stats stats
+	fault faultHook // test seam: see SetFault
 
 	closeOnce sync.Once
 	closeErr  error

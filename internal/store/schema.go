@@ -8,7 +8,7 @@ import (
 )
 
 // schemaVersion is the PRAGMA user_version this code writes and reads.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // schemaV1 creates every table and index. Times are unix nanoseconds
 // (0 for the zero time); JSON values are TEXT.
@@ -98,6 +98,40 @@ CREATE INDEX IF NOT EXISTS events_delegate ON events(session_id, id) WHERE ` + d
 
 const delegateTerm = `type IN ('delegate.started', 'delegate.completed', 'delegate.failed')`
 
+// schemaV3 keys tool call rows by metis's own identity: the session, the
+// assistant message holding the tool_use block (a metis id) and the
+// tool_use id. Before, the provider's tool_use id alone was the key, so
+// two sessions (or two turns of a server that sends no ids) sharing
+// "call_1" overwrote each other's rows. SQLite cannot change a primary
+// key in place: the table is rebuilt and every existing row copied (v2
+// ids were unique, so none collide).
+const schemaV3 = `
+CREATE TABLE tool_calls_v3 (
+	id            TEXT    NOT NULL,
+	session_id    TEXT    NOT NULL,
+	turn_id       TEXT    NOT NULL DEFAULT '',
+	message_id    TEXT    NOT NULL DEFAULT '',
+	name          TEXT    NOT NULL,
+	input         TEXT,
+	status        TEXT    NOT NULL,
+	result        TEXT    NOT NULL DEFAULT '',
+	is_error      INTEGER NOT NULL DEFAULT 0,
+	error_class   TEXT    NOT NULL DEFAULT '',
+	error_message TEXT    NOT NULL DEFAULT '',
+	created_at    INTEGER NOT NULL,
+	updated_at    INTEGER NOT NULL,
+	PRIMARY KEY (session_id, message_id, id)
+);
+INSERT INTO tool_calls_v3 (id, session_id, turn_id, message_id, name, input, status, result, is_error,
+	error_class, error_message, created_at, updated_at)
+	SELECT id, session_id, turn_id, message_id, name, input, status, result, is_error,
+	error_class, error_message, created_at, updated_at
+	FROM tool_calls ORDER BY rowid;
+DROP TABLE tool_calls;
+ALTER TABLE tool_calls_v3 RENAME TO tool_calls;
+CREATE INDEX tool_calls_turn ON tool_calls(turn_id, created_at);
+`
+
 // migrate brings the schema to schemaVersion. It is idempotent and
 // refuses a database written by a newer version.
 func migrate(ctx context.Context, db *sql.DB) error {
@@ -123,6 +157,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	if _, err := tx.ExecContext(ctx, schemaV2); err != nil {
 		return fmt.Errorf("schema: migrate to v2: %w", err)
+	}
+	if v < 3 {
+		if _, err := tx.ExecContext(ctx, schemaV3); err != nil {
+			return fmt.Errorf("schema: migrate to v3: %w", err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 		return fmt.Errorf("schema: set version: %w", err)

@@ -124,11 +124,11 @@ func TestTurnsAndToolCalls(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(calls, []ToolCall{c1, c2}) {
 		t.Fatalf("ToolCalls = %+v, %v; want %+v", calls, err, []ToolCall{c1, c2})
 	}
-	got1, err := s.ToolCall(ctx, "toolu_3")
+	got1, err := s.ToolCall(ctx, "sess_b", "", "toolu_3")
 	if err != nil || !reflect.DeepEqual(got1, other) {
 		t.Fatalf("ToolCall = %+v, %v", got1, err)
 	}
-	if _, err := s.ToolCall(ctx, "toolu_none"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.ToolCall(ctx, "sess_b", "", "toolu_none"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("ToolCall(unknown): %v", err)
 	}
 	if err := s.Apply(ctx, PutToolCall{Call: ToolCall{ID: "t", SessionID: "s", Status: ToolPending, Input: json.RawMessage("{")}}); err == nil {

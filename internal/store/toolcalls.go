@@ -11,10 +11,8 @@ const (
 	sqlPutToolCall = `INSERT INTO tool_calls (id, session_id, turn_id, message_id, name, input, status,
 	result, is_error, error_class, error_message, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET
-	session_id    = excluded.session_id,
+ON CONFLICT (session_id, message_id, id) DO UPDATE SET
 	turn_id       = excluded.turn_id,
-	message_id    = excluded.message_id,
 	name          = excluded.name,
 	input         = excluded.input,
 	status        = excluded.status,
@@ -52,18 +50,20 @@ func (t *txn) putToolCall(c *ToolCall) error {
 	return nil
 }
 
-// ToolCall returns the tool call id (the model's tool_use id), or an
-// error wrapping ErrNotFound.
-func (s *Store) ToolCall(ctx context.Context, id string) (ToolCall, error) {
+// ToolCall returns the tool call id (the model's tool_use id) of the
+// assistant message messageID in a session, or an error wrapping
+// ErrNotFound.
+func (s *Store) ToolCall(ctx context.Context, sessionID, messageID, id string) (ToolCall, error) {
 	if err := s.readable(); err != nil {
 		return ToolCall{}, err
 	}
-	cs, err := s.queryToolCalls(ctx, "SELECT "+toolCallCols+" FROM tool_calls WHERE id = ?", id)
+	cs, err := s.queryToolCalls(ctx, "SELECT "+toolCallCols+
+		" FROM tool_calls WHERE session_id = ? AND message_id = ? AND id = ?", sessionID, messageID, id)
 	if err == nil && len(cs) == 0 {
 		err = ErrNotFound
 	}
 	if err != nil {
-		return ToolCall{}, fmt.Errorf("store: tool call %s: %w", id, err)
+		return ToolCall{}, fmt.Errorf("store: tool call %s of message %s: %w", id, messageID, err)
 	}
 	return cs[0], nil
 }

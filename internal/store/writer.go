@@ -242,6 +242,12 @@ func (s *Store) runTx(batch []submission, errs []error) (int, error) {
 			}
 		}
 	}
+	if err := s.injected(batch, errs); err != nil {
+		if rerr := tx.Rollback(); rerr != nil {
+			s.log.Error("store: rollback failed", "err", rerr)
+		}
+		return -1, fmt.Errorf("store: commit: %w", err)
+	}
 	if err := tx.Commit(); err != nil {
 		// A failed COMMIT may leave the transaction open on the
 		// connection; end it so the next BEGIN works.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strconv"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -194,9 +193,10 @@ func (t *translator) toolCall(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) er
 			return nil
 		}
 		if call.id == "" {
-			// A server that sends no ids; the id only has to match the
-			// tool result sent back.
-			call.id = "call_metis_" + strconv.Itoa(len(t.order)-1)
+			// A server that sends no ids: the id has to match the tool
+			// result sent back, and to differ from every other call's,
+			// of this message and of every other turn.
+			call.id = fallbackID()
 		}
 		call.block = t.openBlock()
 		t.started++

@@ -1,0 +1,45 @@
+package hub
+
+// Resync implements bus.Resyncer: an event of sessionID was not
+// committed, so it was never delivered, and the clients following the
+// session live (directly, or from a planner above it with workers) may
+// have seen streaming events around it. Each of them is closed the way a
+// slow client is (its queue dropped, the transport closes it with the
+// close reason that makes a client reconnect with its cursor): the
+// replay then comes from the store, which never had the lost event, and
+// the client resumes at a consistent point instead of waiting for an
+// event that will never come. Called under the session's outbox lock; it
+// never blocks.
+func (h *Hub) Resync(sessionID string) {
+	ids := append([]string{sessionID}, h.ancestors(sessionID)...)
+	for i, id := range ids {
+		h.mu.RLock()
+		st := h.sessions[id]
+		h.mu.RUnlock()
+		if st == nil {
+			continue
+		}
+		st.mu.Lock()
+		clients := st.clients
+		st.mu.Unlock()
+		for _, c := range clients {
+			if i == 0 || c.filter.workers {
+				c.resync()
+			}
+		}
+	}
+}
+
+// resync drops the client's queue and marks it for closing, as an
+// overflow does; the transport's writer closes it when it wakes.
+func (c *Client) resync() {
+	c.mu.Lock()
+	if c.closed || c.overflown {
+		c.mu.Unlock()
+		return
+	}
+	c.overflown = true
+	c.q = nil
+	c.mu.Unlock()
+	c.signal()
+}
