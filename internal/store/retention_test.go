@@ -229,7 +229,7 @@ func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"PRAGMA journal_mode=WAL", schemaV1, schemaV2, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion),
+	for _, q := range []string{"PRAGMA journal_mode=WAL", schemaV1, schemaV2, "PRAGMA user_version = 2", // as written before schema v3
 		"INSERT INTO sessions (id, created_at) VALUES ('sess_old', 1)"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
