@@ -5,20 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"text/tabwriter"
-
-	"github.com/metis-agent/metis/client"
 )
 
 // Sessions runs `metis sessions [--json]`: list the server's sessions.
 func Sessions(ctx context.Context, args []string, env Env) int {
-	fs, server := newFlags("sessions", env)
+	fs, cf := newFlags("sessions", env)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return 2
 	}
-	ss, err := client.New(*server).Sessions(ctx)
+	c, ok := cf.client("sessions", env)
+	if !ok {
+		return 1
+	}
+	ss, err := c.Sessions(ctx)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "metis sessions:", err)
+		fmt.Fprintln(env.Stderr, "metis sessions:", explain(err))
 		return 1
 	}
 	if *asJSON {

@@ -131,3 +131,12 @@ func (r *remote) readyNote(addr string) string {
 	}
 	return fmt.Sprintf("; %s: every request needs the bearer token in %s%s%s", where, r.tokenPath, gen, pub)
 }
+
+// TokenFile is the path of the bearer token file when the server
+// requires the token, else "".
+func (s *Server) TokenFile() string {
+	if s.remote == nil || s.remote.token == "" {
+		return ""
+	}
+	return s.remote.tokenPath
+}
