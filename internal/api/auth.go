@@ -176,8 +176,14 @@ func (a *Auth) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: a.cookie, Path: "/", MaxAge: cookieMaxAge,
-		HttpOnly: true, Secure: a.secure, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: a.secureFor(r), SameSite: http.SameSiteStrictMode})
 	writeJSON(w, http.StatusOK, map[string]bool{"token_required": true})
+}
+
+// secureFor reports whether the cookie for r is Secure: the server speaks
+// TLS, or r came by a public name declared https (a TLS proxy).
+func (a *Auth) secureFor(r *http.Request) bool {
+	return a.secure || PageScheme(r) == "https"
 }
 
 func (a *Auth) logout(w http.ResponseWriter, r *http.Request) {
@@ -189,6 +195,6 @@ func (a *Auth) logout(w http.ResponseWriter, r *http.Request) {
 	// Drain a small body so the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxLogoutBody))
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, Secure: a.secure, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: a.secureFor(r), SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -136,3 +136,28 @@ func TestTLSOrigin(t *testing.T) {
 		t.Fatalf("ws_url %s", a.WSURL)
 	}
 }
+
+// TestLoginCookieSecure: the login cookie is Secure under TLS and when
+// the request came by a public name declared https (a TLS proxy), and
+// not on plain http.
+func TestLoginCookieSecure(t *testing.T) {
+	cert, key := servertest.SelfSignedCert(t, t.TempDir())
+	tls := servertest.Start(t, "", func(c *config.Config) { c.TLSCert, c.TLSKey, c.PublicName = cert, key, "metis.example.com" })
+	plain := servertest.Start(t, "", withPublicName("metis.example.com, https://secure.example"))
+	for _, c := range []struct {
+		h      *servertest.Harness
+		host   string
+		secure bool
+	}{
+		{tls, "", true},
+		{plain, "", false},
+		{plain, "metis.example.com", false},
+		{plain, "secure.example", true},
+	} {
+		r := do(t, c.h, req{method: "POST", path: "/login", host: c.host, body: `{"token":` + jsonString(t, c.h.Token) + `}`})
+		sc := r.header.Get("Set-Cookie")
+		if r.status != http.StatusOK || strings.Contains(sc, "; Secure") != c.secure {
+			t.Errorf("%s Host %q: %d, Set-Cookie %q, want Secure %v", c.h.URL, c.host, r.status, sc, c.secure)
+		}
+	}
+}
