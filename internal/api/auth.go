@@ -141,7 +141,7 @@ func (a *Auth) refuse(w http.ResponseWriter, why string) {
 	if why == "no token" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="metis"`)
 		WriteError(w, http.StatusUnauthorized, CodeUnauthorized,
-			"this server is reachable from the network and needs its token: send Authorization: Bearer <token> (the token is in the server's token file), or log in with POST /login")
+			"this server needs its bearer token: send Authorization: Bearer <token> (the token is in the server's token file), or log in with POST /login")
 		return
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="metis", error="invalid_token"`)

@@ -99,7 +99,7 @@ func checkRefusal(t *testing.T, w *httptest.ResponseRecorder) {
 	}
 	why, refused := strings.CutPrefix(e.Error.Message, "the token was refused: ")
 	switch {
-	case !refused && strings.HasPrefix(e.Error.Message, "this server is reachable from the network and needs its token"):
+	case !refused && strings.HasPrefix(e.Error.Message, "this server needs its bearer token"):
 	case refused && (why == "wrong token" || why == "more than one Authorization header" ||
 		why == `the Authorization header is not "Bearer <token>"` || why == "stale or wrong login cookie"):
 	default:
