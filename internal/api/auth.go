@@ -32,6 +32,7 @@ const maxLogoutBody = 4096
 // the token is never logged or echoed.
 //
 // Auth also serves two endpoints of its own, which need no token:
+//   - GET /login: a small page with a form that posts the token;
 //   - POST /login {"token": "..."}: checks the token and sets the
 //     HttpOnly, SameSite=Strict login cookie (Secure under TLS);
 //   - POST /logout: clears it.
@@ -153,8 +154,12 @@ type loginBody struct {
 }
 
 func (a *Auth) login(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		serveLoginPage(w, r)
+		return
+	}
 	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
+		w.Header().Set("Allow", "GET, HEAD, POST")
 		WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed here")
 		return
 	}

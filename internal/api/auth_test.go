@@ -134,7 +134,16 @@ func TestLoginCookie(t *testing.T) {
 		}
 	}
 	expectErr(t, do(t, h, req{method: "POST", path: "/login", body: `{"token":`}), http.StatusBadRequest, api.CodeInvalidJSON)
-	expectErr(t, do(t, h, req{method: "GET", path: "/login"}), http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
+	expectErr(t, do(t, h, req{method: "PUT", path: "/login", body: "{}"}), http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
+	// GET /login is the page a browser logs in with, served without the
+	// token, locked down (no framing, only its own script).
+	page := do(t, h, req{method: "GET", path: "/login"})
+	if page.status != http.StatusOK || !strings.HasPrefix(page.header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(page.body), `fetch("/login"`) || page.header.Get("X-Frame-Options") != "DENY" ||
+		!strings.Contains(page.header.Get("Content-Security-Policy"), "frame-ancestors 'none'") ||
+		!strings.Contains(page.header.Get("Content-Security-Policy"), "script-src 'sha256-") {
+		t.Fatalf("login page: %d %v\n%s", page.status, page.header, page.body)
+	}
 	// The guard still stands in front of /login: another origin, a form.
 	expectErr(t, do(t, h, req{method: "POST", path: "/login", body: `{"token":` + jsonString(t, h.Token) + `}`, origin: []string{"http://evil.example"}}),
 		http.StatusForbidden, api.CodeForbiddenOrigin)
