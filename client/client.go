@@ -50,8 +50,13 @@ import (
 // Client talks to one metis server.
 type Client struct {
 	BaseURL string
-	HTTP    *http.Client
+	HTTP    *http.Client // its Transport also dials the stream (TLS settings included)
 	Logger  *slog.Logger
+	// Token is the server's bearer token, sent as "Authorization: Bearer"
+	// on every request and on the stream's WebSocket upgrade. A server
+	// bound to loopback needs none; one reachable from the network
+	// refuses requests without it (401).
+	Token string
 }
 
 // New returns a client of the server at baseURL (http://host:port).
@@ -109,6 +114,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	c.authorize(req.Header)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return fmt.Errorf("metis: %s %s: %w", method, path, err)
@@ -179,6 +185,20 @@ func (c *Client) Messages(ctx context.Context, sessionID, before string, limit i
 	}
 	err := c.do(ctx, http.MethodGet, "/sessions/"+url.PathEscape(sessionID)+"/messages?"+q.Encode(), nil, &out)
 	return out.Messages, out.HasMore, err
+}
+
+// authorize adds the bearer token, if any, to h.
+func (c *Client) authorize(h http.Header) {
+	if c.Token != "" {
+		h.Set("Authorization", "Bearer "+c.Token)
+	}
+}
+
+// IsUnauthorized reports whether err is a 401 of the API: the server
+// needs its token, or refused the one sent.
+func IsUnauthorized(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Status == http.StatusUnauthorized
 }
 
 // IsNotFound reports whether err is a 404 of the API.

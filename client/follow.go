@@ -69,8 +69,9 @@ var ErrSessionGone = errors.New("metis: the session does not exist")
 // cursor. When the server answers cursor_expired or replay_too_large, or
 // reports a streaming gap, Follow resubscribes with a fresh snapshot.
 // Server pings are answered; unknown event types are skipped. It returns
-// ctx's error, ErrSessionGone, or a subscribe refusal it cannot recover
-// from (an invalid filter).
+// ctx's error, ErrSessionGone, a 401 (the server needs a token: see
+// Client.Token), or a subscribe refusal it cannot recover from (an
+// invalid filter).
 func (c *Client) Follow(ctx context.Context, sessionID string, opts FollowOptions) error {
 	if opts.Filter == nil {
 		opts.Filter = "preset:chat"
@@ -107,6 +108,8 @@ func (c *Client) Follow(ctx context.Context, sessionID string, opts FollowOption
 			return perm.err
 		case IsNotFound(err):
 			return ErrSessionGone
+		case IsUnauthorized(err): // retrying cannot fix a missing or wrong token
+			return err
 		}
 		attempt++
 		emit(Update{Kind: Reconnecting, Err: err, Attempt: attempt})
@@ -141,7 +144,14 @@ func (c *Client) followOnce(ctx context.Context, sid string, filter any, v *View
 	if err != nil {
 		return err
 	}
-	ws, _, err := websocket.Dial(ctx, a.WSURL, &websocket.DialOptions{HTTPClient: &http.Client{Timeout: 10 * time.Second}})
+	header := http.Header{}
+	c.authorize(header)
+	var transport http.RoundTripper
+	if c.HTTP != nil {
+		transport = c.HTTP.Transport
+	}
+	ws, _, err := websocket.Dial(ctx, a.WSURL, &websocket.DialOptions{HTTPHeader: header,
+		HTTPClient: &http.Client{Transport: transport, Timeout: 10 * time.Second}})
 	if err != nil {
 		return fmt.Errorf("metis: dial stream: %w", err)
 	}

@@ -36,6 +36,7 @@ usage:
                                             (starts a server in-process if none runs; see docs/editors.md)
 
 client commands take --server URL (default $METIS_SERVER, else http://127.0.0.1:8421)
+and --token-file F (default $METIS_TOKEN, else <home>/token for an https or non-loopback server)
 `
 
 func main() {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/metis-agent/metis/internal/attach"
@@ -73,6 +74,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			WriteError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+			return false
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			WriteError(w, http.StatusRequestTimeout, CodeRequestTimeout, "the body did not arrive in time")
 			return false
 		}
 		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, "could not read the body: "+err.Error())

@@ -1,6 +1,8 @@
 // Package api owns the HTTP API of contract §3 (sessions, turns,
-// cancellation, message history) and the local-safety guard of contract
-// §6 that every request, the WebSocket upgrade included, passes first.
+// cancellation, message history), the local-safety guard of contract §6
+// that every request, the WebSocket upgrade included, passes first, and
+// the bearer-token middleware (with POST /login for browsers) that comes
+// right after it when the server is reachable from the network.
 //
 // api is an edge: it imports session, attach and message, and nothing in
 // the core imports it. The WebSocket stream endpoint is mounted on the

@@ -19,6 +19,7 @@ const (
 	CodeInvalidJSON      = "invalid_json"
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeBodyTooLarge     = "body_too_large"
+	CodeRequestTimeout   = "request_timeout"
 	CodeForbiddenOrigin  = "forbidden_origin"
 	CodeForbiddenHost    = "forbidden_host"
 	CodeNotFound         = "not_found"

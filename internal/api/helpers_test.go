@@ -68,6 +68,7 @@ type req struct {
 	noCT        bool
 	host        string
 	origin      []string
+	header      map[string]string // more headers (Authorization, Cookie)
 }
 
 // client is a dedicated client (no keep-alive) so no idle connection
@@ -100,7 +101,14 @@ func do(t *testing.T, h *servertest.Harness, r req) reply {
 	for _, o := range r.origin {
 		hr.Header.Add("Origin", o)
 	}
-	resp, err := client.Do(hr)
+	for k, v := range r.header {
+		hr.Header.Set(k, v)
+	}
+	c := client
+	if h.HTTP != http.DefaultClient {
+		c = h.HTTP // TLS
+	}
+	resp, err := c.Do(hr)
 	if err != nil {
 		t.Fatalf("%s %s: %v", r.method, r.path, err)
 	}
@@ -114,7 +122,15 @@ func do(t *testing.T, h *servertest.Harness, r req) reply {
 
 func get(t *testing.T, h *servertest.Harness, path string) reply {
 	t.Helper()
-	return do(t, h, req{method: "GET", path: path})
+	return do(t, h, req{method: "GET", path: path, header: harnessToken(h)})
+}
+
+// harnessToken is the Authorization header of h's token, if it has one.
+func harnessToken(h *servertest.Harness) map[string]string {
+	if h.Token == "" {
+		return nil
+	}
+	return map[string]string{"Authorization": "Bearer " + h.Token}
 }
 
 func post(t *testing.T, h *servertest.Harness, path string, body any) reply {
@@ -131,7 +147,7 @@ func post(t *testing.T, h *servertest.Harness, path string, body any) reply {
 		}
 		s = string(raw)
 	}
-	return do(t, h, req{method: "POST", path: path, body: s})
+	return do(t, h, req{method: "POST", path: path, body: s, header: harnessToken(h)})
 }
 
 // expectErr checks status and error code.

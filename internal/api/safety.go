@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"mime"
 	"net"
 	"net/http"
@@ -11,10 +12,13 @@ import (
 // Guard enforces contract §6 on every request before it reaches a
 // handler:
 //   - the Host header must name a loopback host (localhost, 127.0.0.0/8,
-//     ::1) or the configured listen host, which defeats DNS rebinding;
-//   - a present Origin must be this server's own (http or ws scheme with
-//     the request's host); "null" and every other origin are refused, so
-//     no other web page can open the stream or call the API;
+//     ::1), the configured listen host or a configured public name,
+//     which defeats DNS rebinding;
+//   - a present Origin must be this server's own page: the scheme the
+//     page is served with (http, or https under TLS or for a public name
+//     declared https) and the request's host; "null", ws:, wss:, another
+//     scheme and every other origin are refused, so no other web page
+//     can open the stream or call the API;
 //   - state-changing methods must send Content-Type: application/json,
 //     which a cross-site form or no-cors fetch cannot.
 //
@@ -22,16 +26,29 @@ import (
 type Guard struct {
 	// ExtraHosts are host names (no port) accepted besides loopback.
 	ExtraHosts []string
+	// PublicNames are the names clients reach the server by when that is
+	// not the listen address (--public-name).
+	PublicNames []PublicName
+	// TLS says the server itself speaks TLS: its pages are https.
+	TLS bool
 }
 
 // Wrap returns h behind the guard.
 func (g Guard) Wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !g.hostAllowed(r.Host) {
-			WriteError(w, http.StatusForbidden, CodeForbiddenHost, "Host "+quote(r.Host)+" is not this server's; metis answers only to loopback names")
+		pub, ok := g.hostAllowed(r.Host)
+		if !ok {
+			WriteError(w, http.StatusForbidden, CodeForbiddenHost, "Host "+quote(r.Host)+" is not this server's; metis answers only to loopback names, its listen address and its --public-name")
 			return
 		}
-		if o, ok := r.Header["Origin"]; ok && !originAllowed(o, r.Host) {
+		scheme := "http"
+		if g.TLS || r.TLS != nil {
+			scheme = "https"
+		}
+		if pub != nil && pub.Scheme != "" {
+			scheme = pub.Scheme
+		}
+		if o, ok := r.Header["Origin"]; ok && !originAllowed(o, scheme, r.Host) {
 			WriteError(w, http.StatusForbidden, CodeForbiddenOrigin, "requests from another origin are refused")
 			return
 		}
@@ -39,49 +56,89 @@ func (g Guard) Wrap(h http.Handler) http.Handler {
 			WriteError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "send Content-Type: application/json")
 			return
 		}
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), schemeKey{}, scheme)))
 	})
 }
 
-func (g Guard) hostAllowed(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
+type schemeKey struct{}
+
+// PageScheme is the scheme of the server's own pages as the client of r
+// sees them: "https" under TLS or behind a proxy declared with an https
+// public name, else "http". It is known once the Guard passed r.
+func PageScheme(r *http.Request) string {
+	if s, ok := r.Context().Value(schemeKey{}).(string); ok {
+		return s
 	}
-	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// hostAllowed reports whether the Host header names this server, and
+// the public name it matched, if any.
+func (g Guard) hostAllowed(hostport string) (*PublicName, bool) {
+	host, port := hostport, ""
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		host, port = h, p
+	}
+	host = normalHost(host)
 	if host == "" {
-		return false
+		return nil, false
 	}
 	if host == "localhost" {
-		return true
+		return nil, true
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return true
+		return nil, true
 	}
-	for _, e := range g.ExtraHosts {
-		if strings.EqualFold(e, host) {
-			return true
+	for i := range g.PublicNames {
+		if p := &g.PublicNames[i]; p.matches(host, port) {
+			return p, true
 		}
 	}
-	return false
+	for _, e := range g.ExtraHosts {
+		if strings.EqualFold(normalHost(e), host) {
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+func normalHost(h string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
 }
 
 // originAllowed accepts exactly one Origin value equal to this server's
-// own origin.
-func originAllowed(values []string, host string) bool {
+// own page origin, scheme://host.
+func originAllowed(values []string, scheme, host string) bool {
 	if len(values) != 1 {
 		return false
 	}
 	u, err := url.Parse(values[0])
-	if err != nil || u.Host == "" || u.Path != "" && u.Path != "/" || u.User != nil {
+	if err != nil || u.Host == "" || u.Path != "" && u.Path != "/" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return false
 	}
-	switch u.Scheme {
-	case "http", "https", "ws", "wss":
-	default:
+	if !strings.EqualFold(u.Scheme, scheme) {
 		return false
 	}
-	return strings.EqualFold(u.Host, host)
+	return strings.EqualFold(stripDefaultPort(u.Host, scheme), stripDefaultPort(host, scheme))
+}
+
+// stripDefaultPort drops the scheme's default port from host:port, as
+// browsers do in an Origin.
+func stripDefaultPort(hostport, scheme string) string {
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return hostport
+	}
+	if scheme == "http" && p == "80" || scheme == "https" && p == "443" {
+		if strings.Contains(h, ":") {
+			return "[" + h + "]"
+		}
+		return h
+	}
+	return hostport
 }
 
 func stateChanging(method string) bool {

@@ -34,6 +34,13 @@ func TestForbiddenOrigin(t *testing.T) {
 		{"127.0.0.1:" + p}, // not an origin
 		{"http://" + hp, "http://evil.example"},
 		{"http://" + hp, "http://" + hp}, // several values are refused too
+		// The scheme counts: the server's own page is http://host:port.
+		{"https://" + hp},
+		{"ws://" + hp},
+		{"wss://" + hp},
+		{"ftp://" + hp},
+		{"http://" + hp + "?x=1"},
+		{"http://" + hp + "#x"},
 	}
 	endpoints := []req{
 		{method: "GET", path: "/sessions"},
@@ -59,9 +66,9 @@ func TestForbiddenOrigin(t *testing.T) {
 	}
 	checkNoTurns(t, h, sid)
 
-	// The server's own origin (also as ws://, and with a trailing slash)
-	// is accepted, and so is no Origin at all.
-	for _, o := range [][]string{nil, {"http://" + hp}, {"http://" + hp + "/"}, {"ws://" + hp}} {
+	// The server's own origin (also with a trailing slash) is accepted,
+	// and so is no Origin at all.
+	for _, o := range [][]string{nil, {"http://" + hp}, {"http://" + hp + "/"}} {
 		r := do(t, h, req{method: "GET", path: "/sessions/" + sid, origin: o})
 		if r.status != http.StatusOK {
 			t.Errorf("Origin %v: %d %s", o, r.status, r.body)

@@ -76,6 +76,10 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok := a.tokens.Issue(s.ID)
-	u := url.URL{Scheme: "ws", Host: r.Host, Path: "/sessions/" + s.ID + "/stream", RawQuery: url.Values{"attach": {tok}}.Encode()}
+	scheme := "ws"
+	if PageScheme(r) == "https" {
+		scheme = "wss"
+	}
+	u := url.URL{Scheme: scheme, Host: r.Host, Path: "/sessions/" + s.ID + "/stream", RawQuery: url.Values{"attach": {tok}}.Encode()}
 	writeJSON(w, http.StatusOK, attachInfo{SessionID: s.ID, ActiveModel: s.ActiveModel, AttachToken: tok, WSURL: u.String(), Session: s})
 }

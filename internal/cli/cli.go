@@ -1,14 +1,21 @@
 // Package cli implements the client commands of the metis binary
 // (contract §1): sessions, send and tail. Each finds the server with
-// --server URL (default $METIS_SERVER, else http://127.0.0.1:8421).
+// --server URL (default $METIS_SERVER, else http://127.0.0.1:8421) and
+// sends its bearer token when it has one (--token-file, $METIS_TOKEN,
+// or <home>/token for an https or non-loopback server).
 //
-// cli is an edge: it imports the public client and protocol packages.
+// cli is an edge: it imports the public client and protocol packages
+// and the token leaf.
 package cli
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"os"
+
+	"github.com/metis-agent/metis/client"
+	"github.com/metis-agent/metis/internal/token"
 )
 
 // DefaultServer is the server URL when neither --server nor
@@ -28,11 +35,45 @@ type Env struct {
 	Stdout, Stderr io.Writer
 }
 
-func newFlags(name string, env Env) (*flag.FlagSet, *string) {
+// common holds the flags every client command has.
+type common struct {
+	server    *string
+	tokenFile *string
+}
+
+func newFlags(name string, env Env) (*flag.FlagSet, *common) {
 	fs := flag.NewFlagSet("metis "+name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	server := fs.String("server", ServerURL(), "metis server URL ($METIS_SERVER)")
-	return fs, server
+	c := &common{server: fs.String("server", ServerURL(), "metis server URL ($METIS_SERVER)")}
+	c.tokenFile = TokenFlag(fs)
+	return fs, c
+}
+
+// TokenFlag defines --token-file on fs.
+func TokenFlag(fs *flag.FlagSet) *string {
+	return fs.String("token-file", "", "file holding the server's bearer token (default $"+token.EnvVar+", else <home>/token for an https or non-loopback server)")
+}
+
+// NewClient returns a client of server carrying the token found for it
+// (see token.ForClient); the error names where a bad token came from.
+func NewClient(server, tokenFile string) (*client.Client, error) {
+	tok, err := token.ForClient(server, tokenFile, "")
+	if err != nil {
+		return nil, err
+	}
+	c := client.New(server)
+	c.Token = tok
+	return c, nil
+}
+
+// client returns the command's client, or prints why not.
+func (c *common) client(name string, env Env) (*client.Client, bool) {
+	cl, err := NewClient(*c.server, *c.tokenFile)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "metis %s: %v\n", name, err)
+		return nil, false
+	}
+	return cl, true
 }
 
 // parseInterleaved parses flags that may come before or after the
@@ -49,4 +90,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// explain adds a hint to a 401: where the token comes from.
+func explain(err error) string {
+	if client.IsUnauthorized(err) {
+		return err.Error() + " (give the server's token with --token-file or $" + token.EnvVar + ")"
+	}
+	return err.Error()
 }

@@ -15,7 +15,7 @@ import (
 // lines on stderr). It exits 0 when the turn completes, 1 if it fails or
 // is cancelled.
 func Send(ctx context.Context, args []string, env Env) int {
-	fs, server := newFlags("send", env)
+	fs, cf := newFlags("send", env)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return 2
@@ -25,7 +25,10 @@ func Send(ctx context.Context, args []string, env Env) int {
 		return 2
 	}
 	sid, text := pos[0], strings.Join(pos[1:], " ")
-	c := client.New(*server)
+	c, ok := cf.client("send", env)
+	if !ok {
+		return 1
+	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	turn, code := "", 0
@@ -55,11 +58,11 @@ func Send(ctx context.Context, args []string, env Env) int {
 		}
 	}})
 	if submitErr != nil {
-		fmt.Fprintln(env.Stderr, "metis send:", submitErr)
+		fmt.Fprintln(env.Stderr, "metis send:", explain(submitErr))
 		return 1
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintln(env.Stderr, "metis send:", err)
+		fmt.Fprintln(env.Stderr, "metis send:", explain(err))
 		return 1
 	}
 	return code

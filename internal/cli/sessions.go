@@ -12,7 +12,7 @@ import (
 // Sessions runs `metis sessions [--json] [--page N]`: list the server's
 // sessions, newest first, walking the listing a page at a time.
 func Sessions(ctx context.Context, args []string, env Env) int {
-	fs, server := newFlags("sessions", env)
+	fs, cf := newFlags("sessions", env)
 	asJSON := fs.Bool("json", false, "print JSON (one array of every session)")
 	page := fs.Int("page", 0, "sessions fetched per request (0: the server's default)")
 	if _, err := parseInterleaved(fs, args); err != nil {
@@ -22,11 +22,14 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "metis sessions: --page must not be negative")
 		return 2
 	}
-	c := client.New(*server)
+	c, ok := cf.client("sessions", env)
+	if !ok {
+		return 1
+	}
 	if *asJSON {
 		ss, err := c.Sessions(ctx)
 		if err != nil {
-			fmt.Fprintln(env.Stderr, "metis sessions:", err)
+			fmt.Fprintln(env.Stderr, "metis sessions:", explain(err))
 			return 1
 		}
 		if ss == nil {
@@ -57,7 +60,7 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 	})
 	_ = w.Flush()
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "metis sessions:", err)
+		fmt.Fprintln(env.Stderr, "metis sessions:", explain(err))
 		return 1
 	}
 	return 0

@@ -15,7 +15,7 @@ import (
 // [--json] [--workers]`: print the session's events as they happen, one
 // per line, reconnecting after drops without losing or repeating any.
 func Tail(ctx context.Context, args []string, env Env) int {
-	fs, server := newFlags("tail", env)
+	fs, cf := newFlags("tail", env)
 	filter := fs.String("filter", "preset:full", "a preset, or event types separated by commas")
 	since := fs.String("since", "", "start after this event id (default: from now, after a snapshot)")
 	asJSON := fs.Bool("json", false, "print each event's JSON envelope")
@@ -48,7 +48,10 @@ func Tail(ctx context.Context, args []string, env Env) int {
 		}
 		f = pf
 	}
-	c := client.New(*server)
+	c, ok := cf.client("tail", env)
+	if !ok {
+		return 1
+	}
 	err = c.Follow(ctx, pos[0], client.FollowOptions{Filter: f, Since: *since, NoSnapshot: *since == "", OnUpdate: func(u client.Update) {
 		switch u.Kind {
 		case client.Reconnecting:
@@ -65,7 +68,7 @@ func Tail(ctx context.Context, args []string, env Env) int {
 		}
 	}})
 	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintln(env.Stderr, "metis tail:", err)
+		fmt.Fprintln(env.Stderr, "metis tail:", explain(err))
 		return 1
 	}
 	return 0

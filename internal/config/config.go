@@ -47,6 +47,15 @@ type Config struct {
 	MaxOutputTokens  int           // max_tokens of each model call
 	ThinkingBudget   int           // extended thinking tokens per call (0: off)
 
+	// Remote access (docs/remote-access.md).
+	TokenFile      string        // bearer token file; "": <home>/token, generated when the token is required
+	PublicName     string        // names clients use besides the listen address, comma-separated (host, host:port, https://host)
+	TLSCert        string        // PEM certificate chain; with TLSKey, serve https
+	TLSKey         string        // PEM private key
+	ReadTimeout    time.Duration // longest a request body may take to arrive (0: none)
+	IdleTimeout    time.Duration // close a keep-alive connection idle this long (0: never)
+	MaxConnections int           // connections served at once; more wait to be accepted
+
 	Prices    map[string]cost.Price // config.yaml only: overrides of the price table
 	Providers Providers             // config.yaml `providers`, then the environment
 }
@@ -84,6 +93,9 @@ func Defaults() Config {
 		StreamRingBytes:  64 << 20,
 		DemoDelay:        20 * time.Millisecond,
 		LogLevel:         "info",
+		ReadTimeout:      30 * time.Second,
+		IdleTimeout:      2 * time.Minute,
+		MaxConnections:   1024,
 	}
 }
 
@@ -162,6 +174,13 @@ var fields = []field{
 	strField("default-model", "model of sessions created without one (default builtin:demo, a provider whose key is set, or the first model OPENAI_BASE_URL lists)", func(c *Config) *string { return &c.DefaultModel }),
 	durField("demo-delay", "pause between builtin:demo deltas", func(c *Config) *time.Duration { return &c.DemoDelay }),
 	strField("log-level", "debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
+	strField("token-file", "bearer token file (mode 0600); giving one requires the token even on loopback (default <home>/token, generated when --addr is not loopback)", func(c *Config) *string { return &c.TokenFile }),
+	strField("public-name", "names clients reach the server by besides --addr, comma-separated: host, host:port or https://host behind a TLS proxy; requires the token", func(c *Config) *string { return &c.PublicName }),
+	strField("tls-cert", "PEM certificate file: serve https (needs --tls-key)", func(c *Config) *string { return &c.TLSCert }),
+	strField("tls-key", "PEM private key file of --tls-cert", func(c *Config) *string { return &c.TLSKey }),
+	durField("read-timeout", "longest a request body may take to arrive (0: none)", func(c *Config) *time.Duration { return &c.ReadTimeout }),
+	durField("idle-timeout", "close a keep-alive connection idle this long (0: never)", func(c *Config) *time.Duration { return &c.IdleTimeout }),
+	intField("max-connections", "connections served at once; more wait until one closes", 1, func(c *Config) *int { return &c.MaxConnections }),
 }
 
 // Load parses `metis serve` arguments, reads <home>/config.yaml (home

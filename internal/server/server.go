@@ -63,6 +63,9 @@ type Server struct {
 	bg       sync.WaitGroup
 	shutOnce sync.Once
 	shutErr  error
+
+	remote      *remote       // token, TLS, public names (remote.go)
+	httpMetrics *metrics.HTTP // connections (listen.go)
 	// defaultWhy says why the default model is what it is (ready line).
 	defaultWhy string
 }
@@ -76,11 +79,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("home %s: %w", cfg.Home, err)
 	}
+	rem, err := setupRemote(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	st, err := store.Open(ctx, store.Options{Path: filepath.Join(cfg.Home, "metis.db"), Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Config: cfg, Log: log, Store: st}
+	s := &Server{Config: cfg, Log: log, Store: st, remote: rem}
 	s.Models = model.NewRegistry()
 	var why string
 	s.Config.DefaultModel, why = registerModels(ctx, s.Models, cfg, log)
@@ -93,6 +100,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 
 	s.Bus = bus.New(st, bus.Options{Logger: log})
 	s.Metrics = metrics.New()
+	s.httpMetrics = s.Metrics.NewHTTP()
 	s.Hub = hub.New(st, s.Bus, hub.Config{ClientQueue: cfg.ClientQueue, ReplayLimit: cfg.ReplayLimit,
 		Retention: cfg.Retention, SnapshotMessages: cfg.SnapshotMessages, RingSize: cfg.StreamRing,
 		RingBytes: int64(cfg.StreamRingBytes),
@@ -137,8 +145,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		WriteTimeout: cfg.WriteTimeout, Logger: log, Metrics: s.Metrics.Stream})
 	s.API.Route("/sessions/{id}/stream", map[string]http.HandlerFunc{"GET": s.Stream.ServeHTTP})
 	s.API.Route("/metrics", map[string]http.HandlerFunc{"GET": s.Metrics.Handler().ServeHTTP})
-	host, _, _ := net.SplitHostPort(cfg.Addr)
-	s.handler = api.Guard{ExtraHosts: []string{host}}.Wrap(s.API)
+	// Everything mounted on the API, or on this chain, passes the guard
+	// and then the token check (when the token is required).
+	s.handler = rem.guard(cfg.Addr).Wrap(api.NewAuth(rem.token, rem.tls != nil, log).Wrap(s.API))
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
@@ -162,16 +171,15 @@ func (s *Server) Listen() (string, error) {
 		return "", fmt.Errorf("listen %s: %w", s.Config.Addr, err)
 	}
 	s.ln = ln
-	s.http = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelDebug)}
+	s.http = s.newHTTPServer(s.handler)
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.http.Serve(s.listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.Log.Error("http serve", "err", err)
 		}
 	}()
-	return "http://" + ln.Addr().String(), nil
+	return s.scheme() + "://" + ln.Addr().String(), nil
 }
 
 // Run listens, prints the ready line to out, and serves until ctx is
@@ -182,7 +190,7 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		s.Shutdown(context.Background())
 		return err
 	}
-	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s)\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy)
+	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s)%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, s.remote.readyNote(s.ln.Addr().String()))
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

@@ -22,6 +22,7 @@ import (
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/server"
+	"github.com/metis-agent/metis/internal/token"
 )
 
 // Harness is one running server.
@@ -33,6 +34,10 @@ type Harness struct {
 	Workspace string
 	Live      *Recorder
 	Config    config.Config
+	// Token is the server's bearer token when it requires one; Do sends
+	// it. HTTP trusts the server's certificate under TLS.
+	Token string
+	HTTP  *http.Client
 }
 
 // Option adjusts the configuration before start.
@@ -42,6 +47,12 @@ type Option func(*config.Config)
 // restarts) and a workspace holding a few files. It is shut down when
 // the test ends.
 func Start(t testing.TB, home string, opts ...Option) *Harness {
+	t.Helper()
+	return StartLogged(t, home, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), opts...)
+}
+
+// StartLogged is Start with the server logging to log.
+func StartLogged(t testing.TB, home string, log *slog.Logger, opts ...Option) *Harness {
 	t.Helper()
 	if home == "" {
 		home = t.TempDir()
@@ -62,7 +73,6 @@ func Start(t testing.TB, home string, opts ...Option) *Harness {
 			t.Fatal(err)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := server.New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +83,18 @@ func Start(t testing.TB, home string, opts ...Option) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Harness{T: t, Server: srv, URL: url, Home: home, Workspace: ws, Live: rec, Config: cfg}
+	h := &Harness{T: t, Server: srv, URL: url, Home: home, Workspace: ws, Live: rec, Config: cfg, HTTP: http.DefaultClient}
+	if tf := cfg.TokenFile; tf != "" || cfg.PublicName != "" {
+		if tf == "" {
+			tf = filepath.Join(home, token.FileName)
+		}
+		if h.Token, err = token.Read(tf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cfg.TLSCert != "" {
+		h.HTTP = TLSClient(t, cfg.TLSCert)
+	}
 	t.Cleanup(func() { h.Stop() })
 	return h
 }
@@ -106,7 +127,10 @@ func (h *Harness) Do(method, path string, body any, out any) int {
 	if method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if h.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.Token)
+	}
+	resp, err := h.HTTP.Do(req)
 	if err != nil {
 		h.T.Fatal(err)
 	}

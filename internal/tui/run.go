@@ -20,13 +20,14 @@ import (
 	"github.com/metis-agent/metis/internal/cli"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/server"
+	"github.com/metis-agent/metis/internal/token"
 )
 
 // probeTimeout bounds the first GET /sessions.
 const probeTimeout = 2 * time.Second
 
 // Run runs `metis` / `metis chat [--server URL] [--session ID] [--home DIR]
-// [--demo-delay D]`: find the server (starting one in-process when the
+// [--demo-delay D] [--token-file F]`: find the server (starting one in-process when the
 // default address does not answer), create a session in the current
 // directory or resume --session, and run the chat screen until the user
 // quits. It returns the exit code.
@@ -37,6 +38,7 @@ func Run(ctx context.Context, args []string, env cli.Env) int {
 	sessionID := fs.String("session", "", "resume this session instead of creating one in the current directory")
 	home := fs.String("home", "", "state directory of an in-process server (default $METIS_HOME, else ~/.metis)")
 	demoDelay := fs.Duration("demo-delay", 0, "pause between builtin:demo deltas of an in-process server (default the server's)")
+	tokenFile := cli.TokenFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -44,7 +46,7 @@ func Run(ctx context.Context, args []string, env cli.Env) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(env.Stderr, "usage: metis [chat] [--server URL] [--session ID] [--home DIR] [--demo-delay D]")
+		fmt.Fprintln(env.Stderr, "usage: metis [chat] [--server URL] [--session ID] [--home DIR] [--demo-delay D] [--token-file F]")
 		return 2
 	}
 	var serveArgs []string
@@ -60,11 +62,19 @@ func Run(ctx context.Context, args []string, env cli.Env) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	base := strings.TrimRight(*serverURL, "/")
-	c := client.New(base)
+	c, err := cli.NewClient(base, *tokenFile)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "metis:", err)
+		return 1
+	}
 	c.Logger = discardLogger()
 
 	var note string
 	if err := probe(ctx, c); err != nil {
+		if client.IsUnauthorized(err) {
+			fmt.Fprintf(env.Stderr, "metis: the server at %s needs its token: %v (give it with --token-file or $METIS_TOKEN)\n", base, err)
+			return 1
+		}
 		if base != cli.DefaultServer {
 			fmt.Fprintf(env.Stderr, "metis: no server at %s: %v\n", base, err)
 			return 1
@@ -75,6 +85,12 @@ func Run(ctx context.Context, args []string, env cli.Env) int {
 			return 1
 		}
 		defer stopServer(srv, env)
+		if tf := srv.TokenFile(); tf != "" { // its config.yaml asks for the token
+			if c.Token, err = token.Read(tf); err != nil {
+				fmt.Fprintln(env.Stderr, "metis:", err)
+				return 1
+			}
+		}
 		note = "in-process server on " + strings.TrimPrefix(url, "http://") + " (stops when you quit)"
 	}
 
