@@ -13,8 +13,9 @@
 // the public client package, so the TUI and the dashboard see an ACP turn
 // exactly as they see their own.
 //
-// acp imports client, protocol and the ACP Go SDK
-// (github.com/coder/acp-go-sdk); never the server core. When no server
+// acp imports client, protocol, the token leaf (to find the server's
+// bearer token) and the ACP Go SDK (github.com/coder/acp-go-sdk); never
+// the server core. When no server
 // answers, the command's caller supplies a way to start one in-process
 // (Options.StartServer).
 package acp

@@ -17,6 +17,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/metis-agent/metis/client"
+	"github.com/metis-agent/metis/internal/token"
 )
 
 // DefaultServer is where metis acp looks for a server by default.
@@ -36,7 +37,7 @@ type Options struct {
 	StartServer func(ctx context.Context, addr string, args []string) (stop func(), err error)
 }
 
-// Run runs `metis acp [--server URL] [--model M] [--home DIR]
+// Run runs `metis acp [--server URL] [--token-file F] [--model M] [--home DIR]
 // [--demo-delay D] [--log-file F] [--log-level L]`: an ACP agent on stdin
 // and stdout over the metis server at --server, started in-process when
 // the default address does not answer. Only protocol messages go to
@@ -49,6 +50,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	model := fs.String("model", "", "model of the sessions it creates (default the server's)")
 	home := fs.String("home", "", "state directory of an in-process server (default $METIS_HOME, else ~/.metis)")
 	demoDelay := fs.Duration("demo-delay", 0, "pause between builtin:demo deltas of an in-process server (default the server's)")
+	tokenFile := fs.String("token-file", "", "file holding the server's bearer token (default $"+token.EnvVar+", else <home>/token for an https or non-loopback server)")
 	logFile := fs.String("log-file", "", "write logs to this file instead of stderr")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -58,7 +60,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: metis acp [--server URL] [--model M] [--home DIR] [--demo-delay D] [--log-file F] [--log-level L]")
+		fmt.Fprintln(stderr, "usage: metis acp [--server URL] [--token-file F] [--model M] [--home DIR] [--demo-delay D] [--log-file F] [--log-level L]")
 		return 2
 	}
 	var level slog.Level
@@ -81,6 +83,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	base := strings.TrimRight(*serverURL, "/")
 	c := client.New(base)
 	c.Logger = log
+	tok, err := token.ForClient(base, *tokenFile, *home)
+	if err != nil {
+		fmt.Fprintln(stderr, "metis acp:", err)
+		return 1
+	}
+	c.Token = tok
 	if err := probe(ctx, c); err != nil {
 		if base != defaultServer || opts.StartServer == nil {
 			fmt.Fprintf(stderr, "metis acp: no server at %s: %v\n", base, err)
