@@ -51,6 +51,10 @@ func fsError(op, p string, err error) error {
 	switch {
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return Errorf(ClassInvalidInput, "%s %s: file name too long", op, p)
+	case errors.Is(err, syscall.ENOTDIR):
+		return Errorf(ClassNotFound, "%s %s: a part of the path is not a directory", op, p)
+	case errors.Is(err, syscall.ELOOP):
+		return Errorf(ClassInvalidInput, "%s %s: too many levels of symbolic links", op, p)
 	case errors.Is(err, fs.ErrNotExist):
 		return Errorf(ClassNotFound, "%s %s: no such file or directory", op, p)
 	case errors.Is(err, fs.ErrPermission):
