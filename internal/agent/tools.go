@@ -145,6 +145,9 @@ func (r *run) runTool(c callResult, u message.Block) (tool.Result, error) {
 	if err := c.acc.InputError(u.ID); err != nil {
 		return tool.Result{}, tool.Errorf(tool.ClassInvalidInput, "the model sent input that is not a JSON object: %v", err)
 	}
+	if u.Name == "" {
+		return tool.Result{}, tool.Errorf(tool.ClassInvalidInput, "the model called a tool without giving its name; call one of the tools offered, by name")
+	}
 	t, ok := r.cfg.Tools.Get(u.Name)
 	if !ok {
 		return tool.Result{}, tool.Errorf(tool.ClassNotFound, "no tool named %q", u.Name)
