@@ -53,7 +53,7 @@ type Shell struct {
 // Spec implements Tool.
 func (Shell) Spec() model.ToolSpec {
 	return model.ToolSpec{Name: "shell",
-		Description: "Run a shell command (/bin/sh -c) in the workspace directory. Returns the exit code, stdout and stderr (each cut at 64 KiB). Every process the command starts, in the background or detached (setsid, a double fork), is stopped when the command exits. The environment holds only PATH, HOME, USER, locale and terminal settings: no credentials.",
+		Description: "Run a shell command (/bin/sh -c) in the workspace directory. Returns the exit code, stdout and stderr (each cut at 64 KiB). " + shellProcessNote + " The environment holds only PATH, HOME, USER, locale and terminal settings (and configured additions): no credentials.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeout_s":{"type":"number","description":"seconds before the command is stopped (default 120, at most 3600)"}},"required":["command"]}`)}
 }
 

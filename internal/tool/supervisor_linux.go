@@ -33,6 +33,10 @@ import (
 // as it is a process of its own with nothing else to wait for (in the
 // server process a wait4(-1) would steal exit statuses from os/exec).
 
+// shellProcessNote is what the shell tool's description promises about
+// the command's processes.
+const shellProcessNote = "Every process the command starts, in the background or detached (setsid, setpgrp, a double fork), is stopped when the command exits or the call is cancelled; nothing outlives the call."
+
 // supervisorArg0 is argv[0] of a supervisor process: [arg0, grace, command].
 const supervisorArg0 = "metis-shell-supervisor"
 

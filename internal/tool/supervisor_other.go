@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// shellProcessNote is what the shell tool's description promises about
+// the command's processes.
+const shellProcessNote = "Processes the command starts in its process group are stopped when it exits or the call is cancelled; a process that leaves the group (setsid) may outlive the call."
+
 // supervisorMargin is unused without a supervisor.
 const supervisorMargin = 0
 
