@@ -161,7 +161,7 @@ func TestShellSetsidGrandchildCannotHoldTheCall(t *testing.T) {
 
 func TestShellTimeout(t *testing.T) {
 	env := newEnv(t, t.TempDir())
-	_, err := tool.Shell{Grace: 200 * time.Millisecond}.Run(context.Background(), env, shellIn("echo started; sleep 30", 0.2))
+	_, err := tool.Shell{Grace: 200 * time.Millisecond}.Run(context.Background(), env, shellIn("echo started; sleep 30", 2))
 	var te *tool.Error
 	if !errors.As(err, &te) || te.Class != tool.ClassTimeout || !strings.Contains(te.Message, "started") {
 		t.Fatalf("err %v", err)
@@ -207,36 +207,40 @@ func TestShellCancelledBeforeStartSpawnsNothing(t *testing.T) {
 	}
 }
 
-func processCount(t *testing.T) int {
+// processesRunning counts the live processes whose command line is
+// exactly args.
+func processesRunning(t *testing.T, args ...string) int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Skip("no /proc")
 	}
+	want := strings.Join(args, "\x00") + "\x00"
 	n := 0
 	for _, e := range ents {
-		// Count live processes only: orphans reaped late by a container's
-		// init linger as zombies, which hold nothing.
-		if pid, err := strconv.Atoi(e.Name()); err == nil && alive(pid) {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == want {
 			n++
 		}
 	}
 	return n
 }
 
-// TestShell100CancelCycles: a hundred cancelled commands leave the
-// process count where it was.
+// TestShell100CancelCycles: a hundred cancelled commands, each with two
+// background processes, leave none of them running. (The processes are
+// told apart from any other test's by their unusual argument.)
 func TestShell100CancelCycles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
 	env := newEnv(t, t.TempDir())
-	before := processCount(t)
 	sh := tool.Shell{Grace: 100 * time.Millisecond}
 	for i := range 100 {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
-			sh.Run(ctx, env, shellIn("sleep 300 & sleep 300 & echo go > ready"+strconv.Itoa(i)+"; wait", 0))
+			sh.Run(ctx, env, shellIn("sleep 300.25 & sleep 300.25 & echo go > ready"+strconv.Itoa(i)+"; wait", 0))
 			close(done)
 		}()
 		for {
@@ -247,10 +251,8 @@ func TestShell100CancelCycles(t *testing.T) {
 		}
 		cancel()
 		<-done
-	}
-	// Other tests' processes may come and go; allow a little slack.
-	after := processCount(t)
-	if after > before+5 {
-		t.Fatalf("process count %d → %d after 100 cancel cycles", before, after)
+		if n := processesRunning(t, "sleep", "300.25"); n > 0 {
+			t.Fatalf("cycle %d: %d background processes survived the cancel", i, n)
+		}
 	}
 }
