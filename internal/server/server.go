@@ -174,17 +174,22 @@ func (s *Server) Listen() (string, error) {
 	return "http://" + ln.Addr().String(), nil
 }
 
+// shutdownTimeout bounds Run's shutdown: every step of it together.
+const shutdownTimeout = 15 * time.Second
+
 // Run listens, prints the ready line to out, and serves until ctx is
 // done; then it shuts down in order and returns.
 func (s *Server) Run(ctx context.Context, out io.Writer) error {
 	url, err := s.Listen()
 	if err != nil {
-		s.Shutdown(context.Background())
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		_ = s.Shutdown(sctx)
 		return err
 	}
 	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s)\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy)
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	return s.Shutdown(sctx)
 }
