@@ -92,6 +92,9 @@ func serve(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts the shutdown (bounded, 15 s); a second one
+	// ends the process at once.
+	go func() { <-ctx.Done(); stop() }()
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "metis serve:", err)

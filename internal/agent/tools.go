@@ -168,6 +168,9 @@ func (r *run) runTool(ctx context.Context, c callResult, u message.Block) (tool.
 	if err := c.acc.InputError(u.ID); err != nil {
 		return tool.Result{}, tool.Errorf(tool.ClassInvalidInput, "the model sent input that is not a JSON object: %v", err)
 	}
+	if u.Name == "" {
+		return tool.Result{}, tool.Errorf(tool.ClassInvalidInput, "the model called a tool without giving its name; call one of the tools offered, by name")
+	}
 	t, ok := r.cfg.Tools.Get(u.Name)
 	if !ok {
 		return tool.Result{}, tool.Errorf(tool.ClassNotFound, "no tool named %q", u.Name)

@@ -2,7 +2,8 @@
 // keys of <home>/config.yaml and the flags of `metis serve` (contract
 // §1). Flags override the file, which overrides the defaults.
 //
-// config imports cost (for the price table type) and yaml.
+// config imports cost (for the price table type), safefile (to read the
+// file), tool (to refuse secrets in tool-env) and yaml.
 package config
 
 import (
@@ -22,6 +23,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/metis-agent/metis/internal/cost"
+	"github.com/metis-agent/metis/internal/safefile"
+	"github.com/metis-agent/metis/internal/tool"
 )
 
 // Config is the whole server configuration.
@@ -46,6 +49,7 @@ type Config struct {
 	ModelIdleTimeout time.Duration // a provider stream silent this long fails with class timeout
 	MaxOutputTokens  int           // max_tokens of each model call
 	ThinkingBudget   int           // extended thinking tokens per call (0: off)
+	ToolEnv          []string      // names of variables passed to tool processes besides the allow-list
 
 	// Remote access (docs/remote-access.md).
 	TokenFile      string        // bearer token file; "": <home>/token, generated when the token is required
@@ -170,6 +174,16 @@ var fields = []field{
 	durField("model-idle-timeout", "fail a model call whose stream sends nothing for this long", func(c *Config) *time.Duration { return &c.ModelIdleTimeout }),
 	intField("max-output-tokens", "max_tokens of each model call", 1, func(c *Config) *int { return &c.MaxOutputTokens }),
 	intField("thinking-budget", "extended thinking tokens per model call where the model supports it (0: off)", 0, func(c *Config) *int { return &c.ThinkingBudget }),
+	{"tool-env", "comma-separated names of environment variables passed to tool processes besides the allow-list (never credentials)",
+		func(c *Config) string { return strings.Join(c.ToolEnv, ",") },
+		func(c *Config, s string) error {
+			names, err := parseToolEnv(s)
+			if err != nil {
+				return err
+			}
+			c.ToolEnv = names
+			return nil
+		}},
 	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),
 	strField("default-model", "model of sessions created without one (default builtin:demo, a provider whose key is set, or the first model OPENAI_BASE_URL lists)", func(c *Config) *string { return &c.DefaultModel }),
 	durField("demo-delay", "pause between builtin:demo deltas", func(c *Config) *time.Duration { return &c.DemoDelay }),
@@ -229,8 +243,48 @@ func Load(args []string) (Config, error) {
 	return cfg, nil
 }
 
+// parseToolEnv parses the tool-env setting: variable names separated by
+// commas. A name that is not a valid variable name, or that looks like a
+// secret (tool.IsSecretEnv), is an error: such a variable would never be
+// passed, and saying so beats dropping it silently.
+func parseToolEnv(s string) ([]string, error) {
+	var names []string
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if !validEnvName(n) {
+			return nil, fmt.Errorf("%q is not an environment variable name", n)
+		}
+		if tool.IsSecretEnv(n) {
+			return nil, fmt.Errorf("%s looks like a credential or a metis setting; tools never get those", n)
+		}
+		names = append(names, n)
+	}
+	return names, nil
+}
+
+func validEnvName(n string) bool {
+	for i, r := range n {
+		switch {
+		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return n != ""
+}
+
+// MaxFileBytes is the size limit of config.yaml.
+const MaxFileBytes = safefile.DefaultLimit
+
 func (c *Config) loadFile(path string) error {
-	b, err := os.ReadFile(path)
+	// Only a regular file, at most 1 MiB, opened without blocking: a FIFO
+	// or a device (or a symlink to one) would hang the start, a huge file
+	// exhaust memory.
+	b, err := safefile.ReadRegular(path, MaxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -10,10 +10,15 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/metis-agent/metis/internal/tool"
 )
 
 var seedConfigs = []string{
 	"",
+	"tool-env: GOPATH, CARGO_HOME,EDITOR\n",
+	"tool_env: OPENAI_API_KEY\n",
+	"tool-env: ' ,, A_1 '\n",
 	"# nothing\n",
 	"null\n",
 	"addr: 127.0.0.1:9000\nping-interval: 5s\nping-misses: 2\nclient-queue: 10\nreplay-limit: 3\nretention: 1h\nsnapshot-messages: 0\n" +
@@ -114,6 +119,11 @@ func checkLimits(t *testing.T, c Config) {
 	if c.PingMisses < 1 || c.ClientQueue < 1 || c.ReplayLimit < 1 || c.MaxOutputTokens < 1 ||
 		c.SnapshotMessages < 0 || c.StreamRing < 0 || c.ThinkingBudget < 0 {
 		t.Fatalf("integer out of range in %+v", c)
+	}
+	for _, n := range c.ToolEnv {
+		if n == "" || tool.IsSecretEnv(n) || strings.ContainsAny(n, "=, ") {
+			t.Fatalf("tool-env accepted %q", n)
+		}
 	}
 	for id, p := range c.Prices {
 		for _, v := range []float64{p.Input, p.Output, p.CacheRead, p.CacheWrite} {

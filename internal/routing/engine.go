@@ -7,11 +7,27 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/metis-agent/metis/internal/safefile"
 )
+
+// MaxPolicyBytes is the size limit of routing.yaml.
+const MaxPolicyBytes = safefile.DefaultLimit
+
+// readPolicyFile reads routing.yaml: a regular file of at most
+// MaxPolicyBytes, opened without blocking (a FIFO or a device in its
+// place must not hang the poller, and with it the server's shutdown). A
+// missing file reads as empty.
+func readPolicyFile(path string) ([]byte, error) {
+	b, err := safefile.ReadRegular(path, MaxPolicyBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
 
 // Change reports a reload attempt: a new policy version, or the error
 // that kept the previous policy.
@@ -89,12 +105,9 @@ func (e *Engine) Reload() (bool, error) {
 }
 
 func (e *Engine) reload() (bool, error) {
-	b, err := os.ReadFile(e.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		b, err = nil, nil
-	}
+	b, err := readPolicyFile(e.path)
 	if err != nil {
-		return false, fmt.Errorf("read %s: %w", e.path, err)
+		return false, fmt.Errorf("read routing policy: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	e.mu.RLock()
@@ -127,7 +140,10 @@ func (e *Engine) reload() (bool, error) {
 // Watch polls the file every interval until ctx is done and reloads it
 // once its contents have changed and then stayed the same for one more
 // poll, so a file caught half-written (an editor truncating before it
-// writes) is never applied. An interval <= 0 disables polling.
+// writes) is never applied. A file that cannot be read (not a regular
+// file, too large) is reported through Reload once each time the error
+// changes, and the previous policy stays. An interval <= 0 disables
+// polling.
 func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		<-ctx.Done()
@@ -139,15 +155,22 @@ func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
 	e.mu.RLock()
 	last = e.sum
 	e.mu.RUnlock()
+	lastErr := ""
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			b, err := os.ReadFile(e.path)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			b, err := readPolicyFile(e.path)
+			if err != nil {
+				if err.Error() != lastErr {
+					lastErr = err.Error()
+					last = [32]byte{} // a good file afterwards is a change
+					_, _ = e.Reload()
+				}
 				continue
 			}
+			lastErr = ""
 			sum := sha256.Sum256(b)
 			if sum != last {
 				last = sum // changed: wait one poll for it to settle

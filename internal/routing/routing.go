@@ -7,7 +7,7 @@
 // hot-reloaded, with a separate rule set for workers. Static routes every
 // turn to its session's model.
 //
-// routing imports yaml only.
+// routing imports safefile (to read routing.yaml) and yaml.
 package routing
 
 import (

@@ -123,6 +123,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	s.Router = router
 	s.Tools = tool.NewRegistry(tool.Builtins()...)
+	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv})
 	var mgr *session.Manager
 	loop := agent.New(agent.Config{
 		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log, MaxTokens: cfg.MaxOutputTokens, ThinkingBudget: cfg.ThinkingBudget,
@@ -182,59 +183,99 @@ func (s *Server) Listen() (string, error) {
 	return s.scheme() + "://" + ln.Addr().String(), nil
 }
 
+// shutdownTimeout bounds Run's shutdown: every step of it together.
+const shutdownTimeout = 15 * time.Second
+
 // Run listens, prints the ready line to out, and serves until ctx is
 // done; then it shuts down in order and returns.
 func (s *Server) Run(ctx context.Context, out io.Writer) error {
 	url, err := s.Listen()
 	if err != nil {
-		s.Shutdown(context.Background())
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		_ = s.Shutdown(sctx)
 		return err
 	}
 	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s)%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, s.remote.readyNote(s.ln.Addr().String()))
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	return s.Shutdown(sctx)
 }
 
 // Shutdown cancels in-flight turns with reason server_shutdown, waits for
-// them, stops HTTP, drains the bus and flushes the store. It is safe to
-// call more than once.
+// them, stops HTTP, drains the bus and flushes the store. Every wait is
+// bounded by ctx: a piece that does not finish in time (a tool ignoring
+// its cancellation, a wedged subscriber or store writer) is left behind,
+// the remaining steps are still started, and Shutdown returns by ctx's
+// deadline with an error naming what did not finish. It is safe to call
+// more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() {
 		var errs []error
-		if err := s.Sessions.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
-		}
-		// Every event of the cancelled turns reaches the clients' queues,
-		// then each connection flushes its queue and closes with 1001.
-		if err := s.Bus.Flush(ctx); err != nil {
-			errs = append(errs, err)
-		}
-		if err := s.Stream.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("stream close: %w", err))
-		}
-		if s.http != nil {
-			if err := s.http.Shutdown(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		step := func(name string, f func() error) {
+			if err := bounded(ctx, name, f); err != nil {
+				errs = append(errs, err)
 			}
 		}
+		step("sessions", func() error { return s.Sessions.Shutdown(ctx) })
+		// Every event of the cancelled turns reaches the clients' queues,
+		// then each connection flushes its queue and closes with 1001.
+		step("bus flush", func() error { return s.Bus.Flush(ctx) })
+		step("stream close", func() error { return s.Stream.Close(ctx) })
+		if s.http != nil {
+			step("http shutdown", func() error {
+				err := s.http.Shutdown(ctx)
+				if err != nil {
+					_ = s.http.Close() // drop the connections still open
+				}
+				return err
+			})
+		}
 		s.stopBg()
-		s.bg.Wait()
+		step("background tasks", func() error { s.bg.Wait(); return nil })
 		errs = append(errs, s.closeCore(ctx))
 		s.shutErr = errors.Join(errs...)
 	})
 	return s.shutErr
 }
 
+// bounded runs f and returns its error, or an error naming the step as
+// soon as ctx is done if f has not returned by then. f then goes on in
+// the background: a step that ignores ctx cannot hold the shutdown past
+// its deadline. f is started even when ctx is already done, so later
+// steps (closing the store) still get their chance.
+func bounded(ctx context.Context, name string, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	case <-ctx.Done():
+		select {
+		case err := <-done: // finished just as ctx ended
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return nil
+		default:
+		}
+		return fmt.Errorf("%s: did not finish before the shutdown deadline: %w", name, ctx.Err())
+	}
+}
+
+// closeCore closes the bus, then the store, each bounded by ctx.
 func (s *Server) closeCore(ctx context.Context) error {
 	var errs []error
 	if s.Bus != nil {
-		if err := s.Bus.Close(ctx); err != nil {
+		if err := bounded(ctx, "bus close", func() error { return s.Bus.Close(ctx) }); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := s.Store.Close(); err != nil {
+	if err := bounded(ctx, "store close", s.Store.Close); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

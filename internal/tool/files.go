@@ -49,6 +49,7 @@ func (ListDir) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 	if err != nil {
 		return Result{}, err
 	}
+	p = resolvePath(env, p)
 	f, err := openNoBlock(env.Root, p, os.O_RDONLY)
 	if err != nil {
 		return Result{}, fsError("list", in.Path, err)
@@ -109,6 +110,7 @@ func (ReadFile) Run(ctx context.Context, env Env, input json.RawMessage) (Result
 	if err != nil {
 		return Result{}, err
 	}
+	p = resolvePath(env, p)
 	f, err := openNoBlock(env.Root, p, os.O_RDONLY)
 	if err != nil {
 		return Result{}, fsError("read", in.Path, err)
@@ -165,6 +167,7 @@ func (WriteFile) Run(ctx context.Context, env Env, input json.RawMessage) (Resul
 	if err != nil {
 		return Result{}, err
 	}
+	p = resolvePath(env, p)
 	if strings.HasSuffix(in.Path, "/") {
 		// Confinement comes first (spec §5): "link/" through a symlink
 		// leading out is permission_denied, not merely a bad path.
@@ -173,7 +176,8 @@ func (WriteFile) Run(ctx context.Context, env Env, input json.RawMessage) (Resul
 		}
 		return Result{}, Errorf(ClassInvalidInput, "write %s: path names a directory", in.Path)
 	}
-	f, err := openNoBlock(env.Root, p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	// Not O_TRUNC: the file is checked before anything in it changes.
+	f, err := openNoBlock(env.Root, p, os.O_WRONLY|os.O_CREATE)
 	switch {
 	case errors.Is(err, syscall.EISDIR):
 		return Result{}, Errorf(ClassInvalidInput, "write %s: is a directory", in.Path)
@@ -190,6 +194,14 @@ func (WriteFile) Run(ctx context.Context, env Env, input json.RawMessage) (Resul
 		}
 		return Result{}, Errorf(ClassInvalidInput, "write %s: not a regular file", in.Path)
 	}
+	if err := refuseHardLinked(f, in.Path); err != nil {
+		f.Close()
+		return Result{}, err
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return Result{}, fsError("write", in.Path, err)
+	}
 	if _, err := f.WriteString(in.Content); err != nil {
 		f.Close()
 		return Result{}, fsError("write", in.Path, err)
@@ -198,4 +210,20 @@ func (WriteFile) Run(ctx context.Context, env Env, input json.RawMessage) (Resul
 		return Result{}, fsError("write", in.Path, err)
 	}
 	return Result{Content: fmt.Sprintf("wrote %d bytes to %s", len(in.Content), p), Summary: fmt.Sprintf("wrote %d bytes to %s", len(in.Content), p)}, nil
+}
+
+// refuseHardLinked refuses to write a file that has more than one name:
+// a hard link made in the workspace to a file outside it (ln
+// ../outside/file name, possible for any file on the same filesystem
+// that the server's user may write) would let a write change that file,
+// and no path check can see where the other names are.
+func refuseHardLinked(f *os.File, p string) error {
+	st, err := f.Stat()
+	if err != nil {
+		return fsError("write", p, err)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
+		return Errorf(ClassPermissionDenied, "write %s: the file has %d hard links, and its other names may lie outside the workspace; write to a new file instead", p, sys.Nlink)
+	}
+	return nil
 }

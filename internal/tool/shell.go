@@ -29,23 +29,31 @@ const (
 
 // Shell runs a command with /bin/sh in the workspace.
 //
-// The command runs in a process group of its own. When the call is
-// cancelled or times out, the whole group gets SIGTERM, then SIGKILL
-// after Grace; once the command has exited the group is killed too, and
-// Run returns only when no process of the group is left running (bounded
-// by 2s), so nothing it started in the background outlives the call. Output is read
-// until the command exits plus Grace (exec.Cmd.WaitDelay): a process that
-// escaped the group (setsid) but holds stdout cannot hold the call
-// longer. The child is always reaped.
+// On Linux the shell runs under a supervisor (see supervisor_linux.go), a
+// child subreaper that every process the command starts stays under,
+// even one that leaves the process group or session (setsid, setpgrp, a
+// double fork). When the call is cancelled or times out, every such
+// process gets SIGTERM, then SIGKILL after Grace; when the shell exits,
+// every process it left gets SIGKILL; the call ends only once all of
+// them have been reaped. Elsewhere the command runs in a process group
+// of its own and only that group is signalled.
+//
+// The shell gets the environment ToolEnviron builds, never the server's
+// own. Output is read until the command exits plus Grace
+// (exec.Cmd.WaitDelay). The child is always reaped.
 type Shell struct {
 	// Grace is the pause between SIGTERM and SIGKILL (0: DefaultKillGrace).
 	Grace time.Duration
+	// ExtraEnv names variables of the server's environment to pass to
+	// the command besides the allow-list; names IsSecretEnv refuses are
+	// never passed.
+	ExtraEnv []string
 }
 
 // Spec implements Tool.
 func (Shell) Spec() model.ToolSpec {
 	return model.ToolSpec{Name: "shell",
-		Description: "Run a shell command (/bin/sh -c) in the workspace directory. Returns the exit code, stdout and stderr (each cut at 64 KiB). Background processes do not outlive the call.",
+		Description: "Run a shell command (/bin/sh -c) in the workspace directory. Returns the exit code, stdout and stderr (each cut at 64 KiB). " + shellProcessNote + " The environment holds only PATH, HOME, USER, locale and terminal settings (and configured additions): no credentials.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeout_s":{"type":"number","description":"seconds before the command is stopped (default 120, at most 3600)"}},"required":["command"]}`)}
 }
 
@@ -78,8 +86,9 @@ func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 
 	var stdout, stderr capped
 	stdout.max, stderr.max = MaxShellOutput, MaxShellOutput
-	cmd := exec.Command("/bin/sh", "-c", in.Command)
+	cmd, supervised := shellCommand(in.Command, grace)
 	cmd.Dir = env.Workspace
+	cmd.Env = s.environ()
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -91,7 +100,7 @@ func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 	if err := cmd.Start(); err != nil {
 		return Result{}, Errorf(ClassExecution, "could not start the shell: %v", err)
 	}
-	pgid := cmd.Process.Pid
+	pid := cmd.Process.Pid // also the process group's id
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 
@@ -107,11 +116,16 @@ func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 		stopped = Errorf(ClassTimeout, "the command ran longer than %s and was stopped", timeout)
 	}
 	if stopped != nil {
-		err = stopGroup(pgid, grace, waited)
+		if supervised {
+			err = stopSupervisor(pid, grace, waited)
+		} else {
+			err = stopGroup(pid, grace, waited)
+		}
 	}
 	// The command is done; whatever it left in its group goes too, before
-	// the call is reported as ended.
-	killGroup(pgid)
+	// the call is reported as ended. (The supervisor has already killed
+	// every descendant, in the group or not, unless it had to be killed.)
+	killGroup(pid)
 
 	out := shellOutput(cmd, err, &stdout, &stderr, time.Since(start))
 	if stopped != nil {
@@ -122,6 +136,23 @@ func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 		return Result{}, stopped
 	}
 	return out, nil
+}
+
+// stopSupervisor asks the supervisor to stop the command (SIGTERM: it
+// passes SIGTERM on to every descendant, SIGKILL after grace, and exits
+// once all are gone) and returns its Wait error. A supervisor that has
+// not exited by grace plus supervisorMargin is killed with its group.
+func stopSupervisor(pid int, grace time.Duration, waited <-chan error) error {
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	t := time.NewTimer(grace + supervisorMargin)
+	defer t.Stop()
+	select {
+	case err := <-waited:
+		return err
+	case <-t.C:
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		return <-waited
+	}
 }
 
 // stopGroup sends SIGTERM to the group, then SIGKILL after grace, and

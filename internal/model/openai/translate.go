@@ -218,9 +218,14 @@ func (t *translator) toolCall(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) er
 func (t *translator) closeAll() error {
 	if !t.closed {
 		t.closed = true
-		for _, c := range t.order {
+		for i, c := range t.order {
 			if c.block < 0 && !c.done {
-				t.log.Warn("openai stream: tool call without a function name dropped", "id", c.id)
+				// A call that never got a function name still starts,
+				// nameless, so that it fails visibly (the agent answers
+				// it with an error the model reads) instead of vanishing.
+				if err := t.startNameless(c, i); err != nil {
+					return err
+				}
 			}
 			c.done = true
 		}
@@ -233,6 +238,26 @@ func (t *translator) closeAll() error {
 		}
 	}
 	return nil
+}
+
+// startNameless starts a tool call that has no function name, with its
+// arguments so far; i is its place in t.order.
+func (t *translator) startNameless(c *toolCall, i int) error {
+	t.log.Warn("openai stream: tool call without a function name", "id", c.id)
+	if c.id == "" {
+		c.id = fallbackID() // as toolCall names id-less calls
+	}
+	c.block = t.openBlock()
+	t.started++
+	if err := t.Send(model.Delta{Kind: model.KindToolUseStart, Index: c.block, ToolUseID: c.id}); err != nil {
+		return err
+	}
+	args := c.pending.String()
+	c.pending.Reset()
+	if args == "" {
+		return nil
+	}
+	return t.Send(model.Delta{Kind: model.KindToolInput, Index: c.block, Text: args})
 }
 
 // finish closes the blocks of a stream that ended cleanly.

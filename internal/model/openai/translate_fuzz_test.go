@@ -77,8 +77,10 @@ func checkBlocks(t *testing.T, ds []model.Delta, clean bool) *model.Accumulator 
 			default:
 				t.Fatalf("delta %d %+v: block %d begins with kind %d", n, d, d.Index, d.Kind)
 			}
-			if d.Kind == model.KindToolUseStart && (d.ToolUseID == "" || d.ToolName == "") {
-				t.Fatalf("delta %d %+v: tool use without id or name", n, d)
+			// A call that never got a name starts nameless at the end
+			// (so that it fails visibly); every call has an id.
+			if d.Kind == model.KindToolUseStart && d.ToolUseID == "" {
+				t.Fatalf("delta %d %+v: tool use without an id", n, d)
 			}
 			kind[d.Index] = d.Kind
 			continue
@@ -141,7 +143,7 @@ func expectedText(chunks []sdk.ChatCompletionChunk) string {
 // first id (as of the call's start) and name and the concatenated arguments of the entries up to
 // finish_reason, in the order the calls get their name (when they
 // start). ok is false for other streams.
-func expectedCalls(chunks []sdk.ChatCompletionChunk) (calls []*expectedCall, ok bool) {
+func expectedCalls(chunks []sdk.ChatCompletionChunk, clean bool) (calls []*expectedCall, ok bool) {
 	byIndex := map[int64]*expectedCall{}
 	var order []int64 // indexes, in order of first appearance
 	started := map[int64]bool{}
@@ -190,12 +192,26 @@ func expectedCalls(chunks []sdk.ChatCompletionChunk) (calls []*expectedCall, ok 
 	for _, k := range starts {
 		calls = append(calls, byIndex[k])
 	}
+	// Calls that never got a name start last, nameless, in the order
+	// they first appeared, with the id they had by then, once the tool
+	// calls are closed (finish_reason or a clean end).
+	for _, k := range order {
+		if !started[k] && (finished || clean) {
+			c := byIndex[k]
+			c.startID = c.id
+			calls = append(calls, c)
+		}
+	}
 	return calls, true
 }
 
 // streamSeeds are streams beside the recorded ones: the odd shapes the
 // translator handles, and content after finish_reason.
 var streamSeeds = []string{
+	// A call that never gets a name, beside one that does: it starts
+	// nameless at finish_reason.
+	`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c_nameless","function":{"arguments":"{\"p\":1}"}},{"index":1,"id":"c_named","function":{"name":"f","arguments":"{}"}}]}}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n",
 	// Arguments before the name, an unindexed call matched by id, one
 	// sent as an object, one with neither id nor index.
 	`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}` + "\n\n" +
@@ -221,7 +237,8 @@ var streamSeeds = []string{
 // as attempt does, never panics; its deltas keep the block discipline
 // (checkBlocks); the text deltas are the stream's content; and for
 // streams whose tool calls all carry an index, each call with a name
-// starts one tool_use block whose input fragments concatenate to the
+// (and, last, each call that never got one, nameless) starts one
+// tool_use block whose input fragments concatenate to the
 // call's arguments, and the accumulated input is those arguments when
 // they parse.
 func FuzzTranslate(f *testing.F) {
@@ -263,7 +280,7 @@ func FuzzTranslate(f *testing.F) {
 		if r.tr.started != len(starts) {
 			t.Fatalf("%d tool calls counted, %d started", r.tr.started, len(starts))
 		}
-		calls, ok := expectedCalls(r.chunks)
+		calls, ok := expectedCalls(r.chunks, r.clean)
 		if !ok {
 			return
 		}
