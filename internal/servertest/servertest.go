@@ -130,7 +130,11 @@ func (h *Harness) Do(method, path string, body any, out any) int {
 	if h.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.Token)
 	}
-	resp, err := h.HTTP.Do(req)
+	hc := h.HTTP
+	if hc == nil {
+		hc = http.DefaultClient // a Harness built by hand
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		h.T.Fatal(err)
 	}
