@@ -116,7 +116,8 @@
  *                                                       // false when not live or no turn (use api.cancelTurn then)
  *   setFilter(f): void;             // re-subscribe on a new connection with a fresh snapshot (e.g. the inline-workers toggle)
  *   reconnect(): void;              // drop the connection and resume with the cursor (tests, "retry now" buttons)
- *   onEvent(fn: (e: Envelope) => void): () => void;     // every event applied, replay included (trace mode)
+ *   onEvent(fn: (e: RawEnvelope) => void): () => void;  // every event received, replay and unknown types included
+ *                                                       // (trace mode); narrow with isEventType(e.type) to an Envelope
  *   onState(fn: (s: ConnState, info: StateInfo) => void): () => void;
  *   onChange(fn: () => void): () => void;               // the view changed; called synchronously after each frame:
  *                                                       // the UI batches to one render per animation frame
