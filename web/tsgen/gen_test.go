@@ -104,7 +104,8 @@ func TestPayloadNames(t *testing.T) {
 }
 
 // TestPayloadsCoverRecordedTraces reads every payload the server wrote
-// into the conformance traces: each field of a known event type must be
+// into the recorded conformance traces (the hand-written ones are
+// skipped): each field of a known event type must be
 // declared in payloadFields, and each declared required field must be
 // present, so the TypeScript payload types follow what the server
 // really sends.
@@ -121,7 +122,10 @@ func TestPayloadsCoverRecordedTraces(t *testing.T) {
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
+		for line := 0; sc.Scan(); line++ {
+			if line == 0 && bytes.Contains(sc.Bytes(), []byte(`"hand_written"`)) {
+				break // a hand-written trace, malformed payloads on purpose: not what the server sends
+			}
 			var fr struct {
 				Type  string `json:"type"`
 				Event struct {
