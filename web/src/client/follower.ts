@@ -413,10 +413,14 @@ export class Follower {
       case 'event': {
         const e = f['event'];
         if (!isEnvelope(e)) return;
-        const before = this.view.version;
-        this.view.apply(e);
-        for (const fn of [...this.eventFns]) fn(e);
-        if (this.view.version !== before) this.changed();
+        // An event at or before the cursor is one the view already holds
+        // (a replay overlap): neither folded nor passed on again.
+        if (!(typeof e.id === 'string' && e.id !== '' && e.id <= this.view.lastEventId)) {
+          const before = this.view.version;
+          this.view.apply(e);
+          for (const fn of [...this.eventFns]) fn(e);
+          if (this.view.version !== before) this.changed();
+        }
         if (conn.replayLeft > 0) {
           conn.replayed++;
           if (--conn.replayLeft === 0) this.goLive(conn);
