@@ -1,7 +1,9 @@
 // Shared helpers of the client's tests.
 
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { View } from '../../src/client/view';
+import type { RawEnvelope, Snapshot } from '../../src/client/protocol.gen';
 
 /** The repository root: $METIS_REPO, else the nearest parent of the cwd with a go.mod. */
 export function repoRoot(): string {
@@ -34,3 +36,28 @@ export function comparable(x: unknown): unknown {
   }
   return out;
 }
+
+/** The conformance cases' directory. */
+export const casesDir = join(repoRoot(), 'tests', 'streaming-conformance', 'cases');
+
+/** The frames of a case, parsed. */
+export function frames(name: string): Record<string, unknown>[] {
+  return readFileSync(join(casesDir, name, 'frames.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** Folds frames into a fresh view, as the Go runner does. */
+export function replay(fs: Record<string, unknown>[], v = new View()): View {
+  for (const f of fs) {
+    if (f['type'] === 'snapshot') v.applySnapshot(f as unknown as Snapshot);
+    else if (f['type'] === 'event') v.apply(f['event'] as RawEnvelope);
+    // subscribe_ack, subscribe_error, ping, pong, error and _connection change no state.
+  }
+  return v;
+}
+
+/** The conformance cases, by name. */
+export const cases = readdirSync(casesDir).sort();
+
