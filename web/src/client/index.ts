@@ -122,6 +122,9 @@
  *   onChange(fn: () => void): () => void;               // the view changed; called synchronously after each frame:
  *                                                       // the UI batches to one render per animation frame
  * }
+ *
+ * function backoffDelay(attempt, minMs, maxMs, random?): number;  // the reconnect wait (exported for tests and UIs)
+ * function wireFilter(f: FollowerFilter): Filter | PresetName;    // the subscribe frame's filter for f
  * ```
  *
  * Each `on*` returns its unsubscribe function.
@@ -134,5 +137,5 @@ export { Api, ApiError } from './api';
 export type { ApiOptions, AttachInfo, MessagesPage } from './api';
 export { View } from './view';
 export type { ViewMessage, ViewBlock, ToolCall, Worker, TurnState, ViewUsage } from './view';
-export { Follower, backoffDelay } from './follower';
+export { Follower, backoffDelay, wireFilter } from './follower';
 export type { ConnState, StateInfo, FollowerOptions, FollowerFilter } from './follower';
