@@ -37,6 +37,7 @@ import (
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/stream"
 	"github.com/metis-agent/metis/internal/tool"
+	"github.com/metis-agent/metis/web"
 )
 
 // Server is one running metis.
@@ -137,7 +138,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.API.Route("/sessions/{id}/stream", map[string]http.HandlerFunc{"GET": s.Stream.ServeHTTP})
 	s.API.Route("/metrics", map[string]http.HandlerFunc{"GET": s.Metrics.Handler().ServeHTTP})
 	host, _, _ := net.SplitHostPort(cfg.Addr)
-	s.handler = api.Guard{ExtraHosts: []string{host}}.Wrap(s.API)
+	// The dashboard answers "/" and its assets; every other path is the
+	// API's. The guard covers both.
+	s.handler = api.Guard{ExtraHosts: []string{host}}.Wrap(web.Handler(s.API))
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
@@ -181,7 +184,7 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		s.Shutdown(context.Background())
 		return err
 	}
-	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s)\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy)
+	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url)
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
