@@ -115,6 +115,7 @@ interface Conn {
   replayLeft: number; // events before live; -1 before the ack
   replayed: number;
   resumed: boolean;
+  snapshot: boolean; // the last subscribe asked for a snapshot
   lastRx: number;
 }
 
@@ -283,7 +284,7 @@ export class Follower {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const conn: Conn = { ws: undefined, live: false, replayLeft: -1, replayed: 0, resumed: this.everLive, lastRx: Date.now() };
+    const conn: Conn = { ws: undefined, live: false, replayLeft: -1, replayed: 0, resumed: this.everLive, snapshot: false, lastRx: Date.now() };
     this.conn = conn;
     let url: string;
     try {
@@ -332,6 +333,7 @@ export class Follower {
     const since = !this.fresh && this.view.lastEventId !== '' ? this.view.lastEventId : null;
     const f: SubscribeFrame = { type: 'subscribe', filter: wireFilter(this.filter), since, snapshot: this.fresh };
     conn.replayLeft = -1;
+    conn.snapshot = this.fresh;
     conn.ws?.send(JSON.stringify(f));
   }
 
@@ -343,7 +345,7 @@ export class Follower {
     if (this.resyncReason) {
       info.resynced = this.resyncReason;
       this.resyncReason = '';
-    } else if (conn.resumed) {
+    } else if (conn.resumed && !conn.snapshot) {
       info.replayed = conn.replayed;
     }
     this.setState('live', info);

@@ -89,7 +89,7 @@
  *
  * type ConnState = 'connecting' | 'live' | 'reconnecting' | 'closed';
  * interface StateInfo {
- *   replayed?: number;       // 'live' after a resume: events replayed to catch up
+ *   replayed?: number;       // 'live' after a resume with the cursor: events replayed to catch up
  *   resynced?: string;       // 'live' after a fresh snapshot replaced the view: why
  *                            //   (cursor_expired | replay_too_large | invalid_cursor | streaming_gap)
  *   resumed?: boolean;       // 'live' on a reconnect (not the first attach)

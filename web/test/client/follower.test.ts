@@ -181,6 +181,9 @@ test('setFilter re-subscribes with the new filter from a fresh snapshot', async 
     r.events.length = 0;
     f.setFilter({ preset: 'preset:chat', include_worker_sessions: true });
     await until(() => r.states.filter((x) => x.s === 'live').length > lives, 'live again');
+    const again = r.states.filter((x) => x.s === 'live').at(-1)!;
+    assert.equal(again.info.resumed, true);
+    assert.equal(again.info.replayed, undefined, 'a fresh snapshot is not a replay');
     const { turn_id: t2 } = await api.submitTurn(s.id, '/tool delegate {"task":"/echo again"}');
     await until(() => turnDone(f.view, t2) || r.events.some((e) => e.session_id !== s.id && e.type === 'turn.completed'), 'worker events');
     await until(() => r.events.some((e) => e.session_id === s.id && e.type === 'turn.completed' && e.turn_id === t2), 'the turn to end');
