@@ -211,3 +211,37 @@ test('Api: error answers become ApiError with status and code; ws_url follows th
   assert.equal(api.streamUrl('ws://example.test/sessions/s/stream?attach=a'), 'wss://example.test/sessions/s/stream?attach=a');
   assert.equal(new Api({ baseUrl: 'http://h:1' }).streamUrl('/sessions/s/stream?attach=a'), 'ws://h:1/sessions/s/stream?attach=a');
 });
+
+test('follower: thousands of random frames never throw and never stop the stream', async () => {
+  ScriptedSocket.all = [];
+  const f = new Follower({ api: fakeApi('s'), sessionId: 's', WebSocket: ScriptedSocket as unknown as typeof WebSocket, idleTimeoutMs: 0 });
+  f.start();
+  try {
+    await until(() => ScriptedSocket.all.length === 1, 'a socket', 5000);
+    const ws = ScriptedSocket.all[0]!;
+    ws.open();
+    ws.deliver({ type: 'subscribe_ack', resolved_filter: {}, since: null, snapshot: true, replay_event_count: 0, streaming_gap: false, seam_event_id: 'evt_1' });
+    ws.deliver({ type: 'snapshot', session: { id: 's' }, messages: [], has_more_messages: false, snapshot_at_event_id: 'evt_1' });
+    let seed = 42;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const values: unknown[] = [null, 0, -1, 1.5, 4096, '', 'x', true, [], {}, [null], { type: 'text', text: 5 }, 'evt_9'];
+    const types = ['event', 'ping', 'pong', 'error', 'hello', 5, null];
+    const evTypes = ['text.delta', 'message.start', 'message.complete', 'tool.called', 'turn.started', 'turn.cancelled', 'delegate.started', 'nope'];
+    const pick = <T>(a: T[]): T => a[Math.floor(rand() * a.length)]!;
+    for (let i = 0; i < 3000; i++) {
+      const payload: Record<string, unknown> = {};
+      for (const k of ['message_id', 'content_block_index', 'text', 'final_content', 'user_message', 'tool_use_id', 'usage', 'worker_session_id']) {
+        if (rand() < 0.5) payload[k] = pick(values);
+      }
+      const id = `evt_2${String(i).padStart(8, '0')}`;
+      ws.deliver({ type: pick(types), nonce: pick(values),
+        event: rand() < 0.9 ? { id, type: pick(evTypes), session_id: 's', turn_id: pick(['t', null]), ts: '', actor: 'model', payload } : pick(values) });
+    }
+    assert.equal(f.state, 'live');
+    assert.ok(JSON.stringify(f.view.toJSON()).length > 0);
+    assert.ok(f.view.lastEventId > 'evt_2', f.view.lastEventId);
+    assert.ok(f.view.messages.length > 0 && f.view.skipped > 0);
+  } finally {
+    f.stop();
+  }
+});

@@ -37,11 +37,14 @@ async function idle(sid: string): Promise<void> {
 test('a 1008 close (heartbeat timeout) resumes at once, with the cursor', async () => {
   const s = await api.createSession({ workspace_path: srv.workspace });
   let sockets = 0;
+  let pongs = 0; // sent on the second connection
   // The first connection never answers the server's pings.
   class DeafFirst extends WebSocket {
     private readonly deaf = ++sockets === 1;
     override send(data: Parameters<WebSocket["send"]>[0]): void {
-      if (this.deaf && typeof data === 'string' && data.includes('"pong"')) return;
+      const pong = typeof data === 'string' && data.includes('"pong"');
+      if (this.deaf && pong) return;
+      if (pong) pongs++;
       super.send(data);
     }
   }
@@ -60,6 +63,10 @@ test('a 1008 close (heartbeat timeout) resumes at once, with the cursor', async 
     assert.equal(sockets, 2);
     const { turn_id } = await api.submitTurn(s.id, '/echo still here');
     await until(() => f.view.turn.id === turn_id && f.view.turn.status === 'completed', 'the turn');
+    // The second connection answers every ping (one miss would close it): it outlives several.
+    await until(() => pongs >= 3, 'three pings answered');
+    assert.equal(sockets, 2);
+    assert.equal(st.filter((x) => x.s === 'reconnecting').length, 1);
   } finally {
     f.stop();
   }
