@@ -61,9 +61,10 @@
  *
  * class View {                    // read-only from outside; every change bumps version
  *   applySnapshot(s: Snapshot): void;
- *   apply(e: Envelope): boolean;                           // false: unknown type, skipped (and counted)
- *   prependMessages(msgs: Message[], hasMore: boolean): number;   // older history, oldest first
+ *   apply(e: RawEnvelope): boolean;                        // false: unknown type, skipped (and counted); an Envelope fits
+ *   prependMessages(msgs: Message[], hasMore: boolean): number;   // older history, oldest first; returns how many were new
  *   reset(): void;
+ *   setCursor(id: string): void;                           // move the cursor without changing state
  *   readonly version: number;
  *   readonly session: SessionSummary | undefined;          // the snapshot's summary
  *   readonly messages: readonly ViewMessage[];             // oldest first; a changed message is a NEW object
