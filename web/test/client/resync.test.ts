@@ -12,7 +12,7 @@ let api: Api;
 
 before(async () => {
   srv = await startServer(['--demo-delay', '2ms', '--stream-ring', '4', '--replay-limit', '20',
-    '--ping-interval', '150ms', '--ping-misses', '1']);
+    '--ping-interval', '300ms', '--ping-misses', '2']);
   api = new Api({ baseUrl: srv.url });
 });
 
@@ -63,7 +63,7 @@ test('a 1008 close (heartbeat timeout) resumes at once, with the cursor', async 
     assert.equal(sockets, 2);
     const { turn_id } = await api.submitTurn(s.id, '/echo still here');
     await until(() => f.view.turn.id === turn_id && f.view.turn.status === 'completed', 'the turn');
-    // The second connection answers every ping (one miss would close it): it outlives several.
+    // The second connection answers every ping (two misses would close it): it outlives several.
     await until(() => pongs >= 3, 'three pings answered');
     assert.equal(sockets, 2);
     assert.equal(st.filter((x) => x.s === 'reconnecting').length, 1);
