@@ -164,6 +164,7 @@ export function Conversation(p: { live: LiveSession }): VNode {
 
 export function Composer(p: { live: LiveSession }): VNode {
   const { live } = p;
+  live.ticker.tick.value;
   const v = live.view;
   const [text, setText] = useState('');
   const [sending, setSending] = useState(false);
