@@ -12,9 +12,19 @@ import { go, href } from './route';
 /** The list, shared with the palette; refreshed while the page shows. */
 export const sessions = signal<SessionSummary[]>([]);
 export const listError = signal<string>('');
-/** Titles: the first user message of each session, fetched once. */
-const titles = signal<Record<string, string>>({});
-const asked = new Set<string>();
+/**
+ * What the list learns from each session's newest page of messages: the
+ * title (its first user message) and the time of the newest message
+ * (message ids are ULIDs, whose first 10 characters are the creation
+ * time). Fetched again only when the session's turn count changes.
+ */
+interface Detail {
+  turns: number;
+  title: string;
+  last: number; // ms since the epoch, 0 if unknown
+}
+const details = signal<Record<string, Detail>>({});
+const asking = new Set<string>();
 
 export const POLL_MS = 2000;
 
@@ -22,30 +32,51 @@ export async function refreshSessions(): Promise<void> {
   try {
     sessions.value = await api.listSessions();
     listError.value = '';
-    for (const s of sessions.value) if (s.turn_count > 0 && !titles.value[s.id]) void fetchTitle(s.id);
+    for (const s of sessions.value) {
+      const d = details.value[s.id];
+      if (s.turn_count > 0 && (!d || d.turns !== s.turn_count)) void fetchDetail(s.id, s.turn_count);
+    }
   } catch (e) {
     listError.value = 'Could not list sessions: ' + (e as Error).message;
   }
 }
 
-async function fetchTitle(id: string): Promise<void> {
-  if (asked.has(id)) return;
-  asked.add(id);
+async function fetchDetail(id: string, turns: number): Promise<void> {
+  if (asking.has(id)) return;
+  asking.add(id);
   try {
-    // The oldest page reachable cheaply: the first user message of the
-    // newest 200; a longer session shows its earliest one in that page.
     const page = await api.messages(id, { limit: 200 });
     const first = page.messages.find((m) => m.role === 'user');
-    const text = first?.content?.map((b) => ('text' in b ? b.text : '')).join(' ').trim();
-    if (text) titles.value = { ...titles.value, [id]: (page.has_more ? '… ' : '') + text };
-    else asked.delete(id);
+    const text = first?.content?.map((b) => ('text' in b ? b.text : '')).join(' ').trim() ?? '';
+    const newest = page.messages.at(-1);
+    details.value = {
+      ...details.value,
+      [id]: { turns, title: text ? (page.has_more ? '… ' : '') + text : '', last: newest ? ulidTime(newest.id) : 0 },
+    };
   } catch {
-    asked.delete(id);
+    /* the next poll tries again */
+  } finally {
+    asking.delete(id);
   }
 }
 
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** The millisecond time of a prefixed ULID ("msg_01J…"), 0 if it is not one. */
+export function ulidTime(id: string): number {
+  const u = id.slice(id.indexOf('_') + 1).toUpperCase();
+  if (u.length < 10) return 0;
+  let t = 0;
+  for (let i = 0; i < 10; i++) {
+    const v = CROCKFORD.indexOf(u[i]);
+    if (v < 0) return 0;
+    t = t * 32 + v;
+  }
+  return t;
+}
+
 export function titleOf(s: SessionSummary): string {
-  return titles.value[s.id] || (s.parent_session_id ? 'worker' : 'untitled');
+  return details.value[s.id]?.title || (s.parent_session_id ? 'worker' : s.turn_count ? '…' : 'untitled');
 }
 
 interface Node {
@@ -129,17 +160,31 @@ export function SessionsPage(): VNode {
   </div>`;
 }
 
+/** Now while a turn runs; else the newest message's time; else creation. */
 function lastActivity(s: SessionSummary): string {
-  const x = s as SessionSummary & { last_activity_at?: string; updated_at?: string };
-  return x.last_activity_at ?? x.updated_at ?? s.created_at;
+  if (s.current_turn_id) return new Date().toISOString();
+  const last = details.value[s.id]?.last ?? 0;
+  const created = Date.parse(s.created_at);
+  return new Date(Math.max(last, isFinite(created) ? created : 0)).toISOString();
 }
 
 export const showNew = signal(false);
 
 export function NewSession(): VNode {
-  const [ws, setWs] = useState(() => localStorage.getItem('metis.workspace') ?? '');
+  const [ws, setWs] = useState(() => {
+    try {
+      return localStorage.getItem('metis.workspace') || sessions.value[0]?.workspace_path || '';
+    } catch {
+      return sessions.value[0]?.workspace_path ?? '';
+    }
+  });
   const [model, setModel] = useState('');
   const [err, setErr] = useState('');
+  // Suggest the workspace of the newest session once the list arrives.
+  const known = sessions.value[0]?.workspace_path;
+  useEffect(() => {
+    if (!ws && known) setWs(known);
+  }, [known]);
   const [busy, setBusy] = useState(false);
   const create = async (e: Event) => {
     e.preventDefault();
