@@ -5,6 +5,7 @@
 // scroll-up; and the composer.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
+import { memo } from 'preact/compat';
 import { useRef, useState } from 'preact/hooks';
 import { ApiError, type ToolCall, type ViewBlock, type ViewMessage } from '../client/index';
 import { api } from './api';
@@ -64,9 +65,8 @@ function Block(p: { b: ViewBlock; m: ViewMessage; tools: ReadonlyMap<string, Too
   const streaming = m.status === 'streaming';
   switch (b.type) {
     case 'text':
-      return streaming || m.role === 'user'
-        ? html`<div class="text plain">${b.text}</div>`
-        : html`<div class="text md">${markdownOf(b)}</div>`;
+      if (streaming) return html`<div class="text plain streaming">${chunks(b.text ?? '').map((c, i) => html`<div key=${i} class="chunk">${c}</div>`)}</div>`;
+      return m.role === 'user' ? html`<div class="text plain">${b.text}</div>` : html`<div class="text md">${markdownOf(b)}</div>`;
     case 'thinking':
       return html`<details class="thinking"><summary>thinking${streaming ? '…' : ''}</summary><div class="plain">${b.thinking}</div></details>`;
     case 'tool_use':
@@ -78,11 +78,52 @@ function Block(p: { b: ViewBlock; m: ViewMessage; tools: ReadonlyMap<string, Too
   }
 }
 
-export function MessageItem(p: {
+/**
+ * Streaming text in blocks of about CHUNK characters cut at white space:
+ * a new delta changes only the last block, so the browser lays out only
+ * that block instead of the whole, ever longer paragraph.
+ */
+const CHUNK = 1500;
+export function chunks(text: string): string[] {
+  if (text.length <= CHUNK) return [text];
+  const out: string[] = [];
+  let at = 0;
+  while (text.length - at > CHUNK) {
+    let cut = text.lastIndexOf(' ', at + CHUNK);
+    if (cut <= at) cut = at + CHUNK;
+    out.push(text.slice(at, cut + 1));
+    at = cut + 1;
+  }
+  out.push(text.slice(at));
+  return out;
+}
+
+/**
+ * Same message object and the same tool objects (a changed message or
+ * tool is a new object): nothing to render. The tools map itself is
+ * updated in place, so the row is given the tool objects it shows.
+ */
+function sameMessage(a: MessageProps, b: MessageProps): boolean {
+  if (a.m !== b.m || a.sessionId !== b.sessionId || a.shown.length !== b.shown.length) return false;
+  return a.shown.every((t, i) => t === b.shown[i]);
+}
+
+interface MessageProps {
   m: ViewMessage;
   tools: ReadonlyMap<string, ToolCall>;
+  shown: (ToolCall | undefined)[];
   sessionId: string;
-}): VNode {
+}
+
+function toolsOf(m: ViewMessage, tools: ReadonlyMap<string, ToolCall>): (ToolCall | undefined)[] {
+  const out: (ToolCall | undefined)[] = [];
+  for (const b of m.blocks) if (b.type === 'tool_use' && b.id) out.push(tools.get(b.id));
+  return out;
+}
+
+export const MessageItem = memo(MessageView, sameMessage);
+
+function MessageView(p: MessageProps): VNode {
   const { m } = p;
   const foreign = m.session_id && m.session_id !== p.sessionId;
   const u = m.usage;
@@ -152,7 +193,7 @@ export function Conversation(p: { live: LiveSession }): VNode {
       scrollToBottom=${jump}
       onAtBottom=${setAtBottom}
       onNearTop=${loadOlder}
-      render=${(m: ViewMessage) => html`<${MessageItem} m=${m} tools=${v.tools} sessionId=${live.sessionId} />`}
+      render=${(m: ViewMessage) => html`<${MessageItem} m=${m} tools=${v.tools} shown=${toolsOf(m, v.tools)} sessionId=${live.sessionId} />`}
     />
     ${v.errors.length
       ? html`<div class="errors" role="alert">${v.errors.slice(-3).map((e, i) => html`<div key=${i} class="error-line">${e}</div>`)}</div>`

@@ -37,6 +37,7 @@ export function VirtualList<T>(p: VirtualListProps<T>): VNode {
   const box = useRef<HTMLDivElement>(null);
   const heights = useRef(new Map<string, number>()).current;
   const observed = useRef(new Set<HTMLElement>()).current;
+  const pendingMeasure = useRef(0);
   const [, setMeasured] = useState(0);
   const [scroll, setScroll] = useState({ top: 0, height: 600 });
   const atBottom = useRef(true);
@@ -59,11 +60,23 @@ export function VirtualList<T>(p: VirtualListProps<T>): VNode {
                 changed = true;
               }
             }
-            if (changed) setMeasured((n) => n + 1);
+            // One re-render per frame for however many rows changed.
+            if (changed && !pendingMeasure.current) {
+              pendingMeasure.current = requestAnimationFrame(() => {
+                pendingMeasure.current = 0;
+                setMeasured((n) => n + 1);
+              });
+            }
           }),
     [],
   );
-  useLayoutEffect(() => () => observer?.disconnect(), [observer]);
+  useLayoutEffect(
+    () => () => {
+      observer?.disconnect();
+      cancelAnimationFrame(pendingMeasure.current);
+    },
+    [observer],
+  );
 
   const n = p.items.length;
   const keys = new Array<string>(n);
