@@ -86,7 +86,7 @@ class Filtered {
     }
     if (this.seen === all.length) return this.rows;
     const q = f.q.toLowerCase();
-    const next = this.rows.slice();
+    const next = this.rows; // extended in place: the list reads its length
     for (let i = this.seen; i < all.length; i++) {
       const e = all[i];
       if (f.type && e.type !== f.type) continue;

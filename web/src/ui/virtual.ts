@@ -79,8 +79,11 @@ export function VirtualList<T>(p: VirtualListProps<T>): VNode {
   );
 
   const n = p.items.length;
-  const keys = new Array<string>(n);
-  for (let i = 0; i < n; i++) keys[i] = p.keyOf(p.items[i], i);
+  // Variable rows need every key (their heights are stored by key); fixed
+  // rows only those rendered, so a 50,000-row list costs a screenful.
+  const keys = new Array<string>(p.fixed ? 0 : n);
+  if (!p.fixed) for (let i = 0; i < n; i++) keys[i] = p.keyOf(p.items[i], i);
+  const keyAt = (i: number): string => (p.fixed ? p.keyOf(p.items[i], i) : keys[i]);
 
   // Offsets: constant-time for fixed rows, a prefix sum otherwise.
   let total: number;
@@ -123,14 +126,14 @@ export function VirtualList<T>(p: VirtualListProps<T>): VNode {
     if (!el) return;
     if (p.follow && atBottom.current) {
       el.scrollTop = el.scrollHeight;
-    } else if (anchor.current) {
+    } else if (anchor.current && !p.fixed) {
       const i = keys.indexOf(anchor.current.key);
       if (i >= 0) {
         const want = offsetOf(i) - anchor.current.delta;
         if (Math.abs(el.scrollTop - want) > 1) el.scrollTop = want;
       }
     }
-    const first = n ? indexAt(el.scrollTop) : -1;
+    const first = n && !p.fixed ? indexAt(el.scrollTop) : -1;
     anchor.current = first >= 0 ? { key: keys[first], delta: offsetOf(first) - el.scrollTop } : null;
   });
   useLayoutEffect(() => {
@@ -158,7 +161,7 @@ export function VirtualList<T>(p: VirtualListProps<T>): VNode {
       atBottom.current = bottom;
       p.onAtBottom?.(bottom);
     }
-    const fi = n ? indexAt(el.scrollTop) : -1;
+    const fi = n && !p.fixed ? indexAt(el.scrollTop) : -1;
     anchor.current = fi >= 0 ? { key: keys[fi], delta: offsetOf(fi) - el.scrollTop } : null;
     setScroll({ top: el.scrollTop, height: el.clientHeight });
     if (el.scrollTop < 200) p.onNearTop?.();
@@ -166,7 +169,7 @@ export function VirtualList<T>(p: VirtualListProps<T>): VNode {
 
   const rows: VNode<any>[] = [];
   for (let i = first; i <= last; i++) {
-    const k = keys[i];
+    const k = keyAt(i);
     rows.push(
       h(
         'div',
