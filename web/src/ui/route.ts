@@ -11,12 +11,21 @@ export type Tab = 'chat' | 'workers' | 'trace';
 export type Route = { page: 'sessions' } | { page: 'session'; id: string; tab: Tab };
 
 export function parse(hash: string): Route {
-  const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decode);
   if (parts[0] === 's' && parts[1]) {
     const tab = parts[2] === 'workers' || parts[2] === 'trace' ? parts[2] : 'chat';
     return { page: 'session', id: parts[1], tab };
   }
   return { page: 'sessions' };
+}
+
+/** decodeURIComponent that takes a malformed escape as literal text. */
+function decode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
 
 export function href(r: Route): string {
