@@ -8,6 +8,7 @@ import { signal } from '@preact/signals';
 import { Follower, View, type ConnState, type RawEnvelope, type StateInfo } from '../client/index';
 import { api } from './api';
 import { FrameTicker } from './frame';
+import { loadHistory, mergeById } from './history';
 
 /** A notice under the header: what the connection just did. */
 export interface Notice {
@@ -34,12 +35,18 @@ export class LiveSession {
   readonly events: RawEnvelope[] = [];
   /** Bumps when events were added or cleared (once per frame, through ticker). */
   eventsVersion = 0;
+  /** Bumps when the log was rewritten rather than appended to (history merged). */
+  eventsEpoch = 0;
   /** Times the event log was cut (a fresh snapshot replaced the view). */
   readonly gaps: { afterIndex: number; why: string }[] = [];
   private bannerTimer: ReturnType<typeof setTimeout> | undefined;
   private noticeTimer: ReturnType<typeof setTimeout> | undefined;
   private offs: (() => void)[] = [];
   private started = false;
+  /** The inline state the trace history was loaded for (null: not loaded). */
+  private historyFor: boolean | null = null;
+  /** What trace mode says about its history. */
+  readonly historyNote = signal('');
 
   constructor(readonly sessionId: string) {
     this.follower = new Follower({ api, sessionId, filter: { preset: 'preset:full' }, view: new View() });
@@ -79,6 +86,36 @@ export class LiveSession {
     if (this.inline.value === on) return;
     this.inline.value = on;
     this.follower.setFilter({ preset: 'preset:full', include_worker_sessions: on });
+    if (this.historyFor !== null) void this.loadHistory();
+  }
+
+  /**
+   * Trace mode: add the session's stored events from its start (and its
+   * workers' when inline) to the event log, merged by id.
+   */
+  async loadHistory(): Promise<void> {
+    const inline = this.inline.value;
+    if (this.historyFor === inline) return;
+    this.historyFor = inline;
+    this.historyNote.value = 'loading history…';
+    try {
+      const h = await loadHistory(this.sessionId, inline);
+      if (this.historyFor !== inline) return; // toggled meanwhile; a newer load runs
+      const merged = mergeById(h.events, this.events);
+      this.events.splice(0, this.events.length, ...merged.slice(-TRACE_CAP));
+      this.eventsVersion++;
+      this.eventsEpoch++;
+      this.historyNote.value = h.gap
+        ? `history: ${h.events.length} events (streaming events the server no longer holds are not listed)`
+        : `history: ${h.events.length} events`;
+      this.ticker.poke();
+    } catch (e) {
+      const code = (e as Error).message;
+      this.historyNote.value =
+        code === 'replay_too_large'
+          ? 'history too long to replay: listing from when this page opened'
+          : `history not loaded (${code}): listing from when this page opened`;
+    }
   }
 
   private onState(s: ConnState, info: StateInfo): void {

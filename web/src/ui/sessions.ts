@@ -7,6 +7,7 @@ import { signal } from '@preact/signals';
 import type { SessionSummary } from '../client/index';
 import { api } from './api';
 import { ago, shortId, usd } from './format';
+import { ulidTime } from './history';
 import { go, href } from './route';
 
 /** The list, shared with the palette; refreshed while the page shows. */
@@ -58,21 +59,6 @@ async function fetchDetail(id: string, turns: number): Promise<void> {
   } finally {
     asking.delete(id);
   }
-}
-
-const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-
-/** The millisecond time of a prefixed ULID ("msg_01J…"), 0 if it is not one. */
-export function ulidTime(id: string): number {
-  const u = id.slice(id.indexOf('_') + 1).toUpperCase();
-  if (u.length < 10) return 0;
-  let t = 0;
-  for (let i = 0; i < 10; i++) {
-    const v = CROCKFORD.indexOf(u[i]);
-    if (v < 0) return 0;
-    t = t * 32 + v;
-  }
-  return t;
 }
 
 export function titleOf(s: SessionSummary): string {

@@ -4,7 +4,7 @@
 // waterfall of turns, model calls, tools and delegations.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
-import { useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { EVENT_FAMILY, type RawEnvelope } from '../client/index';
 import { clock, oneLine, shortId } from './format';
 import type { LiveSession } from './live';
@@ -76,8 +76,8 @@ class Filtered {
   private head: RawEnvelope | undefined;
   private key = '';
 
-  update(all: RawEnvelope[], f: Filters): RawEnvelope[] {
-    const key = JSON.stringify(f);
+  update(all: RawEnvelope[], f: Filters, epoch: number): RawEnvelope[] {
+    const key = JSON.stringify(f) + '#' + epoch;
     if (key !== this.key || all[0] !== this.head || all.length < this.seen) {
       this.key = key;
       this.rows = [];
@@ -109,11 +109,16 @@ export function TracePage(p: { live: LiveSession }): VNode {
   const [sel, setSel] = useState<RawEnvelope | null>(null);
   const [showWaterfall, setShowWaterfall] = useState(true);
   const filtered = useRef(new Filtered()).current;
-  const rows = filtered.update(live.events, f);
+  useEffect(() => {
+    void live.loadHistory();
+  }, [live]);
+  const rows = filtered.update(live.events, f, live.eventsEpoch);
   const types = useMemo(() => new Set<string>(), []);
   const sessions = useMemo(() => new Set<string>(), []);
   const scanned = useRef(0);
-  if (scanned.current > live.events.length) scanned.current = 0;
+  const epoch = useRef(0);
+  if (scanned.current > live.events.length || epoch.current !== live.eventsEpoch) scanned.current = 0;
+  epoch.current = live.eventsEpoch;
   for (let i = scanned.current; i < live.events.length; i++) {
     types.add(live.events[i].type);
     sessions.add(live.events[i].session_id);
@@ -122,7 +127,7 @@ export function TracePage(p: { live: LiveSession }): VNode {
   const set = (k: keyof Filters) => (e: Event) => setF({ ...f, [k]: (e.target as HTMLInputElement).value });
 
   return html`<div class="trace-page">
-    ${showWaterfall ? html`<${Waterfall} events=${live.events} version=${live.eventsVersion} onPick=${setSel} />` : null}
+    ${showWaterfall ? html`<${Waterfall} events=${live.events} epoch=${live.eventsEpoch} version=${live.eventsVersion} onPick=${setSel} />` : null}
     <div class="toolbar trace-filters">
       <select aria-label="type" id="trace-type" value=${f.type} onChange=${set('type')}>
         <option value="">all types</option>
@@ -142,6 +147,7 @@ export function TracePage(p: { live: LiveSession }): VNode {
       <label class="toggle"><input type="checkbox" checked=${showWaterfall} onChange=${(e: Event) => setShowWaterfall((e.target as HTMLInputElement).checked)} /> timeline</label>
       <${InlineToggle} live=${live} />
       <span class="spacer"></span>
+      ${live.historyNote.value ? html`<span class="muted" id="trace-history">${live.historyNote.value}</span>` : null}
       <span class="muted" id="trace-count">${rows.length} of ${live.events.length} events</span>
     </div>
     ${live.gaps.length
@@ -154,6 +160,7 @@ export function TracePage(p: { live: LiveSession }): VNode {
           class="events"
           label="events"
           items=${rows}
+          version=${live.eventsVersion}
           fixed=${true}
           estimate=${ROW_HEIGHT}
           follow=${follow}

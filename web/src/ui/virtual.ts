@@ -29,6 +29,8 @@ export interface VirtualListProps<T> {
   /** Bump to force a scroll to the bottom. */
   scrollToBottom?: number;
   label?: string;
+  /** Bump when `items` changed in place (props are compared shallowly). */
+  version?: number;
 }
 
 const NEAR = 48;

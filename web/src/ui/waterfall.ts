@@ -31,9 +31,11 @@ export class SpanBuilder {
   private seen = 0;
   private head: RawEnvelope | undefined;
   private lastTurn: TurnSpans | undefined;
+  private epoch = 0;
 
-  update(all: RawEnvelope[]): void {
-    if (all[0] !== this.head || all.length < this.seen) {
+  update(all: RawEnvelope[], epoch = 0): void {
+    if (all[0] !== this.head || all.length < this.seen || epoch !== this.epoch) {
+      this.epoch = epoch;
       this.turns = [];
       this.open.clear();
       this.seen = 0;
@@ -129,9 +131,14 @@ export class SpanBuilder {
   }
 }
 
-export function Waterfall(p: { events: RawEnvelope[]; version: number; onPick: (e: RawEnvelope) => void }): VNode {
+/**
+ * `events` grows in place, so `version` (bumped on every change) is what
+ * tells the signals integration, which skips components whose props are
+ * unchanged, to render again.
+ */
+export function Waterfall(p: { events: RawEnvelope[]; epoch: number; version: number; onPick: (e: RawEnvelope) => void }): VNode {
   const b = useRef(new SpanBuilder()).current;
-  b.update(p.events);
+  b.update(p.events, p.epoch);
   const [pick, setPick] = useState<string | null>(null);
   const turn = (pick && b.turns.find((t) => t.id === pick)) || b.turns[b.turns.length - 1];
   if (!turn) return html`<div class="waterfall empty">The timeline fills in as turns run.</div>`;

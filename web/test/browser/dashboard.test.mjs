@@ -253,6 +253,31 @@ test('trace mode lists every event of a turn in id order', async () => {
   }
 });
 
+test('trace mode opened after a turn lists its stored history in id order', async () => {
+  const srv = await new Server(['--demo-delay', '2ms']).start();
+  try {
+    const s = await srv.createSession();
+    const obs = await srv.observe(s.id);
+    await srv.submit(s.id, 'what is in my workspace?');
+    await srv.idle(s.id);
+    await until(() => obs.events.some((e) => e.type === 'turn.completed'), 15_000, 'observer');
+    obs.close();
+    const { page } = await open(`${srv.url}/#/s/${s.id}/trace`);
+    await live(page);
+    await page.waitForSelector('#trace-history:has-text("history:")');
+    await page.selectOption('#trace-family', 'catalog');
+    const rows = await page.$$eval('.trow[data-event-id]', (els) => els.map((e) => [e.getAttribute('data-event-id'), e.getAttribute('data-type')]));
+    const catalog = (e) => !e.type.includes('.delta') && !e.type.startsWith('message.') && !e.type.startsWith('tool.use_') && !e.type.startsWith('bus.');
+    const want = obs.events.filter(catalog).map((e) => e.id);
+    const got = rows.filter(([, t]) => !t.startsWith('bus.')).map(([id]) => id);
+    assert.equal(rows[0][1], 'session.created', 'the history starts with the session');
+    assert.deepEqual(got.slice(got.indexOf(want[0]), got.indexOf(want.at(-1)) + 1), want, 'the turn, as an independent subscriber saw it live');
+    assert.deepEqual([...rows.map(([id]) => id)].sort(), rows.map(([id]) => id), 'in id order');
+  } finally {
+    await srv.close();
+  }
+});
+
 test('the page runs under a strict CSP, and a page from another origin cannot open the stream', async () => {
   const srv = await new Server().start();
   const other = http.createServer((_, res) => res.end('<!doctype html><title>elsewhere</title>'));
