@@ -13,6 +13,13 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
 export const METIS = process.env.METIS_BIN || path.join(root, 'bin/metis');
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
+// Servers still running when this process exits (a failed script) are
+// killed with it rather than left behind.
+const running = new Set();
+process.on('exit', () => {
+  for (const p of running) p.kill('SIGKILL');
+});
+
 /** One metis server process; restart() keeps its home and port. */
 export class Server {
   constructor(args = []) {
@@ -32,6 +39,8 @@ export class Server {
       env: { ...process.env, ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
     });
     this.proc = proc;
+    running.add(proc);
+    proc.on('exit', () => running.delete(proc));
     proc.stderr.on('data', (b) => (this.log += b));
     this.url = await new Promise((resolve, reject) => {
       let out = '';
