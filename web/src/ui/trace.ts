@@ -147,7 +147,7 @@ export function TracePage(p: { live: LiveSession }): VNode {
       <label class="toggle"><input type="checkbox" checked=${showWaterfall} onChange=${(e: Event) => setShowWaterfall((e.target as HTMLInputElement).checked)} /> timeline</label>
       <${InlineToggle} live=${live} />
       <span class="spacer"></span>
-      ${live.historyNote.value ? html`<span class="muted" id="trace-history">${live.historyNote.value}</span>` : null}
+      ${live.historyNote.value ? html`<span class="muted" id="trace-history">${live.historyNote.value} ·</span>` : null}
       <span class="muted" id="trace-count">${rows.length} of ${live.events.length} events</span>
     </div>
     ${live.gaps.length

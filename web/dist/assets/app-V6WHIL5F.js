@@ -119,7 +119,7 @@ var w,At,rt,G,st,Oe,Ut,Ne,Dt,ot,nt,qs,_e=Symbol.for("pv"),Fe={},Ve=[],Ks=/^m(i|n
       <label class="toggle"><input type="checkbox" checked=${c} onChange=${m=>u(m.target.checked)} /> timeline</label>
       <${Ct} live=${e} />
       <span class="spacer"></span>
-      ${e.historyNote.value?_`<span class="muted" id="trace-history">${e.historyNote.value}</span>`:null}
+      ${e.historyNote.value?_`<span class="muted" id="trace-history">${e.historyNote.value} ·</span>`:null}
       <span class="muted" id="trace-count">${f.length} of ${e.events.length} events</span>
     </div>
     ${e.gaps.length?_`<div class="notice warn">The log restarted from a fresh snapshot ${e.gaps.length} time${e.gaps.length===1?"":"s"} (${e.gaps.map(m=>m.why).join(", ")}): events in between are not listed.</div>`:null}
