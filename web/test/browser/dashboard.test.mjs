@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
-import { Server, launch, live, openPage, pageMessages, storedText, until } from './harness.mjs';
+import { Server, launch, live, openPage, pageMessages, storedText, traceRows, until } from './harness.mjs';
 
 let browser;
 const pages = [];
@@ -184,9 +184,11 @@ test('worker drill-down opens the worker live; the inline toggle interleaves wor
     await until(() => obs.events.some((e) => e.type === 'turn.completed' && e.session_id === s.id), 15_000, 'observer');
     obs.close();
     await page.selectOption('#trace-family', 'catalog');
+    await page.uncheck('text=follow tail');
+    const last = obs.events.filter((e) => e.type === 'turn.completed').at(-1).id;
     const rows = await until(async () => {
-      const r = await page.$$eval('.trow[data-event-id]', (els) => els.map((e) => e.getAttribute('data-event-id')));
-      return r.includes(obs.events.filter((e) => e.type === 'turn.completed').at(-1).id) ? r : null;
+      const r = (await traceRows(page)).map((x) => x.id);
+      return r.includes(last) ? r : null;
     }, 15_000, 'the turn in the trace');
     const want = obs.events.filter((e) => !e.type.includes('.delta') && !e.type.startsWith('message.') && !e.type.startsWith('tool.use_')).map((e) => e.id);
     const ids = rows.slice(rows.indexOf(want[0]), rows.indexOf(want.at(-1)) + 1);
@@ -215,20 +217,7 @@ test('trace mode lists every event of a turn in id order', async () => {
     const want = obs.events.map((e) => e.id);
     await until(async () => Number((await page.textContent('#trace-count')).split(' ')[0]) >= want.length, 15_000, 'all rows');
     // Collect the virtualized rows by scrolling through the list.
-    const seen = await page.evaluate(async () => {
-      const box = document.querySelector('.vlist.events');
-      const ids = new Map();
-      box.scrollTop = 0;
-      for (let i = 0; i < 500; i++) {
-        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-        for (const el of box.querySelectorAll('.trow[data-event-id]')) {
-          ids.set(el.getAttribute('data-event-id'), el.getBoundingClientRect().top + box.scrollTop);
-        }
-        if (box.scrollTop + box.clientHeight >= box.scrollHeight - 1) break;
-        box.scrollTop += box.clientHeight / 2;
-      }
-      return [...ids.entries()].sort((a, b) => a[1] - b[1]).map((x) => x[0]);
-    });
+    const seen = (await traceRows(page)).map((x) => x.id);
     // (The observer's own unregistration may follow the turn.)
     const turn = seen.slice(seen.indexOf(want[0]), seen.indexOf(want.at(-1)) + 1);
     assert.deepEqual(turn, want, 'every event of the turn, in the order listed, equals what an independent subscriber saw');
@@ -266,7 +255,7 @@ test('trace mode opened after a turn lists its stored history in id order', asyn
     await live(page);
     await page.waitForSelector('#trace-history:has-text("history:")');
     await page.selectOption('#trace-family', 'catalog');
-    const rows = await page.$$eval('.trow[data-event-id]', (els) => els.map((e) => [e.getAttribute('data-event-id'), e.getAttribute('data-type')]));
+    const rows = (await traceRows(page)).map((x) => [x.id, x.type]);
     const catalog = (e) => !e.type.includes('.delta') && !e.type.startsWith('message.') && !e.type.startsWith('tool.use_') && !e.type.startsWith('bus.');
     const want = obs.events.filter(catalog).map((e) => e.id);
     const got = rows.filter(([, t]) => !t.startsWith('bus.')).map(([id]) => id);

@@ -201,3 +201,24 @@ export async function pageMessages(page) {
 export function storedText(m) {
   return m.content.filter((b) => b.type === 'text').map((b) => b.text).join(' ').replace(/\s+/g, ' ').trim();
 }
+
+/**
+ * Every row of trace mode's (virtualized) event log, in the order listed:
+ * scrolls through the list and collects the rows as they render.
+ */
+export async function traceRows(page) {
+  return page.evaluate(async () => {
+    const box = document.querySelector('.vlist.events');
+    const rows = new Map();
+    box.scrollTop = 0;
+    for (let i = 0; i < 2000; i++) {
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      for (const el of box.querySelectorAll('.trow[data-event-id]')) {
+        rows.set(el.getAttribute('data-event-id'), { type: el.getAttribute('data-type'), y: el.getBoundingClientRect().top + box.scrollTop });
+      }
+      if (box.scrollTop + box.clientHeight >= box.scrollHeight - 1) break;
+      box.scrollTop += box.clientHeight / 2;
+    }
+    return [...rows.entries()].sort((a, b) => a[1].y - b[1].y).map(([id, r]) => ({ id, type: r.type }));
+  });
+}
