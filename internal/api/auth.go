@@ -85,6 +85,12 @@ func (a *Auth) Wrap(h http.Handler) http.Handler {
 		if a.required {
 			if ok, why := a.check(r); !ok {
 				a.log.Debug("refused a request without a valid token", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "why", why)
+				if isPageLoad(r) {
+					// A person opening the dashboard: the login page,
+					// which comes back to it.
+					http.Redirect(w, r, "/login", http.StatusSeeOther)
+					return
+				}
 				a.refuse(w, why)
 				return
 			}
@@ -202,4 +208,14 @@ func (a *Auth) logout(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: a.secureFor(r), SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// isPageLoad reports whether r is a browser opening the dashboard's page
+// (GET / with no Authorization header): such a request without the login
+// cookie is sent to the login page instead of a JSON 401. Every other
+// request, API and assets included, gets the 401.
+func isPageLoad(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		(r.URL.Path == "/" || r.URL.Path == "/index.html") &&
+		r.Header.Get("Authorization") == ""
 }

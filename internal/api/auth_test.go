@@ -76,7 +76,17 @@ func TestTokenRequiredOnEveryRequest(t *testing.T) {
 	for _, e := range endpoints {
 		for _, hd := range wrong {
 			e.header = hd
-			t.Run(e.method+" "+e.path, func(t *testing.T) { expectUnauthorized(t, do(t, h, e)) })
+			t.Run(e.method+" "+e.path, func(t *testing.T) {
+				r := do(t, h, e)
+				if _, hasAuth := hd["Authorization"]; e.path == "/" && !hasAuth {
+					// A browser opening the dashboard is sent to log in.
+					if r.status != http.StatusSeeOther || r.header.Get("Location") != "/login" {
+						t.Fatalf("GET / without credentials: %d, Location %q; want 303 to /login", r.status, r.header.Get("Location"))
+					}
+					return
+				}
+				expectUnauthorized(t, r)
+			})
 		}
 	}
 	if n := sessionCount(t, h); n != 1 { // counted with the token

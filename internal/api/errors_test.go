@@ -390,12 +390,12 @@ func contains(ss []string, s string) bool {
 }
 
 // TestUnknownPath: paths outside the API are 404 not_found with the JSON
-// error body.
+// error body. (GET / is the dashboard: internal/server/dashboard_test.go.)
 func TestUnknownPath(t *testing.T) {
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
 	for _, c := range []struct{ method, path string }{
-		{"GET", "/"},
+		{"POST", "/"},
 		{"GET", "/nope"},
 		{"GET", "/session"},
 		{"GET", "/sessions/"},

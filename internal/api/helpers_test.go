@@ -76,6 +76,8 @@ type req struct {
 var client = &http.Client{
 	Transport: &http.Transport{DisableKeepAlives: true},
 	Timeout:   20 * time.Second,
+	// Tests see redirects (the login page's) as they are.
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
 
 func do(t *testing.T, h *servertest.Harness, r req) reply {

@@ -37,6 +37,7 @@ import (
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/stream"
 	"github.com/metis-agent/metis/internal/tool"
+	"github.com/metis-agent/metis/web"
 )
 
 // Server is one running metis.
@@ -146,9 +147,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		WriteTimeout: cfg.WriteTimeout, Logger: log, Metrics: s.Metrics.Stream})
 	s.API.Route("/sessions/{id}/stream", map[string]http.HandlerFunc{"GET": s.Stream.ServeHTTP})
 	s.API.Route("/metrics", map[string]http.HandlerFunc{"GET": s.Metrics.Handler().ServeHTTP})
-	// Everything mounted on the API, or on this chain, passes the guard
-	// and then the token check (when the token is required).
-	s.handler = rem.guard(cfg.Addr).Wrap(api.NewAuth(rem.token, rem.tls != nil, log).Wrap(s.API))
+	// The dashboard answers "/" and its assets; every other path is the
+	// API's. Everything on this chain passes the guard and then the token
+	// check (when the token is required).
+	s.handler = rem.guard(cfg.Addr).Wrap(api.NewAuth(rem.token, rem.tls != nil, log).Wrap(web.Handler(s.API)))
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
@@ -196,7 +198,7 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		_ = s.Shutdown(sctx)
 		return err
 	}
-	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s)%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, s.remote.readyNote(s.ln.Addr().String()))
+	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url, s.remote.readyNote(s.ln.Addr().String()))
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()

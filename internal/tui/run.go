@@ -92,6 +92,7 @@ func Run(ctx context.Context, args []string, env cli.Env) int {
 			}
 		}
 		note = "in-process server on " + strings.TrimPrefix(url, "http://") + " (stops when you quit)"
+		base = strings.TrimRight(url, "/")
 	}
 
 	sess, err := openSession(ctx, c, *sessionID)
@@ -101,7 +102,7 @@ func Run(ctx context.Context, args []string, env cli.Env) int {
 	}
 
 	f := newFeed()
-	m := newModel(ctx, c, f, options{sessionID: sess.ID, workspace: sess.WorkspacePath, note: note})
+	m := newModel(ctx, c, f, options{sessionID: sess.ID, workspace: sess.WorkspacePath, note: withDashboard(note, base, sess.ID)})
 	followDone := make(chan struct{})
 	go func() {
 		defer close(followDone)
@@ -207,3 +208,13 @@ func hostPort(base string) string {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// withDashboard adds the browser dashboard's URL for the session to the
+// status line's standing note.
+func withDashboard(note, base, sessionID string) string {
+	d := "dashboard " + base + "/#/s/" + sessionID
+	if note == "" {
+		return d
+	}
+	return note + " · " + d
+}

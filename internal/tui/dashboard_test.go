@@ -1,0 +1,30 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// The status line names the browser dashboard's page of the session,
+// after the in-process server's note when there is one.
+func TestStatusLineShowsTheDashboardURL(t *testing.T) {
+	for _, note := range []string{"", "in-process server on 127.0.0.1:8421 (stops when you quit)"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		m := newModel(ctx, &fakeAPI{turn: "turn_1"}, newFeed(), options{sessionID: testSession, workspace: "/ws",
+			note: withDashboard(note, "http://127.0.0.1:8421", testSession)})
+		m.Update(tea.WindowSizeMsg{Width: 240, Height: 40})
+		got := ansi.Strip(m.statusView())
+		want := "dashboard http://127.0.0.1:8421/#/s/" + testSession
+		if !strings.Contains(got, want) {
+			t.Errorf("status line %q lacks %q", got, want)
+		}
+		if note != "" && !strings.HasPrefix(got, note+" · ") {
+			t.Errorf("status line %q lost the note %q", got, note)
+		}
+		cancel()
+	}
+}

@@ -1,0 +1,145 @@
+// The same-origin HTTP API of contract §3.
+
+import type { Message, SessionSummary } from './protocol.gen';
+
+/** An error answer of the API (or a network failure: status 0, code 'network'). */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message || `metis: HTTP ${status}${code ? ' ' + code : ''}`);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export interface ApiOptions {
+  /** The server's base URL (http://host:port); default the page's origin. */
+  baseUrl?: string;
+  /** The fetch to use; default globalThis.fetch. */
+  fetch?: typeof fetch;
+}
+
+/** The answer of GET /sessions/{id} (spec §3.1). */
+export interface AttachInfo {
+  session_id: string;
+  active_model: string;
+  attach_token: string;
+  ws_url: string;
+  session: SessionSummary;
+}
+
+/** A page of history, oldest first. */
+export interface MessagesPage {
+  messages: Message[];
+  has_more: boolean;
+}
+
+function defaultBase(): string {
+  const loc = (globalThis as { location?: { origin?: string } }).location;
+  if (loc?.origin && loc.origin !== 'null') return loc.origin;
+  throw new Error('metis: Api needs a baseUrl outside a browser page');
+}
+
+/** The HTTP API client. Every method rejects with ApiError on an error answer. */
+export class Api {
+  readonly baseUrl: string;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(opts: ApiOptions = {}) {
+    this.baseUrl = (opts.baseUrl ?? defaultBase()).replace(/\/+$/, '');
+    const f = opts.fetch ?? globalThis.fetch;
+    this.fetchFn = (input, init) => f(input, init);
+  }
+
+  private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const init: RequestInit = { method, headers: { Accept: 'application/json' } };
+    if (body !== undefined) {
+      init.headers = { Accept: 'application/json', 'Content-Type': 'application/json' };
+      init.body = JSON.stringify(body);
+    }
+    let resp: Response;
+    try {
+      resp = await this.fetchFn(this.baseUrl + path, init);
+    } catch (e) {
+      throw new ApiError(0, 'network', `metis: ${method} ${path}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    const text = await resp.text().catch(() => '');
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    if (!resp.ok) {
+      const err = (json as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+      const code = typeof err?.code === 'string' ? err.code : '';
+      const msg = typeof err?.message === 'string' ? err.message : '';
+      throw new ApiError(resp.status, code, msg || `metis: ${method} ${path}: HTTP ${resp.status}${code ? ' ' + code : ''}`);
+    }
+    return json as T;
+  }
+
+  private static seg(s: string): string {
+    return encodeURIComponent(s);
+  }
+
+  /** GET /sessions: every session's summary. */
+  async listSessions(): Promise<SessionSummary[]> {
+    const out = await this.call<{ sessions?: SessionSummary[] }>('GET', '/sessions');
+    return out?.sessions ?? [];
+  }
+
+  /** POST /sessions: a session on an existing absolute directory; model '' or omitted: the server's default. */
+  createSession(req: { workspace_path: string; model?: string }): Promise<SessionSummary> {
+    return this.call('POST', '/sessions', { workspace_path: req.workspace_path, model: req.model ?? '' });
+  }
+
+  /** GET /sessions/{id}: the summary and a single-use attach token (404: code session_not_found). */
+  attach(sessionId: string): Promise<AttachInfo> {
+    return this.call('GET', '/sessions/' + Api.seg(sessionId));
+  }
+
+  /** Same as attach. */
+  getSession(sessionId: string): Promise<AttachInfo> {
+    return this.attach(sessionId);
+  }
+
+  /** POST /sessions/{id}/turns: starts a turn. 409: ApiError code 'turn_in_flight'. */
+  submitTurn(sessionId: string, content: string): Promise<{ turn_id: string }> {
+    return this.call('POST', `/sessions/${Api.seg(sessionId)}/turns`, { content });
+  }
+
+  /** POST /sessions/{id}/turns/{turn_id}/cancel (idempotent). */
+  async cancelTurn(sessionId: string, turnId: string, reason?: string): Promise<void> {
+    await this.call('POST', `/sessions/${Api.seg(sessionId)}/turns/${Api.seg(turnId)}/cancel`, reason ? { reason } : {});
+  }
+
+  /** GET /sessions/{id}/messages: a page of history before a message id (none: the newest), oldest first. */
+  async messages(sessionId: string, opts: { before?: string; limit?: number } = {}): Promise<MessagesPage> {
+    const q = new URLSearchParams();
+    if (opts.before) q.set('before', opts.before);
+    if (opts.limit !== undefined && opts.limit > 0) q.set('limit', String(opts.limit));
+    const qs = q.toString();
+    const out = await this.call<Partial<MessagesPage>>('GET', `/sessions/${Api.seg(sessionId)}/messages${qs ? '?' + qs : ''}`);
+    return { messages: out?.messages ?? [], has_more: out?.has_more === true };
+  }
+
+  /** POST /sessions/{id}/turns/{turn_id}/feedback. */
+  async submitFeedback(sessionId: string, turnId: string, rating: string, comment?: string): Promise<void> {
+    await this.call('POST', `/sessions/${Api.seg(sessionId)}/turns/${Api.seg(turnId)}/feedback`, { rating, comment: comment ?? '' });
+  }
+
+  /**
+   * The stream URL to open: ws_url as the server wrote it, resolved
+   * against baseUrl, upgraded to wss: when the API is served over https.
+   */
+  streamUrl(wsUrl: string): string {
+    const u = new URL(wsUrl, this.baseUrl);
+    if (u.protocol === 'http:') u.protocol = 'ws:';
+    if (u.protocol === 'https:') u.protocol = 'wss:';
+    if (this.baseUrl.startsWith('https:') && u.protocol === 'ws:') u.protocol = 'wss:';
+    return u.toString();
+  }
+}

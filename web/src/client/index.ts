@@ -1,0 +1,142 @@
+/**
+ * The TypeScript client of a metis server: the dashboard's data layer,
+ * usable alone in a browser or in Node 20 (started with
+ * `--experimental-websocket`, or given a WebSocket implementation).
+ *
+ * Three parts, each usable without the others:
+ *
+ * - {@link Api}: the same-origin HTTP API of the contract (sessions,
+ *   attach, turns, cancel, message history). Error answers throw
+ *   {@link ApiError} with the HTTP status and the API's error `code`.
+ * - {@link View}: a pure reducer (no I/O, no timers) that materializes a
+ *   session from a snapshot and the events that follow, exactly like the
+ *   Go client's `client.View`: messages with streaming text, thinking and
+ *   tool input, tool states, the turn, the cost, the workers. It passes
+ *   every case of `tests/streaming-conformance/`.
+ * - {@link Follower}: one live subscription. It attaches (GET
+ *   /sessions/{id} for a single-use token), opens the WebSocket,
+ *   subscribes, folds everything into its View, answers the server's
+ *   pings, and after any drop reconnects with `since` = the view's last
+ *   event id (exponential backoff with jitter; a 1008 close, the server
+ *   saying "too slow, replay", resumes at once). When the server cannot
+ *   replay (`cursor_expired`, `replay_too_large`, `invalid_cursor`) or the
+ *   ack reports a `streaming_gap`, it resubscribes with a fresh snapshot.
+ *
+ * The wire types (`Envelope`, the frames, `EventType`, payloads,
+ * `Snapshot`, `SessionSummary`, `Message`, `Block`) and the catalog
+ * (`EVENT_TYPES`, `EVENT_FAMILY`, `PRESETS`) come from `protocol.gen.ts`,
+ * which `web/tsgen` generates from the Go catalog; a Go test fails when it
+ * drifts.
+ *
+ * A complete program:
+ *
+ * ```ts
+ * import { Api, Follower } from './client';
+ * const api = new Api();                       // same origin; or { baseUrl: 'http://127.0.0.1:8421' }
+ * const s = await api.createSession({ workspace_path: '/path/to/workspace' });
+ * const f = new Follower({ api, sessionId: s.id });
+ * f.onState((state, info) => console.log(state, info));
+ * f.onChange(() => render(f.view));            // batch to one render per animation frame
+ * f.start();
+ * const { turn_id } = await api.submitTurn(s.id, 'What is in this workspace?');
+ * // ... f.cancel(turn_id) sends the WebSocket cancel frame; f.stop() closes.
+ * ```
+ *
+ * ## API
+ *
+ * ```ts
+ * class ApiError extends Error { status: number; code: string }   // code '' when the body had none; status 0: network
+ * class Api {
+ *   constructor(opts?: { baseUrl?: string; fetch?: typeof fetch });  // baseUrl default: the page's origin
+ *   listSessions(): Promise<SessionSummary[]>;
+ *   createSession(req: { workspace_path: string; model?: string }): Promise<SessionSummary>;
+ *   getSession(sessionId): Promise<AttachInfo>;            // alias: attach()
+ *   attach(sessionId): Promise<AttachInfo>;                // { session_id, active_model, attach_token, ws_url, session }
+ *   submitTurn(sessionId, content): Promise<{ turn_id }>;  // 409 -> ApiError code 'turn_in_flight'
+ *   cancelTurn(sessionId, turnId, reason?): Promise<void>;
+ *   messages(sessionId, opts?: { before?: string; limit?: number }): Promise<{ messages: Message[]; has_more: boolean }>;
+ *   submitFeedback(sessionId, turnId, rating, comment?): Promise<void>;
+ *   streamUrl(wsUrl: string): string;                      // ws_url resolved against baseUrl (wss under https)
+ * }
+ *
+ * class View {                    // read-only from outside; every change bumps version
+ *   applySnapshot(s: Snapshot): void;
+ *   apply(e: RawEnvelope): boolean;                        // false: unknown type, skipped (and counted); an Envelope fits
+ *   prependMessages(msgs: Message[], hasMore: boolean): number;   // older history, oldest first; returns how many were new
+ *   reset(): void;
+ *   setCursor(id: string): void;                           // move the cursor without changing state
+ *   readonly version: number;
+ *   readonly session: SessionSummary | undefined;          // the snapshot's summary
+ *   readonly messages: readonly ViewMessage[];             // oldest first; a changed message is a NEW object
+ *   message(id: string): ViewMessage | undefined;
+ *   readonly tools: ReadonlyMap<string, ToolCall>;         // by tool_use_id, first seen first; changed → new object
+ *   readonly workers: ReadonlyMap<string, Worker>;         // by worker session id, first seen first
+ *   readonly turn: TurnState;                              // { id, status: idle|in_flight|completed|failed|cancelled, reason }
+ *   readonly costUsd: number;                              // snapshot's cost_so_far_usd + calls seen since
+ *   readonly errors: readonly string[];                    // "<error_class>: <message>" of llm.call_failed (not cancelled)
+ *   readonly feedback: ReadonlyMap<string, string>;        // turn id → rating
+ *   readonly hasOlder: boolean;                            // older messages exist: page them with api.messages({before})
+ *   readonly lastEventId: string;                          // the cursor
+ *   readonly skipped: number;                              // unknown event types skipped
+ *   readonly mismatches: number;                           // messages whose deltas disagreed with final_content
+ *   toJSON(): object;                                      // the Go View's JSON shape (what the conformance suite compares)
+ * }
+ * // ViewMessage: { id, role, session_id, turn_id, model, blocks: ViewBlock[], status: streaming|complete|cancelled|failed,
+ * //                stop_reason, usage?: { input_tokens, output_tokens, cost_usd } }
+ * // ViewBlock: a canonical Block (text | thinking+signature | tool_use id,name,input | tool_result tool_use_id,content,is_error)
+ * //            plus partial_input: the raw tool.use_input_delta fragments until tool.use_end gives input (never parse it)
+ * // ToolCall: { id, name, input?, status: pending|running|completed|failed|cancelled, summary, result, error_class, error }
+ * // Worker:   { session_id, task, model, status: running|completed|failed, summary, failure_mode, cost_usd }
+ *
+ * type ConnState = 'connecting' | 'live' | 'reconnecting' | 'closed';
+ * interface StateInfo {
+ *   replayed?: number;       // 'live' after a resume with the cursor: events replayed to catch up
+ *   resynced?: string;       // 'live' after a fresh snapshot replaced the view: why
+ *                            //   (cursor_expired | replay_too_large | invalid_cursor | streaming_gap)
+ *   resumed?: boolean;       // 'live' on a reconnect (not the first attach)
+ *   closeCode?: number;      // 'reconnecting': the WebSocket close code (1008 too slow / heartbeat, 1001 shutdown, 1006 lost)
+ *   closeReason?: string;    // the close reason's code ('client_too_slow', 'server_shutdown', ...)
+ *   attempt?: number;        // 'reconnecting': consecutive failed attempts
+ *   delayMs?: number;        // 'reconnecting': wait before the next attempt
+ *   error?: string;          // what went wrong ('closed' after a permanent refusal: session gone, invalid filter)
+ * }
+ * class Follower {
+ *   constructor(opts: {
+ *     api: Api; sessionId: string;
+ *     filter?: { preset?: 'preset:chat' | 'preset:full'; types?: string[]; actors?: string[]; include_worker_sessions?: boolean };
+ *                                   // default preset:chat; types (explicit event_types) win over preset
+ *     view?: View;                  // default a new View
+ *     WebSocket?: typeof WebSocket; // default globalThis.WebSocket
+ *     minBackoffMs?: number; maxBackoffMs?: number;   // 100, 5000
+ *     random?: () => number;        // jitter source (tests)
+ *   });
+ *   readonly view: View; readonly state: ConnState; readonly sessionId: string;
+ *   start(): void;                  // connect; idempotent
+ *   stop(): void;                   // close for good ('closed'); no more callbacks
+ *   cancel(turnId?: string, reason?: string): boolean;  // WebSocket cancel frame; default the view's in-flight turn;
+ *                                                       // false when not live or no turn (use api.cancelTurn then)
+ *   setFilter(f): void;             // re-subscribe on a new connection with a fresh snapshot (e.g. the inline-workers toggle)
+ *   reconnect(): void;              // drop the connection and resume with the cursor (tests, "retry now" buttons)
+ *   onEvent(fn: (e: RawEnvelope) => void): () => void;  // every event received, replay and unknown types included
+ *                                                       // (trace mode); narrow with isEventType(e.type) to an Envelope
+ *   onState(fn: (s: ConnState, info: StateInfo) => void): () => void;
+ *   onChange(fn: () => void): () => void;               // the view changed; called synchronously after each frame:
+ *                                                       // the UI batches to one render per animation frame
+ * }
+ *
+ * function backoffDelay(attempt, minMs, maxMs, random?): number;  // the reconnect wait (exported for tests and UIs)
+ * function wireFilter(f: FollowerFilter): Filter | PresetName;    // the subscribe frame's filter for f
+ * ```
+ *
+ * Each `on*` returns its unsubscribe function.
+ *
+ * @module
+ */
+
+export * from './protocol.gen';
+export { Api, ApiError } from './api';
+export type { ApiOptions, AttachInfo, MessagesPage } from './api';
+export { View } from './view';
+export type { ViewMessage, ViewBlock, ToolCall, Worker, TurnState, ViewUsage } from './view';
+export { Follower, backoffDelay, wireFilter } from './follower';
+export type { ConnState, StateInfo, FollowerOptions, FollowerFilter } from './follower';

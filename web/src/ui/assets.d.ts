@@ -1,0 +1,2 @@
+// esbuild bundles imported stylesheets into the CSS asset.
+declare module '*.css';
