@@ -3,6 +3,14 @@
 import type { Message, SessionSummary } from './protocol.gen';
 
 /** An error answer of the API (or a network failure: status 0, code 'network'). */
+/** One page of GET /sessions. */
+export interface SessionsPage {
+  sessions: SessionSummary[];
+  has_more: boolean;
+  /** The cursor of the next page; '' on the last one. */
+  next: string;
+}
+
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
@@ -85,10 +93,33 @@ export class Api {
     return encodeURIComponent(s);
   }
 
-  /** GET /sessions: every session's summary. */
+  /**
+   * GET /sessions, one page: newest first, at most `limit` summaries (0 or
+   * omitted: the server's default, 100), after the cursor `before` (the
+   * `next` of the page before; '' or omitted: the first page).
+   */
+  async sessionsPage(opts: { before?: string; limit?: number } = {}): Promise<SessionsPage> {
+    const q = new URLSearchParams();
+    if (opts.limit) q.set('limit', String(opts.limit));
+    if (opts.before) q.set('before', opts.before);
+    const qs = q.toString();
+    const out = await this.call<{ sessions?: SessionSummary[]; has_more?: boolean; next?: string }>('GET', '/sessions' + (qs ? '?' + qs : ''));
+    return { sessions: out?.sessions ?? [], has_more: out?.has_more === true, next: typeof out?.next === 'string' ? out.next : '' };
+  }
+
+  /** GET /sessions: every session's summary, newest first, walking every page. */
   async listSessions(): Promise<SessionSummary[]> {
-    const out = await this.call<{ sessions?: SessionSummary[] }>('GET', '/sessions');
-    return out?.sessions ?? [];
+    const all: SessionSummary[] = [];
+    let before = '';
+    for (;;) {
+      const p = await this.sessionsPage({ before, limit: 1000 });
+      all.push(...p.sessions);
+      if (!p.has_more) return all;
+      if (p.next === '' || p.next === before) {
+        throw new ApiError(0, 'invalid_response', `metis: GET /sessions: the server's next cursor ${JSON.stringify(p.next)} does not advance`);
+      }
+      before = p.next;
+    }
   }
 
   /** POST /sessions: a session on an existing absolute directory; model '' or omitted: the server's default. */

@@ -48,7 +48,8 @@
  * class ApiError extends Error { status: number; code: string }   // code '' when the body had none; status 0: network
  * class Api {
  *   constructor(opts?: { baseUrl?: string; fetch?: typeof fetch });  // baseUrl default: the page's origin
- *   listSessions(): Promise<SessionSummary[]>;
+ *   listSessions(): Promise<SessionSummary[]>;            // every page, newest first
+ *   sessionsPage(opts?: { before?: string; limit?: number }): Promise<SessionsPage>;  // one page: { sessions, has_more, next }
  *   createSession(req: { workspace_path: string; model?: string }): Promise<SessionSummary>;
  *   getSession(sessionId): Promise<AttachInfo>;            // alias: attach()
  *   attach(sessionId): Promise<AttachInfo>;                // { session_id, active_model, attach_token, ws_url, session }
@@ -135,7 +136,7 @@
 
 export * from './protocol.gen';
 export { Api, ApiError } from './api';
-export type { ApiOptions, AttachInfo, MessagesPage } from './api';
+export type { ApiOptions, AttachInfo, MessagesPage, SessionsPage } from './api';
 export { View } from './view';
 export type { ViewMessage, ViewBlock, ToolCall, Worker, TurnState, ViewUsage } from './view';
 export { Follower, backoffDelay, wireFilter } from './follower';

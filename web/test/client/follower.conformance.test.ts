@@ -212,6 +212,25 @@ test('Api: error answers become ApiError with status and code; ws_url follows th
   assert.equal(new Api({ baseUrl: 'http://h:1' }).streamUrl('/sessions/s/stream?attach=a'), 'ws://h:1/sessions/s/stream?attach=a');
 });
 
+test('Api.listSessions walks every page of GET /sessions; a cursor that does not advance is an error', async () => {
+  const seen: string[] = [];
+  const pages: Record<string, string> = {
+    '': '{"sessions":[{"id":"s3"},{"id":"s2"}],"has_more":true,"next":"c1"}',
+    c1: '{"sessions":[{"id":"s1"}],"has_more":false}',
+  };
+  const api = new Api({ baseUrl: 'http://h', fetch: async (input: RequestInfo | URL) => {
+    const u = new URL(String(input));
+    seen.push(u.search);
+    return new Response(pages[u.searchParams.get('before') ?? ''] ?? '{}', { status: 200 });
+  } });
+  const all = await api.listSessions();
+  assert.deepEqual(all.map((s) => s.id), ['s3', 's2', 's1']);
+  assert.deepEqual(seen, ['?limit=1000', '?limit=1000&before=c1']);
+  const stuck = new Api({ baseUrl: 'http://h', fetch: async () =>
+    new Response('{"sessions":[],"has_more":true,"next":""}', { status: 200 }) });
+  await assert.rejects(stuck.listSessions(), (e: unknown) => e instanceof ApiError && e.code === 'invalid_response');
+});
+
 test('follower: thousands of random frames never throw and never stop the stream', async () => {
   ScriptedSocket.all = [];
   const f = new Follower({ api: fakeApi('s'), sessionId: 's', WebSocket: ScriptedSocket as unknown as typeof WebSocket, idleTimeoutMs: 0 });
