@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v go >/dev/null || { echo "setup: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
+# Every module in go.mod's graph, the tool directive's staticcheck too, so
+# that `go tool staticcheck` in scripts/test.sh needs no network.
 go mod download
 
 if command -v npm >/dev/null; then

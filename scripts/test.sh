@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: gofmt check, go vet, the whole Go suite under the race
+# The test command: gofmt check, go vet, staticcheck (the version pinned by
+# go.mod's tool directive), the whole Go suite under the race
 # detector, then the Node suites (scripts/test.d/*.sh, in name order: the
 # TypeScript client's conformance run, the dashboard in a real browser,
 # the ACP agent under the official TypeScript SDK). Run ./scripts/setup.sh
@@ -12,6 +13,7 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 go vet ./...
+go tool staticcheck ./...
 go test -race -count=1 -timeout 20m ./...
 
 # The Node suites drive the real binary.

@@ -62,12 +62,6 @@ func (f *toolThenText) Stream(ctx context.Context, req model.Request, emit func(
 	return model.Result{StopReason: model.StopToolUse}, nil
 }
 
-func (f *toolThenText) lastRequest() []message.Message {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.reqs[len(f.reqs)-1]
-}
-
 // slowTool finishes after list_dir (so the tool results message rides
 // on its tool.completed), or blocks until cancelled when gate is set.
 type slowTool struct {

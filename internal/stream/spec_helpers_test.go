@@ -108,17 +108,6 @@ func until(c *streamtest.Client, typ event.Type, turn string) []*protocol.EventE
 	return c.Events(readTimeout, streamtest.UntilType(typ, turn))
 }
 
-// untilID reads events up to and including the one with id.
-func untilID(c *streamtest.Client, id string) []*protocol.EventEnvelope {
-	c.T.Helper()
-	return c.Events(readTimeout, func(e *protocol.EventEnvelope) bool {
-		if e.ID > id {
-			c.T.Fatalf("read past %s: got %s %s", id, e.ID, e.Type)
-		}
-		return e.ID == id
-	})
-}
-
 // expectErrorFrame reads the next non-ping frame and checks it is an
 // error frame with code.
 func expectErrorFrame(t *testing.T, c *streamtest.Client, code string) {

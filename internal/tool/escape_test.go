@@ -76,7 +76,7 @@ func TestShellEscapedProcessesEndWithTheCancel(t *testing.T) {
 			needs(t, e.needs)
 			env := newEnv(t, t.TempDir())
 			grace := 300 * time.Millisecond
-			err, took := runCancelled(t, tool.Shell{Grace: grace}, env, e.spawn+waitForG+"echo $$ > pid; sleep 300", "pid")
+			took, err := runCancelled(t, tool.Shell{Grace: grace}, env, e.spawn+waitForG+"echo $$ > pid; sleep 300", "pid")
 			if tool.ClassOf(err) != tool.ClassCancelled {
 				t.Fatalf("class %q (%v)", tool.ClassOf(err), err)
 			}

@@ -58,8 +58,8 @@ func readPid(t *testing.T, path string) int {
 }
 
 // runCancelled starts cmd, waits until file appears, cancels, and
-// returns the error and how long Run took after the cancel.
-func runCancelled(t *testing.T, sh tool.Shell, env tool.Env, cmd, file string) (error, time.Duration) {
+// returns how long Run took after the cancel and its error.
+func runCancelled(t *testing.T, sh tool.Shell, env tool.Env, cmd, file string) (time.Duration, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	type out struct {
@@ -76,11 +76,11 @@ func runCancelled(t *testing.T, sh tool.Shell, env tool.Env, cmd, file string) (
 	cancel()
 	select {
 	case o := <-ch:
-		return o.err, o.at.Sub(cancelled)
+		return o.at.Sub(cancelled), o.err
 	case <-time.After(20 * time.Second):
 		t.Fatal("shell did not return after cancel")
 	}
-	return nil, 0
+	return 0, nil
 }
 
 func TestShellRunsInWorkspace(t *testing.T) {
@@ -100,7 +100,7 @@ func TestShellRunsInWorkspace(t *testing.T) {
 
 func TestShellCancelLeavesNoProcess(t *testing.T) {
 	env := newEnv(t, t.TempDir())
-	err, took := runCancelled(t, tool.Shell{Grace: 500 * time.Millisecond}, env, "sleep 300 & echo $! > pid; wait", "pid")
+	took, err := runCancelled(t, tool.Shell{Grace: 500 * time.Millisecond}, env, "sleep 300 & echo $! > pid; wait", "pid")
 	if tool.ClassOf(err) != tool.ClassCancelled {
 		t.Fatalf("class %q (%v)", tool.ClassOf(err), err)
 	}
@@ -117,7 +117,7 @@ func TestShellCancelLeavesNoProcess(t *testing.T) {
 func TestShellTermTrapRunsBeforeKill(t *testing.T) {
 	env := newEnv(t, t.TempDir())
 	cmd := `trap 'touch bye; exit 0' TERM; echo $$ > pid; while true; do sleep 0.05; done`
-	err, _ := runCancelled(t, tool.Shell{Grace: 2 * time.Second}, env, cmd, "pid")
+	_, err := runCancelled(t, tool.Shell{Grace: 2 * time.Second}, env, cmd, "pid")
 	if tool.ClassOf(err) != tool.ClassCancelled {
 		t.Fatalf("class %q", tool.ClassOf(err))
 	}
@@ -129,7 +129,7 @@ func TestShellTermTrapRunsBeforeKill(t *testing.T) {
 func TestShellIgnoringTermGetsKilled(t *testing.T) {
 	env := newEnv(t, t.TempDir())
 	cmd := `trap '' TERM; echo $$ > pid; while true; do sleep 0.05; done`
-	err, took := runCancelled(t, tool.Shell{Grace: 300 * time.Millisecond}, env, cmd, "pid")
+	took, err := runCancelled(t, tool.Shell{Grace: 300 * time.Millisecond}, env, cmd, "pid")
 	if tool.ClassOf(err) != tool.ClassCancelled {
 		t.Fatalf("class %q", tool.ClassOf(err))
 	}
@@ -148,7 +148,7 @@ func TestShellSetsidGrandchildCannotHoldTheCall(t *testing.T) {
 	env := newEnv(t, t.TempDir())
 	grace := 300 * time.Millisecond
 	cmd := `setsid sh -c 'echo $$ > gpid; exec sleep 300' & sleep 0.2; echo $$ > pid; wait`
-	err, took := runCancelled(t, tool.Shell{Grace: grace}, env, cmd, "pid")
+	took, err := runCancelled(t, tool.Shell{Grace: grace}, env, cmd, "pid")
 	gpid := readPid(t, filepath.Join(env.Workspace, "gpid"))
 	t.Cleanup(func() { syscall.Kill(gpid, syscall.SIGKILL) })
 	if tool.ClassOf(err) != tool.ClassCancelled {
