@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,10 +27,15 @@ import (
 func main() {
 	server := flag.String("server", "http://127.0.0.1:18421", "metis server URL")
 	ws := flag.String("workspace", "", "an existing directory for the session's workspace")
+	refusals := flag.Bool("refusals", false, "capture the stream's refusals (bad cursors, filters and frames, the subscribe timeout) instead")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := run(ctx, *server, *ws); err != nil {
+	do := run
+	if *refusals {
+		do = runRefusals
+	}
+	if err := do(ctx, *server, *ws); err != nil {
 		fmt.Fprintln(os.Stderr, "protocapture:", err)
 		os.Exit(1)
 	}
@@ -233,4 +239,66 @@ func run(ctx context.Context, server, workspace string) error {
 	_ = a.c.Close(websocket.StatusNormalClosure, "")
 	_ = b.c.Close(websocket.StatusNormalClosure, "")
 	return nil
+}
+
+// runRefusals shows how the stream refuses bad input: each subscribe
+// below is refused and the connection stays open, until the last
+// connection, which never subscribes and is closed after 10 s.
+func runRefusals(ctx context.Context, server, workspace string) error {
+	s, err := call(ctx, server, "POST", "/sessions", map[string]any{"workspace_path": workspace})
+	if err != nil {
+		return err
+	}
+	sid, _ := s["id"].(string)
+	a, err := dial(ctx, server, sid, "A")
+	if err != nil {
+		return err
+	}
+	defer a.c.CloseNow()
+	for _, sub := range []map[string]any{
+		{"type": "subscribe", "since": "evt_nope"},
+		{"type": "subscribe", "since": "evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ"},
+		{"type": "subscribe", "since": "evt_01AAAAAAAAAAAAAAAAAAAAAAAA"},
+		{"type": "subscribe", "filter": "preset:everything"},
+		{"type": "subscribe", "filter": map[string]any{"event_types": []string{}}},
+		{"type": "subscribe", "filter": map[string]any{"actors": []string{}}},
+	} {
+		_ = a.send(ctx, sub)
+		if _, err := a.until(ctx, isType("subscribe_error")); err != nil {
+			return err
+		}
+	}
+	for _, raw := range []string{`{"type":"subscribe"`, `[1]`, `{"type":"cancel"}`, `{"type":"subscribe","snapshot":"yes"}`, `{"type":"ping","nonce":7}`} {
+		fmt.Printf("A C> %s\n", raw)
+		_ = a.c.Write(ctx, websocket.MessageText, []byte(raw))
+		if _, err := a.until(ctx, isType("error")); err != nil {
+			return err
+		}
+	}
+	fmt.Println("A C> (a binary frame)")
+	_ = a.c.Write(ctx, websocket.MessageBinary, []byte(`{"type":"ping"}`))
+	if _, err := a.until(ctx, isType("error")); err != nil {
+		return err
+	}
+	_ = a.send(ctx, map[string]any{"type": "subscribe", "filter": "preset:full", "snapshot": true})
+	if _, err := a.until(ctx, isType("snapshot")); err != nil {
+		return err
+	}
+	b, err := dial(ctx, server, sid, "B")
+	if err != nil {
+		return err
+	}
+	defer b.c.CloseNow()
+	fmt.Println("B (sends nothing)")
+	_, err = b.until(ctx, func(map[string]any) bool { return false })
+	fmt.Printf("B closed: code %d, reason %s\n", websocket.CloseStatus(err), closeReason(err))
+	return nil
+}
+
+func closeReason(err error) string {
+	var ce websocket.CloseError
+	if errors.As(err, &ce) {
+		return ce.Reason
+	}
+	return fmt.Sprint(err)
 }
