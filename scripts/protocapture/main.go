@@ -28,12 +28,16 @@ func main() {
 	server := flag.String("server", "http://127.0.0.1:18421", "metis server URL")
 	ws := flag.String("workspace", "", "an existing directory for the session's workspace")
 	refusals := flag.Bool("refusals", false, "capture the stream's refusals (bad cursors, filters and frames, the subscribe timeout) instead")
+	workers := flag.Bool("workers", false, "capture a delegation and cancellations during tools (catalog events only) instead")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	do := run
-	if *refusals {
+	switch {
+	case *refusals:
 		do = runRefusals
+	case *workers:
+		do = runWorkers
 	}
 	if err := do(ctx, *server, *ws); err != nil {
 		fmt.Fprintln(os.Stderr, "protocapture:", err)
@@ -301,4 +305,90 @@ func closeReason(err error) string {
 		return ce.Reason
 	}
 	return fmt.Sprint(err)
+}
+
+// runWorkers follows a planner with include_worker_sessions (catalog
+// events only, to keep it short) through a delegation, a cancel while a
+// tool runs, and a cancel while a worker runs; then a snapshot shows the
+// workers.
+func runWorkers(ctx context.Context, server, workspace string) error {
+	s, err := call(ctx, server, "POST", "/sessions", map[string]any{"workspace_path": workspace})
+	if err != nil {
+		return err
+	}
+	sid, _ := s["id"].(string)
+	a, err := dial(ctx, server, sid, "A")
+	if err != nil {
+		return err
+	}
+	defer a.c.CloseNow()
+	types := []string{"turn.started", "turn.completed", "turn.cancelled", "llm.call_failed", "tool.called",
+		"tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed"}
+	_ = a.send(ctx, map[string]any{"type": "subscribe", "filter": map[string]any{"event_types": types, "include_worker_sessions": true}})
+	if _, err := a.until(ctx, isType("subscribe_ack")); err != nil {
+		return err
+	}
+	plannerEnd := func(f map[string]any) bool {
+		e, _ := f["event"].(map[string]any)
+		return e != nil && e["session_id"] == sid && isEvent("turn.completed", "turn.cancelled")(f)
+	}
+	turn := func(content string) (string, error) {
+		t, err := call(ctx, server, "POST", "/sessions/"+sid+"/turns", map[string]any{"content": content})
+		if err != nil {
+			return "", err
+		}
+		id, _ := t["turn_id"].(string)
+		return id, nil
+	}
+
+	fmt.Println("## a delegation")
+	if _, err := turn(`/tool delegate {"task": "/echo hello from the worker"}`); err != nil {
+		return err
+	}
+	if _, err := a.until(ctx, plannerEnd); err != nil {
+		return err
+	}
+
+	fmt.Println("## cancel while a tool runs")
+	id, err := turn(`/tool shell {"command": "sleep 30"}`)
+	if err != nil {
+		return err
+	}
+	if _, err := a.until(ctx, isEvent("tool.called")); err != nil {
+		return err
+	}
+	_ = a.send(ctx, map[string]any{"type": "cancel", "turn_id": id})
+	if _, err := a.until(ctx, plannerEnd); err != nil {
+		return err
+	}
+
+	fmt.Println("## cancel the planner while its worker runs a tool")
+	id, err = turn(`/tool delegate {"task": "/tool shell {\"command\": \"sleep 30\"}"}`)
+	if err != nil {
+		return err
+	}
+	if _, err := a.until(ctx, func(f map[string]any) bool {
+		e, _ := f["event"].(map[string]any)
+		return e != nil && e["session_id"] != sid && evType(f) == "tool.called"
+	}); err != nil {
+		return err
+	}
+	_ = a.send(ctx, map[string]any{"type": "cancel", "turn_id": id})
+	if _, err := a.until(ctx, plannerEnd); err != nil {
+		return err
+	}
+
+	fmt.Println("## a snapshot lists the workers")
+	b, err := dial(ctx, server, sid, "B")
+	if err != nil {
+		return err
+	}
+	defer b.c.CloseNow()
+	_ = b.send(ctx, map[string]any{"type": "subscribe", "filter": "preset:chat", "snapshot": true})
+	if _, err := b.until(ctx, isType("snapshot")); err != nil {
+		return err
+	}
+	_ = a.c.Close(websocket.StatusNormalClosure, "")
+	_ = b.c.Close(websocket.StatusNormalClosure, "")
+	return nil
 }
