@@ -45,11 +45,6 @@ func main() {
 	}
 }
 
-func say(tag string, v any) {
-	b, _ := json.Marshal(v)
-	fmt.Printf("%s %s\n", tag, b)
-}
-
 func call(ctx context.Context, server, method, path string, body any) (map[string]any, error) {
 	var rd io.Reader
 	if body != nil {
