@@ -41,10 +41,15 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 		return 0
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tMODEL\tTURNS\tCOST\tSTATE\tPARENT\tWORKSPACE")
 	// The tab writer holds the rows until the last page, so the columns
-	// line up across pages.
+	// line up across pages; the header waits for the first page, so a
+	// refused listing prints only its error.
+	header := false
 	err := c.EachSessionPage(ctx, *page, func(ss []client.Session) error {
+		if !header {
+			fmt.Fprintln(w, "ID\tMODEL\tTURNS\tCOST\tSTATE\tPARENT\tWORKSPACE")
+			header = true
+		}
 		for _, s := range ss {
 			state := "idle"
 			if s.CurrentTurnStatus != nil {

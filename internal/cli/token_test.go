@@ -30,6 +30,9 @@ func TestCommandsSendTheToken(t *testing.T) {
 	if code := cli.Sessions(ctx, []string{"--server", h.URL}, env); code != 1 || !strings.Contains(errOut.String(), "--token-file") {
 		t.Fatalf("sessions without the token: exit %d, %q", code, errOut.String())
 	}
+	if out.Len() != 0 {
+		t.Fatalf("a refused listing printed %q (a table header with no rows)", out.String())
+	}
 	errOut.Reset()
 	if code := cli.Send(ctx, []string{"--server", h.URL, sid, "/echo", "hi"}, env); code != 1 || !strings.Contains(errOut.String(), "401") {
 		t.Fatalf("send without the token: exit %d, %q", code, errOut.String())
