@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -118,5 +119,39 @@ func TestMigrateV3Summary(t *testing.T) {
 		if err != nil || ss.Title != w.title || nanos(ss.LastActivityAt) != w.last {
 			t.Errorf("%s: title %q, last activity %d (%v); want %q, %d", w.id, ss.Title, nanos(ss.LastActivityAt), err, w.title, w.last)
 		}
+	}
+}
+
+// TestSummaryAsOf: a snapshot at an event before the first turn shows no
+// title and that event's time; at the newest event, the row's values.
+func TestSummaryAsOf(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	m := newMaker(t, "sess_a")
+	created := m.next(event.SessionCreated)
+	if err := s.Apply(ctx, CreateSession{Session: Session{ID: "sess_a", CreatedAt: created.TS}}, AppendEvent{Event: created}); err != nil {
+		t.Fatal(err)
+	}
+	started := m.next(event.TurnStarted)
+	user := message.Message{ID: "msg_1", SessionID: "sess_a", Role: message.RoleUser, Content: []message.Block{message.Text("hi there")}}
+	if err := s.Apply(ctx, AppendEvent{Event: started}, PutMessage{Message: user, EventID: started.ID},
+		SetTitle{SessionID: "sess_a", Title: "hi there"}); err != nil {
+		t.Fatal(err)
+	}
+	ended := m.next(event.TurnCompleted)
+	if err := s.Apply(ctx, AppendEvent{Event: ended}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at    *event.Event
+		title string
+	}{{created, ""}, {started, "hi there"}, {ended, "hi there"}} {
+		ss, err := s.SummaryAsOf(ctx, "sess_a", c.at.ID)
+		if err != nil || ss.Title != c.title || !ss.LastActivityAt.Equal(c.at.TS) {
+			t.Errorf("as of %s: title %q, last activity %v (%v); want %q, %v", c.at.Type, ss.Title, ss.LastActivityAt, err, c.title, c.at.TS)
+		}
+	}
+	if _, err := s.SummaryAsOf(ctx, "sess_none", ended.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown session: %v", err)
 	}
 }
