@@ -162,7 +162,7 @@ var w,Ft,nt,G,tt,Ie,Vt,Pe,Lt,rt,st,Ws,_e=Symbol.for("pv"),Oe={},Fe=[],zs=/^m(i|n
     ${t.tab==="chat"?_`<${Cs} live=${e} />`:null}
     ${t.tab==="workers"?_`<${Is} live=${e} />`:null}
     ${t.tab==="trace"?_`<${Vs} live=${e} />`:null}
-  </div>`}function Zn(t){let{live:e}=t;e.ticker.tick.value;let s=e.view,n=s.session,r=0,o=0;for(let f of s.messages)f.usage&&(r+=f.usage.input_tokens,o+=f.usage.output_tokens);let l=s.messages.find(f=>f.role==="user"&&f.session_id===e.sessionId)?.blocks.map(f=>f.text??"").join(" ").trim()||(n?.parent_session_id?"worker session":"new session"),c=(f,p,d="")=>_`<a class=${"tab"+(t.tab===f?" active":"")} id=${"tab-"+f} href=${Q({page:"session",id:e.sessionId,tab:f})}>${p}${d}</a>`,u=s.workers.size,a=s.turn;return _`<header class="session-head">
+  </div>`}function Zn(t){let{live:e}=t;e.ticker.tick.value;let s=e.view,n=s.session,r=0,o=0;for(let f of s.messages)f.usage&&(r+=f.usage.input_tokens,o+=f.usage.output_tokens);let i=s.messages.find(f=>f.role==="user"&&f.session_id===e.sessionId),l=n?.title||i?.blocks.map(f=>f.text??"").join(" ").replace(/\s+/g," ").trim()||(n?.parent_session_id?"worker session":"new session"),c=(f,p,d="")=>_`<a class=${"tab"+(t.tab===f?" active":"")} id=${"tab-"+f} href=${Q({page:"session",id:e.sessionId,tab:f})}>${p}${d}</a>`,u=s.workers.size,a=s.turn;return _`<header class="session-head">
     <div class="row">
       ${n?.parent_session_id?_`<a class="back" id="back-to-planner" href=${Q({page:"session",id:n.parent_session_id,tab:"workers"})}>← planner ${O(n.parent_session_id)}</a>`:_`<a class="back" href="#/">← sessions</a>`}
       <h1 title=${l}>${l}</h1>
