@@ -87,6 +87,13 @@ type Session struct {
 	CurrentTurnID        *string   `json:"current_turn_id"`
 	CurrentTurnStatus    *string   `json:"current_turn_status"`
 	CreatedAt            time.Time `json:"created_at"`
+	// Title is the session's first user message, white space collapsed
+	// and cut at 80 runes (ending "…"); "" before the first turn.
+	Title string `json:"title"`
+	// LastActivityAt is the time of the session's newest catalog event
+	// (its creation before any turn). A worker's events do not count
+	// for its planner.
+	LastActivityAt time.Time `json:"last_activity_at"`
 }
 
 // Attach is the answer of GET /sessions/{id} (spec §3.1).

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/metis-agent/metis/client"
 )
@@ -47,7 +49,7 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 	header := false
 	err := c.EachSessionPage(ctx, *page, func(ss []client.Session) error {
 		if !header {
-			fmt.Fprintln(w, "ID\tMODEL\tTURNS\tCOST\tSTATE\tPARENT\tWORKSPACE")
+			fmt.Fprintln(w, "ID\tMODEL\tTURNS\tCOST\tSTATE\tPARENT\tWORKSPACE\tTITLE")
 			header = true
 		}
 		for _, s := range ss {
@@ -59,7 +61,8 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 			if s.ParentSessionID != nil {
 				parent = *s.ParentSessionID
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t$%.4f\t%s\t%s\t%s\n", s.ID, s.ActiveModel, s.TurnCount, s.CostSoFarUSD, state, parent, s.WorkspacePath)
+			fmt.Fprintf(w, "%s\t%s\t%d\t$%.4f\t%s\t%s\t%s\t%s\n", s.ID, s.ActiveModel, s.TurnCount, s.CostSoFarUSD,
+				state, parent, s.WorkspacePath, shortTitle(s.Title))
 		}
 		return nil
 	})
@@ -69,4 +72,28 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 		return 1
 	}
 	return 0
+}
+
+// maxTitleColumn bounds the TITLE column, in runes.
+const maxTitleColumn = 40
+
+// shortTitle is a session title for the table: "-" for none, cut at
+// maxTitleColumn runes with "…". Titles hold no tab or newline (the
+// server collapses white space), so they cannot break the columns;
+// control characters are dropped anyway, the server being untrusted.
+func shortTitle(t string) string {
+	t = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, t)
+	t = strings.TrimSpace(t)
+	if t == "" {
+		return "-"
+	}
+	if r := []rune(t); len(r) > maxTitleColumn {
+		return strings.TrimRight(string(r[:maxTitleColumn-1]), " ") + "…"
+	}
+	return t
 }

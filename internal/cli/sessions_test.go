@@ -50,3 +50,28 @@ func TestSessionsWalksPages(t *testing.T) {
 		t.Fatalf("--page -1: exit %d", code)
 	}
 }
+
+// TestSessionsTitleColumn: the table's last column is the session title,
+// "-" before the first turn and cut at 40 runes with "…".
+func TestSessionsTitleColumn(t *testing.T) {
+	h := servertest.Start(t, "")
+	untitled := h.CreateSession()
+	titled := h.CreateSession()
+	h.Submit(titled, "/echo "+strings.Repeat("word ", 20))
+	h.WaitTurn(titled)
+	var out, errOut bytes.Buffer
+	if code := cli.Sessions(context.Background(), []string{"--server", h.URL}, cli.Env{Stdout: &out, Stderr: &errOut}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(strings.TrimSpace(lines[0]), "TITLE") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	want := map[string]string{untitled: " -", titled: " /echo word word word word word word wor…"}
+	for _, l := range lines[1:] {
+		id := strings.Fields(l)[0]
+		if !strings.HasSuffix(l, want[id]) {
+			t.Fatalf("row of %s does not end with %q:\n%s", id, want[id], out.String())
+		}
+	}
+}

@@ -23,6 +23,7 @@ type Store interface {
 	ScanEvents(ctx context.Context, q store.EventQuery, fn func(store.EventRow) error) error
 	Session(ctx context.Context, id string) (store.Session, error)
 	MessagesAsOf(ctx context.Context, sessionID, eventID string, limit int) ([]message.Message, bool, error)
+	SummaryAsOf(ctx context.Context, sessionID, asOf string) (store.Session, error)
 	Children(ctx context.Context, parentID string) ([]store.Session, error)
 	Delegations(ctx context.Context, sessionID, upToID string) ([]*event.Event, error)
 }

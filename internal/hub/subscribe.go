@@ -348,6 +348,13 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 			return nil, err
 		}
 	}
+	// The row was read before the seam: take title and last activity as
+	// of the seam, like the messages.
+	at, err := h.store.SummaryAsOf(ctx, sess.ID, seam)
+	if err != nil {
+		return nil, err
+	}
+	sess.Title, sess.LastActivityAt = at.Title, at.LastActivityAt
 	if h.cfg.PolicyVersion != nil {
 		sess.RoutingPolicyVersion = h.cfg.PolicyVersion()
 	}

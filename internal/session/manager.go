@@ -100,6 +100,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Summary, error
 
 	s := store.Session{ID: event.NewID("sess_"), ParentSessionID: req.ParentSessionID, WorkspacePath: ws,
 		ActiveModel: modelID, RoutingPolicyVersion: m.cfg.Router.Version(), CreatedAt: time.Now().UTC()}
+	s.LastActivityAt = s.CreatedAt
 	em, err := m.cfg.Bus.Attach(ctx, s.ID, s.ParentSessionID)
 	if err != nil {
 		return Summary{}, err

@@ -7,7 +7,11 @@ import (
 )
 
 // Summary is a session as clients see it: the snapshot's session object
-// (spec §3.4) plus parent_session_id and created_at (contract §3).
+// (spec §3.4) plus parent_session_id and created_at (contract §3), and
+// the fields a session list shows: title (from the first user message,
+// "" before the first turn) and last_activity_at (the time of the
+// session's newest catalog event; a worker's events count for the
+// worker only, not for its planner).
 type Summary struct {
 	ID                   string    `json:"id"`
 	ParentSessionID      *string   `json:"parent_session_id"`
@@ -19,6 +23,8 @@ type Summary struct {
 	CurrentTurnID        *string   `json:"current_turn_id"`
 	CurrentTurnStatus    *string   `json:"current_turn_status"`
 	CreatedAt            time.Time `json:"created_at"`
+	Title                string    `json:"title"`
+	LastActivityAt       time.Time `json:"last_activity_at"`
 }
 
 // Turn statuses reported in current_turn_status.
@@ -31,7 +37,8 @@ const (
 // flight, its id and whether it is being cancelled.
 func NewSummary(s store.Session, turnID string, cancelling bool) Summary {
 	out := Summary{ID: s.ID, WorkspacePath: s.WorkspacePath, ActiveModel: s.ActiveModel,
-		RoutingPolicyVersion: s.RoutingPolicyVersion, CostSoFarUSD: s.CostUSD, TurnCount: s.TurnCount, CreatedAt: s.CreatedAt}
+		RoutingPolicyVersion: s.RoutingPolicyVersion, CostSoFarUSD: s.CostUSD, TurnCount: s.TurnCount, CreatedAt: s.CreatedAt,
+		Title: s.Title, LastActivityAt: s.LastActivityAt}
 	if s.ParentSessionID != "" {
 		p := s.ParentSessionID
 		out.ParentSessionID = &p

@@ -117,6 +117,11 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 		store.PutTurn{Turn: store.Turn{ID: t.id, SessionID: sessionID, Status: store.TurnInFlight, StartedAt: now}},
 		store.PutMessage{Message: user},
 	}
+	if s.Title == "" {
+		// The first turn names the session, in the transaction of the
+		// turn.started that announces it (the store keeps a title once set).
+		ops = append(ops, store.SetTitle{SessionID: sessionID, Title: content})
+	}
 	if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnStarted, TurnID: t.id, Actor: event.ActorUser,
 		Payload: map[string]any{"user_message": user}, Ops: ops}); err != nil {
 		release()

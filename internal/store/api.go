@@ -22,6 +22,13 @@ type Session struct {
 	CostUSD              float64
 	TurnCount            int
 	CreatedAt            time.Time
+	// Title is derived from the first user message by Title; "" before
+	// it. SetTitle sets it once.
+	Title string
+	// LastActivityAt is the time of the session's newest catalog event
+	// (CreatedAt before any): every AppendEvent moves it forward in the
+	// transaction that stores the event.
+	LastActivityAt time.Time
 }
 
 // TurnStatus of a turn row.
@@ -125,6 +132,16 @@ type EventStamper interface {
 // StampEvent implements EventStamper.
 func (p PutMessage) StampEvent(eventID string) Op { p.EventID = eventID; return p }
 
+// SetTitle names a session that has no title yet: Title is passed
+// through the package's Title function, and a session already titled
+// (or a title that comes out "") leaves the row as it is. It is
+// submitted with the first turn.started, so the title is written with
+// the event that announces it.
+type SetTitle struct {
+	SessionID string
+	Title     string
+}
+
 // PutTurn inserts or replaces a turn row by id.
 type PutTurn struct{ Turn Turn }
 
@@ -138,6 +155,7 @@ func (UpdateSession) isOp() {}
 func (AddUsage) isOp()      {}
 func (PutMessage) isOp()    {}
 func (PutTurn) isOp()       {}
+func (SetTitle) isOp()      {}
 func (PutToolCall) isOp()   {}
 
 // EventQuery selects events of one session (or several), ascending by id.

@@ -15,8 +15,9 @@ const sqlInsertEvent = `INSERT INTO events (id, session_id, type, turn_id, ts, a
 VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 // appendEvent stores the event's envelope bytes as they are (JSON
-// returns the sealed bytes without encoding) and records the assigned
-// seq for publication after commit.
+// returns the sealed bytes without encoding), moves its session's last
+// activity to the event's time, and records the assigned seq for
+// publication after commit.
 func (t *txn) appendEvent(ev *event.Event) error {
 	if ev == nil {
 		return errors.New("store: append event: nil event")
@@ -35,6 +36,9 @@ func (t *txn) appendEvent(ev *event.Event) error {
 	seq, err := res.LastInsertId()
 	if err != nil {
 		return fmt.Errorf("store: append event %s: seq: %w", ev.ID, err)
+	}
+	if err := t.touchSession(ev.SessionID, nanos(ev.TS)); err != nil {
+		return err
 	}
 	t.seqs = append(t.seqs, seqAssign{ev: ev, seq: seq})
 	return nil

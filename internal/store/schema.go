@@ -3,12 +3,15 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/metis-agent/metis/internal/message"
 )
 
 // schemaVersion is the PRAGMA user_version this code writes and reads.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // schemaV1 creates every table and index. Times are unix nanoseconds
 // (0 for the zero time); JSON values are TEXT.
@@ -132,6 +135,60 @@ ALTER TABLE tool_calls_v3 RENAME TO tool_calls;
 CREATE INDEX tool_calls_turn ON tool_calls(turn_id, created_at);
 `
 
+// schemaV4 gives sessions the summary fields clients list them by:
+// title (from the first user message, "" before it; see Title) and
+// last_activity_at (unix nanoseconds of the session's newest catalog
+// event). The columns are added, then last_activity_at is backfilled
+// from the newest of the session's events, turn starts and ends, and
+// creation; backfillTitles fills title.
+const schemaV4 = `
+ALTER TABLE sessions ADD COLUMN title TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN last_activity_at INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET last_activity_at = max(
+	created_at,
+	coalesce((SELECT max(ts) FROM events WHERE events.session_id = sessions.id), 0),
+	coalesce((SELECT max(max(started_at, ended_at)) FROM turns WHERE turns.session_id = sessions.id), 0));
+`
+
+// backfillTitles sets each session's title from its first user message
+// (in insertion order) holding text.
+func backfillTitles(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx,
+		"SELECT session_id, content FROM messages WHERE role = 'user' ORDER BY session_id, seq")
+	if err != nil {
+		return err
+	}
+	titles := map[string]string{}
+	for rows.Next() {
+		var id, content string
+		if err := rows.Scan(&id, &content); err != nil {
+			rows.Close()
+			return err
+		}
+		if titles[id] != "" {
+			continue
+		}
+		var m message.Message
+		if json.Unmarshal([]byte(content), &m.Content) != nil {
+			continue // unreadable content names nothing
+		}
+		titles[id] = Title(m.PlainText())
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for id, title := range titles {
+		if title == "" {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE sessions SET title = ? WHERE id = ?", title, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // migrate brings the schema to schemaVersion. It is idempotent and
 // refuses a database written by a newer version.
 func migrate(ctx context.Context, db *sql.DB) error {
@@ -161,6 +218,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if v < 3 {
 		if _, err := tx.ExecContext(ctx, schemaV3); err != nil {
 			return fmt.Errorf("schema: migrate to v3: %w", err)
+		}
+	}
+	if v < 4 {
+		if _, err := tx.ExecContext(ctx, schemaV4); err != nil {
+			return fmt.Errorf("schema: migrate to v4: %w", err)
+		}
+		if err := backfillTitles(ctx, tx); err != nil {
+			return fmt.Errorf("schema: migrate to v4: titles: %w", err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {

@@ -11,8 +11,9 @@ import (
 
 const (
 	sqlInsertSession = `INSERT INTO sessions
-(id, parent_session_id, workspace_path, active_model, routing_policy_version, cost_usd, turn_count, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+(id, parent_session_id, workspace_path, active_model, routing_policy_version, cost_usd, turn_count, created_at,
+ title, last_activity_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	sqlUpdateSession = `UPDATE sessions SET
 active_model = CASE WHEN ?1 <> '' THEN ?1 ELSE active_model END,
@@ -21,8 +22,16 @@ WHERE id = ?3`
 
 	sqlAddUsage = `UPDATE sessions SET cost_usd = cost_usd + ?, turn_count = turn_count + ? WHERE id = ?`
 
+	// sqlSetTitle names a session once: a titled session keeps its title.
+	sqlSetTitle = `UPDATE sessions SET title = ?1 WHERE id = ?2 AND title = '' AND ?1 <> ''`
+
+	// sqlTouchSession moves a session's last activity forward to an
+	// event's time (never back: events of one batch may carry
+	// timestamps out of order).
+	sqlTouchSession = `UPDATE sessions SET last_activity_at = max(last_activity_at, ?1) WHERE id = ?2`
+
 	sessionCols = `id, parent_session_id, workspace_path, active_model, routing_policy_version,
-cost_usd, turn_count, created_at`
+cost_usd, turn_count, created_at, title, last_activity_at`
 )
 
 func (t *txn) createSession(ss *Session) error {
@@ -30,7 +39,8 @@ func (t *txn) createSession(ss *Session) error {
 		return errors.New("store: create session: empty id")
 	}
 	_, err := t.exec(stInsertSession, ss.ID, ss.ParentSessionID, ss.WorkspacePath, ss.ActiveModel,
-		ss.RoutingPolicyVersion, ss.CostUSD, ss.TurnCount, nanos(ss.CreatedAt))
+		ss.RoutingPolicyVersion, ss.CostUSD, ss.TurnCount, nanos(ss.CreatedAt), Title(ss.Title),
+		max(nanos(ss.CreatedAt), nanos(ss.LastActivityAt)))
 	if err != nil {
 		if isUnique(err) {
 			err = fmt.Errorf("%w: %w", ErrDuplicate, err)
@@ -54,6 +64,22 @@ func (t *txn) addUsage(u *AddUsage) error {
 		return fmt.Errorf("store: add usage to session %s: %w", u.SessionID, err)
 	}
 	return mustAffect(res, "add usage to session", u.SessionID)
+}
+
+func (t *txn) setTitle(op *SetTitle) error {
+	if _, err := t.exec(stSetTitle, Title(op.Title), op.SessionID); err != nil {
+		return fmt.Errorf("store: set title of session %s: %w", op.SessionID, err)
+	}
+	return nil
+}
+
+// touchSession records activity at ts (unix nanoseconds) on session id.
+// An event of a session without a row touches nothing.
+func (t *txn) touchSession(id string, ts int64) error {
+	if _, err := t.exec(stTouchSession, ts, id); err != nil {
+		return fmt.Errorf("store: touch session %s: %w", id, err)
+	}
+	return nil
 }
 
 // Session returns the session row id, or an error wrapping ErrNotFound.
@@ -198,11 +224,11 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanSession(r scanner) (Session, error) {
 	var (
-		ss      Session
-		created int64
+		ss               Session
+		created, touched int64
 	)
 	err := r.Scan(&ss.ID, &ss.ParentSessionID, &ss.WorkspacePath, &ss.ActiveModel,
-		&ss.RoutingPolicyVersion, &ss.CostUSD, &ss.TurnCount, &created)
-	ss.CreatedAt = fromNanos(created)
+		&ss.RoutingPolicyVersion, &ss.CostUSD, &ss.TurnCount, &created, &ss.Title, &touched)
+	ss.CreatedAt, ss.LastActivityAt = fromNanos(created), fromNanos(touched)
 	return ss, err
 }

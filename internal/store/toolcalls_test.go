@@ -73,8 +73,8 @@ func TestMigrateV2ToolCalls(t *testing.T) {
 
 	s := openTest(t, Options{Path: path})
 	var v int
-	if err := s.rdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != 3 {
-		t.Fatalf("user_version %d (%v), want 3", v, err)
+	if err := s.rdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+		t.Fatalf("user_version %d (%v), want %d", v, err, schemaVersion)
 	}
 	c1, err := s.ToolCall(ctx, "sess_a", "msg_a", "call_1")
 	if err != nil || c1.Name != "read_file" || string(c1.Input) != `{"path":"a"}` || c1.Status != ToolRunning || c1.TurnID != "turn_a" {

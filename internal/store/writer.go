@@ -275,6 +275,8 @@ const (
 	stPutToolCall
 	stPruneEvents
 	stSetCursor
+	stSetTitle
+	stTouchSession
 	numStmts
 )
 
@@ -288,6 +290,8 @@ var writerSQL = [numStmts]string{
 	stPutToolCall:   sqlPutToolCall,
 	stPruneEvents:   sqlPruneEvents,
 	stSetCursor:     sqlSetCursor,
+	stSetTitle:      sqlSetTitle,
+	stTouchSession:  sqlTouchSession,
 }
 
 type writerStmts [numStmts]*sql.Stmt
@@ -367,6 +371,10 @@ func (t *txn) apply(op Op) error {
 		return t.putToolCall(&op.Call)
 	case *PutToolCall:
 		return t.putToolCall(&op.Call)
+	case SetTitle:
+		return t.setTitle(&op)
+	case *SetTitle:
+		return t.setTitle(op)
 	case SetCursor:
 		return t.setCursor(&op)
 	case *SetCursor:

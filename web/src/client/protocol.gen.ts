@@ -243,6 +243,8 @@ export interface SessionSummary {
   current_turn_id: string | null;
   current_turn_status: string | null;
   created_at: string;
+  title: string;
+  last_activity_at: string;
 }
 
 /** A subscription filter (spec §3.2); null lists mean every type / actor. */

@@ -51,7 +51,12 @@ function Header(p: { live: LiveSession; tab: Tab }): VNode {
     }
   }
   const firstUser = v.messages.find((m) => m.role === 'user' && m.session_id === live.sessionId);
-  const title = firstUser?.blocks.map((b) => b.text ?? '').join(' ').trim() || (s?.parent_session_id ? 'worker session' : 'new session');
+  // The snapshot's title; a session whose first turn started after the
+  // snapshot takes it from that turn's user message, as shown.
+  const title =
+    s?.title ||
+    firstUser?.blocks.map((b) => b.text ?? '').join(' ').replace(/\s+/g, ' ').trim() ||
+    (s?.parent_session_id ? 'worker session' : 'new session');
   const tab = (t: Tab, label: string, extra = '') =>
     html`<a class=${'tab' + (p.tab === t ? ' active' : '')} id=${'tab-' + t} href=${href({ page: 'session', id: live.sessionId, tab: t })}>${label}${extra}</a>`;
   const nw = v.workers.size;

@@ -7,62 +7,28 @@ import { signal } from '@preact/signals';
 import type { SessionSummary } from '../client/index';
 import { api } from './api';
 import { ago, shortId, usd } from './format';
-import { ulidTime } from './history';
 import { go, href } from './route';
 
 /** The list, shared with the palette; refreshed while the page shows. */
 export const sessions = signal<SessionSummary[]>([]);
 export const listError = signal<string>('');
-/**
- * What the list learns from each session's newest page of messages: the
- * title (its first user message) and the time of the newest message
- * (message ids are ULIDs, whose first 10 characters are the creation
- * time). Fetched again only when the session's turn count changes.
- */
-interface Detail {
-  turns: number;
-  title: string;
-  last: number; // ms since the epoch, 0 if unknown
-}
-const details = signal<Record<string, Detail>>({});
-const asking = new Set<string>();
-
 export const POLL_MS = 2000;
 
 export async function refreshSessions(): Promise<void> {
   try {
     sessions.value = await api.listSessions();
     listError.value = '';
-    for (const s of sessions.value) {
-      const d = details.value[s.id];
-      if (s.turn_count > 0 && (!d || d.turns !== s.turn_count)) void fetchDetail(s.id, s.turn_count);
-    }
   } catch (e) {
     listError.value = 'Could not list sessions: ' + (e as Error).message;
   }
 }
 
-async function fetchDetail(id: string, turns: number): Promise<void> {
-  if (asking.has(id)) return;
-  asking.add(id);
-  try {
-    const page = await api.messages(id, { limit: 200 });
-    const first = page.messages.find((m) => m.role === 'user');
-    const text = first?.content?.map((b) => ('text' in b ? b.text : '')).join(' ').trim() ?? '';
-    const newest = page.messages.at(-1);
-    details.value = {
-      ...details.value,
-      [id]: { turns, title: text ? (page.has_more ? '… ' : '') + text : '', last: newest ? ulidTime(newest.id) : 0 },
-    };
-  } catch {
-    /* the next poll tries again */
-  } finally {
-    asking.delete(id);
-  }
-}
-
+/**
+ * The server's title (the first user message, cut at 80 characters),
+ * or a placeholder before the first turn.
+ */
 export function titleOf(s: SessionSummary): string {
-  return details.value[s.id]?.title || (s.parent_session_id ? 'worker' : s.turn_count ? '…' : 'untitled');
+  return s.title || (s.parent_session_id ? 'worker' : 'untitled');
 }
 
 interface Node {
@@ -146,12 +112,9 @@ export function SessionsPage(): VNode {
   </div>`;
 }
 
-/** Now while a turn runs; else the newest message's time; else creation. */
+/** Now while a turn runs; else the server's last activity (the newest event). */
 function lastActivity(s: SessionSummary): string {
-  if (s.current_turn_id) return new Date().toISOString();
-  const last = details.value[s.id]?.last ?? 0;
-  const created = Date.parse(s.created_at);
-  return new Date(Math.max(last, isFinite(created) ? created : 0)).toISOString();
+  return s.current_turn_id ? new Date().toISOString() : s.last_activity_at;
 }
 
 export const showNew = signal(false);

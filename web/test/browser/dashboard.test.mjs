@@ -267,6 +267,35 @@ test('trace mode opened after a turn lists its stored history in id order', asyn
   }
 });
 
+test("the sessions list shows the server's titles and fetches no messages to guess them", async () => {
+  const srv = await new Server().start();
+  try {
+    const titled = await srv.createSession();
+    const untitled = await srv.createSession();
+    await srv.submit(titled.id, '/echo  list\n   me   by title');
+    await srv.idle(titled.id);
+    const { page } = await open(undefined);
+    const asked = [];
+    page.on('request', (r) => {
+      if (new URL(r.url()).pathname.endsWith('/messages')) asked.push(r.url());
+    });
+    await page.goto(`${srv.url}/#/`);
+    const cell = (id) => page.textContent(`tr[data-session="${id}"] td.title a`);
+    await page.waitForSelector(`tr[data-session="${titled.id}"]`);
+    await until(async () => (await cell(titled.id)) === '/echo list me by title', 15_000, 'the server title');
+    assert.equal(await cell(untitled.id), 'untitled');
+    const { sessions } = await srv.req('GET', '/sessions');
+    const s = sessions.find((x) => x.id === titled.id);
+    assert.equal(s.title, '/echo list me by title');
+    assert.ok(Date.parse(s.last_activity_at) > Date.parse(s.created_at), 'last activity after creation');
+    // A poll or two later, still no message page was fetched for the list.
+    await page.waitForResponse((r) => new URL(r.url()).pathname === '/sessions', { timeout: 15_000 });
+    assert.deepEqual(asked, []);
+  } finally {
+    await srv.close();
+  }
+});
+
 test('the page runs under a strict CSP, and a page from another origin cannot open the stream', async () => {
   const srv = await new Server().start();
   const other = http.createServer((_, res) => res.end('<!doctype html><title>elsewhere</title>'));
