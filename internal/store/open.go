@@ -63,6 +63,9 @@ type Store struct {
 	stopped chan struct{} // closed when the writer goroutine returns
 
 	seqBuf []seqAssign // scratch of the writer goroutine
+	// touchBuf is the writer goroutine's scratch of the newest activity
+	// per session in the transaction being built (see txn.touched).
+	touchBuf map[string]int64
 
 	stats stats
 	fault faultHook // test seam: see SetFault

@@ -73,11 +73,23 @@ func (t *txn) setTitle(op *SetTitle) error {
 	return nil
 }
 
-// touchSession records activity at ts (unix nanoseconds) on session id.
-// An event of a session without a row touches nothing.
+// touchSession records activity at ts (unix nanoseconds) on session id;
+// flushTouches writes it before the transaction commits.
 func (t *txn) touchSession(id string, ts int64) error {
-	if _, err := t.exec(stTouchSession, ts, id); err != nil {
-		return fmt.Errorf("store: touch session %s: %w", id, err)
+	if cur, ok := t.touched[id]; !ok || ts > cur {
+		t.touched[id] = ts
+	}
+	return nil
+}
+
+// flushTouches moves each touched session's last activity forward, one
+// UPDATE per session of the transaction. A session without a row is
+// touched nothing.
+func (t *txn) flushTouches() error {
+	for id, ts := range t.touched {
+		if _, err := t.exec(stTouchSession, ts, id); err != nil {
+			return fmt.Errorf("store: touch session %s: %w", id, err)
+		}
 	}
 	return nil
 }

@@ -224,10 +224,14 @@ func (s *Store) runTx(batch []submission, errs []error) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("store: begin: %w", err)
 	}
-	t := txn{tx: tx, base: &s.stmts, seqs: s.seqBuf[:0]}
+	if s.touchBuf == nil {
+		s.touchBuf = make(map[string]int64)
+	}
+	t := txn{tx: tx, base: &s.stmts, seqs: s.seqBuf[:0], touched: s.touchBuf}
 	defer func() {
 		clear(t.seqs) // drop the events
 		s.seqBuf = t.seqs[:0]
+		clear(t.touched)
 	}()
 	for i := range batch {
 		if errs[i] != nil {
@@ -241,6 +245,12 @@ func (s *Store) runTx(batch []submission, errs []error) (int, error) {
 				return i, err
 			}
 		}
+	}
+	if err := t.flushTouches(); err != nil {
+		if rerr := tx.Rollback(); rerr != nil {
+			s.log.Error("store: rollback failed", "err", rerr)
+		}
+		return -1, err
 	}
 	if err := s.injected(batch, errs); err != nil {
 		if rerr := tx.Rollback(); rerr != nil {
@@ -323,6 +333,10 @@ type txn struct {
 	base  *writerStmts
 	stmts [numStmts]*sql.Stmt
 	seqs  []seqAssign // Seq values to publish after commit
+	// touched holds each session's newest event time (unix nanoseconds)
+	// in this transaction: last_activity_at is written once per session
+	// at the end of the transaction, not once per event.
+	touched map[string]int64
 }
 
 type seqAssign struct {
