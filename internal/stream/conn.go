@@ -173,6 +173,9 @@ func (c *conn) live(ctx context.Context) {
 			var overflown bool
 			batch, overflown = c.client.Drain(batch)
 			if overflown {
+				// An overflow hurried the writer already; a resync (a
+				// lost event) marks the queue the same way without it.
+				c.w.hurry()
 				return // run closes it as too slow
 			}
 			if c.s.m != nil {
