@@ -91,3 +91,23 @@ func value(t *testing.T, c prometheus.Metric) float64 {
 	t.Fatalf("not a counter or gauge: %v", &m)
 	return 0
 }
+
+// TestResyncClosesWithClientTooSlow: when the hub resynchronises a
+// session's clients (an event of the session could not be stored), each
+// live client is closed with 1008 client_too_slow, the reason that makes
+// it reconnect with its cursor, and the close is counted as a slow-client
+// close.
+func TestResyncClosesWithClientTooSlow(t *testing.T) {
+	h := servertest.Start(t, "")
+	sid := h.CreateSession()
+	c, _, _ := attachSub(t, h, sid, "preset:chat", nil, false)
+	servertest.WaitFor(t, "registration", func() bool {
+		return len(subscriptionNames(t, h, sid, event.BusSubscriberRegistered)) == 1
+	})
+	h.Server.Hub.Resync(sid)
+	expectClose(t, c, 1008, "client_too_slow")
+	m := h.Server.Metrics.Stream
+	servertest.WaitFor(t, "the close to be counted", func() bool {
+		return value(t, m.Closes.WithLabelValues("client_too_slow")) == 1 && value(t, m.SlowCloses) == 1
+	})
+}
