@@ -22,10 +22,11 @@ type Client struct {
 	max    int
 	notify chan struct{}
 
-	mu        sync.Mutex
-	q         []*Item
-	overflown bool
-	closed    bool
+	mu         sync.Mutex
+	q          []*Item
+	overflown  bool
+	closed     bool
+	onOverflow func()
 }
 
 func newClient(h *Hub, name, sessionID string, f filter, max int) *Client {
@@ -43,7 +44,11 @@ func (c *Client) offer(it *Item) bool {
 	if len(c.q) == c.max {
 		c.overflown = true
 		c.q = nil
+		hook := c.onOverflow
 		c.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
 		c.signal()
 		return true
 	}
@@ -57,6 +62,20 @@ func (c *Client) signal() {
 	select {
 	case c.notify <- struct{}{}:
 	default:
+	}
+}
+
+// OnOverflow sets f to be called once, at the moment the queue
+// overflows, from the publishing goroutine (at once if it already has).
+// It lets the client's writer give up a write that the client is not
+// reading, instead of waiting for its write timeout; f must not block.
+func (c *Client) OnOverflow(f func()) {
+	c.mu.Lock()
+	c.onOverflow = f
+	already := c.overflown
+	c.mu.Unlock()
+	if already && f != nil {
+		f()
 	}
 }
 

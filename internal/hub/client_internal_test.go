@@ -107,3 +107,37 @@ func TestClientNotify(t *testing.T) {
 		t.Fatal("closed client accepted an offer")
 	}
 }
+
+// TestClientOnOverflow: the overflow hook runs exactly once, on the offer
+// that overflows the queue (before that offer returns, so the writer can
+// give up a stalled write at once), and at once when it is set on a client
+// that has already overflowed; a closed client never calls it.
+func TestClientOnOverflow(t *testing.T) {
+	c := newClient(nil, "stream-test", "sess", filter{}, 2)
+	calls := 0
+	c.OnOverflow(func() { calls++ })
+	for i := range 2 {
+		if c.offer(&Item{ID: fmt.Sprint(i)}) || calls != 0 {
+			t.Fatalf("offer %d within the bound: hook called %d times", i, calls)
+		}
+	}
+	if !c.offer(&Item{ID: "2"}) || calls != 1 {
+		t.Fatalf("the overflowing offer: hook called %d times, want 1", calls)
+	}
+	c.offer(&Item{ID: "3"})
+	if calls != 1 {
+		t.Fatalf("after the overflow: hook called %d times, want 1", calls)
+	}
+
+	late := 0
+	c.OnOverflow(func() { late++ })
+	if late != 1 {
+		t.Fatalf("hook set after the overflow called %d times, want 1", late)
+	}
+
+	closed := newClient(nil, "stream-test", "sess", filter{}, 1)
+	closed.OnOverflow(func() { t.Fatal("hook called on a closed client") })
+	closed.close()
+	closed.offer(&Item{ID: "a"})
+	closed.offer(&Item{ID: "b"})
+}

@@ -23,6 +23,17 @@ package stream_test
 //	    a reconnecting client replays 10,000 stored catalog events
 //	    (metis: attach, dial, subscribe with since; floor: dial, then the
 //	    same 10,000 frame bytes); median of several reconnects.
+//	BenchmarkOverflowClose/clients=10                   overflow_to_close_ms
+//	    metis only (the floor has no slow-client policy): the latency
+//	    run at 1,000 deltas/s with the default client queue, once with 10
+//	    reading clients and once with the same 10 plus one client that
+//	    never reads (a 2 KiB receive buffer, so its socket fills);
+//	    p99_us_alone and p99_us_wedged are the readers' p99 in each,
+//	    p99_ratio the median of the per-iteration ratios (the two runs of
+//	    an iteration alternate in order), overflow_to_close_ms the time
+//	    from the never-reader's client_too_slow warning to its
+//	    bus.subscriber_unregistered (its connection gone and its queue
+//	    released), both stamped by the server.
 //	BenchmarkIdleConnMemory/{metis,floor}              KiB/conn
 //	    server HeapInuse+StackInuse per idle subscribed connection (after
 //	    runtime.GC), the clients living in a child process (this test
@@ -58,6 +69,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -80,6 +92,7 @@ import (
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/server"
 	"github.com/metis-agent/metis/internal/session"
+	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -987,4 +1000,167 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// ---------------------------------------------------------------------------
+// a never-reading client at overflow
+
+const (
+	benchOverflowQueue   = 1000 // --client-queue (the default): readers stalled by load do not overflow
+	benchOverflowReaders = 10
+)
+
+func BenchmarkOverflowClose(b *testing.B) {
+	raiseNoFile()
+	b.Run(fmt.Sprintf("clients=%d", benchOverflowReaders), func(b *testing.B) {
+		var alone, wedged, ratios, closeMs []float64
+		i := 0
+		for b.Loop() {
+			var p99 [2]float64
+			for k := range 2 {
+				withWedged := (k+i)%2 == 1
+				lat, took := runOverflowLatency(b, withWedged)
+				if withWedged {
+					p99[1] = quantile(lat, 0.99)
+					closeMs = append(closeMs, float64(took)/1e6)
+				} else {
+					p99[0] = quantile(lat, 0.99)
+				}
+			}
+			alone = append(alone, p99[0])
+			wedged = append(wedged, p99[1])
+			ratios = append(ratios, p99[1]/p99[0])
+			b.Logf("run %d: p99 alone %.0f µs, wedged %.0f µs (ratio %.2f), overflow to close %.1f ms",
+				i, p99[0], p99[1], p99[1]/p99[0], closeMs[len(closeMs)-1])
+			i++
+		}
+		b.ReportMetric(median(alone), "p99_us_alone")
+		b.ReportMetric(median(wedged), "p99_us_wedged")
+		b.ReportMetric(median(ratios), "p99_ratio")
+		b.ReportMetric(median(closeMs), "overflow_to_close_ms")
+	})
+}
+
+// runOverflowLatency is one latency run against metis with
+// benchOverflowReaders reading clients, plus a never-reading one if
+// wedged. It returns the readers' sorted latencies (µs) and, if wedged,
+// the time from the never-reader's overflow to its release.
+func runOverflowLatency(b *testing.B, wedged bool) (lat []float64, overflowToClose time.Duration) {
+	interval := time.Second / benchRate
+	measured := int(benchLatDur / interval)
+	total := benchWarm + measured
+	sys := newMetisSystem(b, total, benchOverflowQueue)
+	var stuck *websocket.Conn
+	if wedged {
+		stuck = benchConnectNarrow(b, sys.m)
+		defer stuck.CloseNow()
+	}
+	conns := sys.connect(b, benchOverflowReaders)
+	base := time.Now()
+	rxs := make([]*benchRx, len(conns))
+	for i, ws := range conns {
+		rxs[i] = newBenchRx(ws, base, total, true)
+	}
+	emitAt := make([]int64, total)
+	start := time.Now()
+	for i := range total {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		emitAt[i] = int64(time.Since(base))
+		if err := sys.send(i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if failed, why := waitAll(rxs, 60*time.Second); failed > 0 {
+		b.Fatalf("%d of %d readers did not get every delta: %s", failed, len(rxs), why)
+	}
+	closeAll(rxs)
+	for _, r := range rxs {
+		for _, s := range r.samples {
+			if int(s.seq) >= benchWarm {
+				lat = append(lat, float64(s.at-emitAt[s.seq])/1e3)
+			}
+		}
+	}
+	slices.Sort(lat)
+	if wedged {
+		overflowToClose = benchOverflowToClose(b, sys.m)
+	}
+	return lat, overflowToClose
+}
+
+// benchConnectNarrow connects a client with a 2 KiB receive buffer and
+// 536-byte segments,
+// subscribed to text.delta, that will never read again.
+func benchConnectNarrow(b *testing.B, m *benchMetis) *websocket.Conn {
+	b.Helper()
+	ctx := context.Background()
+	u, err := benchAttach(ctx, m.hc, m.url, m.sid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048)
+			if serr == nil {
+				// Without a small segment size loopback's 64 KiB one
+				// defeats the small window.
+				serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_MAXSEG, 536)
+			}
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	b.Cleanup(tr.CloseIdleConnections)
+	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sub := []byte(`{"type":"subscribe","filter":{"event_types":["text.delta"]},"snapshot":false,"since":null}`)
+	if err := ws.Write(ctx, websocket.MessageText, sub); err != nil {
+		b.Fatal(err)
+	}
+	if _, data, err := ws.Read(ctx); err != nil || !bytes.Contains(data, []byte(protocol.TypeSubscribeAck)) {
+		b.Fatalf("want subscribe_ack, got %s (%v)", data, err)
+	}
+	return ws
+}
+
+// benchOverflowToClose waits for the one client_too_slow warning and the
+// matching bus.subscriber_unregistered and returns the time between them.
+func benchOverflowToClose(b *testing.B, m *benchMetis) time.Duration {
+	b.Helper()
+	type named struct {
+		Subscription string `json:"subscription_name"`
+		Reason       string `json:"reason"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		evs, err := m.srv.Store.Events(context.Background(), store.EventQuery{SessionIDs: []string{m.sid},
+			Types: []event.Type{event.BusHandlerWarning, event.BusSubscriberUnregister}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var warned time.Time
+		var who string
+		for _, e := range evs {
+			var p named
+			if json.Unmarshal(e.Payload, &p) != nil {
+				continue
+			}
+			switch {
+			case e.Type == event.BusHandlerWarning && p.Reason == "client_too_slow":
+				warned, who = e.TS, p.Subscription
+			case e.Type == event.BusSubscriberUnregister && who != "" && p.Subscription == who:
+				return e.TS.Sub(warned)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.Fatal("the never-reading client was not closed as too slow")
+	return 0
 }

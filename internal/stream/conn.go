@@ -23,7 +23,11 @@ type conn struct {
 	done   chan struct{} // closed when the reader stops
 	client *hub.Client   // set once subscribed
 	hb     heartbeat
-	w      writer
+	w      *writer
+
+	rctx       context.Context // the reader's; cancelling it tears a reading conn down
+	stopReader context.CancelFunc
+	closed     bool // a close was attempted (run goroutine only)
 }
 
 // frameIn is one client frame as read.
@@ -38,7 +42,8 @@ const inQueue = 4
 
 func newConn(s *Server, ws *websocket.Conn, sid string) *conn {
 	c := &conn{s: s, ws: ws, sid: sid, in: make(chan frameIn, inQueue), done: make(chan struct{})}
-	c.w = newWriter(ws, s.cfg.WriteTimeout)
+	c.rctx, c.stopReader = context.WithCancel(context.Background())
+	c.w = newWriter(ws, s.cfg.WriteTimeout, c.kill)
 	c.hb.misses = s.cfg.PingMisses
 	return c
 }
@@ -47,10 +52,10 @@ func newConn(s *Server, ws *websocket.Conn, sid string) *conn {
 func (c *conn) run() {
 	ws := c.ws
 	ws.SetReadLimit(protocol.MaxClientFrame)
-	rctx, stopReader := context.WithCancel(context.Background())
+	rctx := c.rctx
 	go c.read(rctx)
 	defer func() {
-		stopReader()
+		c.stopReader()
 		_ = ws.CloseNow()
 		<-c.done
 		c.w.stop()
@@ -65,6 +70,30 @@ func (c *conn) run() {
 	if c.subscribe(rctx) {
 		c.live(rctx)
 	}
+	if c.w.hurried.Load() {
+		c.closeTooSlow()
+	}
+}
+
+// kill tears the connection down at once, from any goroutine, even while
+// a close handshake is under way (the library's CloseNow is a no-op then,
+// but cancelling the reader's context closes a connection it is reading).
+func (c *conn) kill() {
+	c.stopReader()
+	_ = c.ws.CloseNow()
+}
+
+// closeTooSlow ends an overflowed client (spec §10.5): the 1008
+// client_too_slow close frame is tried within what is left of
+// overflowGrace, then the connection is dropped either way.
+func (c *conn) closeTooSlow() {
+	if c.closed {
+		return
+	}
+	if c.s.m != nil {
+		c.s.m.SlowCloses.Inc()
+	}
+	c.close(protocol.ClosePolicyViolation, protocol.ReasonClientTooSlow)
 }
 
 // subscribe handles client frames until a subscribe is accepted, then
@@ -93,6 +122,7 @@ func (c *conn) subscribe(ctx context.Context) bool {
 				continue
 			}
 			c.client = att.Client
+			c.client.OnOverflow(c.w.hurry)
 			if c.s.m != nil {
 				c.s.m.Clients.Inc()
 			}
@@ -119,7 +149,7 @@ func (c *conn) writeAttachment(ctx context.Context, att *hub.Attachment) bool {
 	errWrite := errors.New("write failed")
 	n := 0
 	err := att.StreamReplay(ctx, func(it *hub.Item) error {
-		if !c.writeItem(it) {
+		if c.w.hurried.Load() || !c.writeItem(it) {
 			return errWrite
 		}
 		n++
@@ -143,11 +173,10 @@ func (c *conn) live(ctx context.Context) {
 			var overflown bool
 			batch, overflown = c.client.Drain(batch)
 			if overflown {
-				if c.s.m != nil {
-					c.s.m.SlowCloses.Inc()
-				}
-				c.close(protocol.ClosePolicyViolation, protocol.ReasonClientTooSlow)
-				return
+				// An overflow hurried the writer already; a resync (a
+				// lost event) marks the queue the same way without it.
+				c.w.hurry()
+				return // run closes it as too slow
 			}
 			if c.s.m != nil {
 				c.s.m.QueueDepth.Observe(float64(len(batch)))
@@ -193,7 +222,7 @@ func (c *conn) writeBatch(items []*hub.Item) bool {
 	defer c.w.disarm()
 	var now time.Time
 	for i, it := range items {
-		if !c.w.raw(it.Frame) {
+		if c.w.hurried.Load() || !c.w.raw(it.Frame) {
 			c.countSent(i)
 			return false
 		}
@@ -233,6 +262,7 @@ func (c *conn) countSent(n int) {
 
 // close ends the connection with a code and a JSON reason.
 func (c *conn) close(code websocket.StatusCode, reason protocol.CloseReason) {
+	c.closed = true
 	if c.s.m != nil {
 		c.s.m.Closes.WithLabelValues(reason.Code).Inc()
 	}

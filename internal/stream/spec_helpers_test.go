@@ -153,6 +153,16 @@ func expectClose(t *testing.T, c *streamtest.Client, code websocket.StatusCode, 
 			frames = append(frames, f)
 			continue
 		}
+		checkClose(t, err, code, reasonCode)
+		return frames
+	}
+}
+
+// checkClose checks that a read ended with a close frame of the code,
+// whose JSON reason carries reasonCode and a message.
+func checkClose(t *testing.T, err error, code websocket.StatusCode, reasonCode string) {
+	t.Helper()
+	{
 		if got := streamtest.CloseStatus(err); got != code {
 			t.Fatalf("connection ended with %v (status %d), want close %d", err, got, code)
 		}
@@ -170,7 +180,6 @@ func expectClose(t *testing.T, c *streamtest.Client, code websocket.StatusCode, 
 		if r.Code != reasonCode || r.Message == "" {
 			t.Fatalf("close reason %q, want code %q with a message", ce.Reason, reasonCode)
 		}
-		return frames
 	}
 }
 
