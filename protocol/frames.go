@@ -23,15 +23,18 @@ const (
 	TypePong = "pong"
 )
 
-// Subscribe error codes (spec §4.2), plus invalid_cursor and
-// subscribe_timeout, which this server adds.
+// Subscribe error codes (spec §4.2), plus invalid_cursor (a cursor past
+// the session's last event) and internal (the server could not read the
+// session; the client may retry), which this server adds. A client that
+// never subscribes is closed with ReasonSubscribeTimeout, not refused
+// with a subscribe_error.
 const (
-	CodeSessionNotFound  = "session_not_found"
-	CodeCursorExpired    = "cursor_expired"
-	CodeReplayTooLarge   = "replay_too_large"
-	CodeInvalidFilter    = "invalid_filter"
-	CodeInvalidCursor    = "invalid_cursor"
-	CodeSubscribeTimeout = "subscribe_timeout"
+	CodeSessionNotFound = "session_not_found"
+	CodeCursorExpired   = "cursor_expired"
+	CodeReplayTooLarge  = "replay_too_large"
+	CodeInvalidFilter   = "invalid_filter"
+	CodeInvalidCursor   = "invalid_cursor"
+	CodeInternal        = "internal"
 )
 
 // Error frame codes for refused client frames.
@@ -40,7 +43,6 @@ const (
 	CodeInvalidFrame     = "invalid_frame"
 	CodeUnknownFrameType = "unknown_frame_type"
 	CodeAlreadySubscribe = "already_subscribed"
-	CodeNotSubscribed    = "not_subscribed"
 	CodeCancelFailed     = "cancel_failed"
 )
 

@@ -25,7 +25,10 @@ const (
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeShuttingDown     = "shutting_down"
-	CodeInternal         = "internal"
+	// CodeInvalidAttachToken answers a stream upgrade whose attach token
+	// is missing, unknown, expired, used, or for another session (401).
+	CodeInvalidAttachToken = "invalid_attach_token"
+	CodeInternal           = "internal"
 )
 
 type errorBody struct {

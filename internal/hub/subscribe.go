@@ -264,7 +264,7 @@ func (h *Hub) refuse(code, msg, offending string) *protocol.SubscribeError {
 
 func (h *Hub) internal(err error) *protocol.SubscribeError {
 	h.log.Error("subscribe failed", "err", err)
-	return h.refuse("internal", "the server could not read the session; try again", "")
+	return h.refuse(protocol.CodeInternal, "the server could not read the session; try again", "")
 }
 
 // planReplay decides the replay of (since, seam] for a client: its

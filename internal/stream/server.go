@@ -75,14 +75,14 @@ func New(h *hub.Hub, tokens *attach.Registry, c Canceller, cfg Config) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("id")
 	if !s.tokens.Redeem(r.URL.Query().Get("attach"), sid) {
-		api.WriteError(w, http.StatusUnauthorized, "invalid_attach_token",
+		api.WriteError(w, http.StatusUnauthorized, api.CodeInvalidAttachToken,
 			"the attach token is missing, unknown, expired or already used; GET /sessions/"+sid+" for a fresh one")
 		return
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		api.WriteError(w, http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+		api.WriteError(w, http.StatusServiceUnavailable, api.CodeShuttingDown, "the server is shutting down")
 		return
 	}
 	s.conns.Add(1)

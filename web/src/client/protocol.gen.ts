@@ -175,12 +175,11 @@ export const CodeCursorExpired = "cursor_expired";
 export const CodeReplayTooLarge = "replay_too_large";
 export const CodeInvalidFilter = "invalid_filter";
 export const CodeInvalidCursor = "invalid_cursor";
-export const CodeSubscribeTimeout = "subscribe_timeout";
+export const CodeInternal = "internal";
 export const CodeInvalidJSON = "invalid_json";
 export const CodeInvalidFrame = "invalid_frame";
 export const CodeUnknownFrameType = "unknown_frame_type";
 export const CodeAlreadySubscribe = "already_subscribed";
-export const CodeNotSubscribed = "not_subscribed";
 export const CodeCancelFailed = "cancel_failed";
 /** ClosePolicyViolation (1008) closes a slow client (spec §8.2), a client whose heartbeats stopped, and a client that never subscribed. */
 export const ClosePolicyViolation = 1008;
