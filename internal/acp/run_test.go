@@ -1,12 +1,10 @@
 package acp
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -14,24 +12,6 @@ import (
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/servertest"
 )
-
-// syncBuffer is a buffer safe for a writer and a later reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // With no server at the default address, Run starts one in-process
 // through Options.StartServer, serves the editor over it, and stops it
@@ -60,7 +40,7 @@ func TestRunStartsAServerInProcess(t *testing.T) {
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var stderr syncBuffer
+	var stderr servertest.SyncBuffer
 	code := make(chan int, 1)
 	go func() {
 		defer outW.Close()
@@ -91,7 +71,7 @@ func TestRunStartsAServerInProcess(t *testing.T) {
 // An explicit --server that does not answer is an error (exit 1, a
 // message on stderr, nothing on stdout); bad flags exit 2.
 func TestRunErrors(t *testing.T) {
-	var out, errOut syncBuffer
+	var out, errOut servertest.SyncBuffer
 	if c := Run(context.Background(), []string{"--server", "http://127.0.0.1:1"}, strings.NewReader(""), &out, &errOut, Options{}); c != 1 ||
 		out.String() != "" || !strings.Contains(errOut.String(), "no server at http://127.0.0.1:1") {
 		t.Errorf("unreachable server: exit %d, stdout %q, stderr %q", c, out.String(), errOut.String())

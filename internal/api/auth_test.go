@@ -1,14 +1,12 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -245,28 +243,10 @@ func TestTokenFileRequiresTheToken(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestTokenNeverLogged: with debug logging, neither the token nor a
 // wrong one a client sent appears in the log or in any answer.
 func TestTokenNeverLogged(t *testing.T) {
-	var logs syncBuffer
+	var logs servertest.SyncBuffer
 	h := servertest.StartLogged(t, "", slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), withPublicName("metis.example"))
 	wrongTok := "not-the-token-" + strings.Repeat("z", 20)
 	var bodies []string

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,31 +16,13 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a poller.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestSendSessionsTail(t *testing.T) {
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
 	ctx := context.Background()
 
 	// tail, live, in the background.
-	var tailOut, tailErr syncBuffer
+	var tailOut, tailErr servertest.SyncBuffer
 	tctx, stopTail := context.WithCancel(ctx)
 	tailDone := make(chan int)
 	go func() {
@@ -81,7 +62,7 @@ func TestSendSessionsTail(t *testing.T) {
 
 	// tail --since replays what came after a cursor, then stops on cancel.
 	first := h.Live.Events(sid)[0].ID
-	var replay syncBuffer
+	var replay servertest.SyncBuffer
 	rctx, stopReplay := context.WithTimeout(ctx, 10*time.Second)
 	defer stopReplay()
 	go func() {

@@ -57,7 +57,7 @@ func TestCommandsSendTheToken(t *testing.T) {
 	tctx, stop := context.WithCancel(ctx)
 	done := make(chan int)
 	go func() {
-		done <- cli.Tail(tctx, []string{sid, "--server", h.URL, "--since", "evt_0"}, cli.Env{Stdout: &syncBuffer{}, Stderr: &syncBuffer{}})
+		done <- cli.Tail(tctx, []string{sid, "--server", h.URL, "--since", "evt_0"}, cli.Env{Stdout: &servertest.SyncBuffer{}, Stderr: &servertest.SyncBuffer{}})
 	}()
 	servertest.WaitFor(t, "tail to attach with the token", func() bool { return h.Server.Hub.Clients(sid) == 1 })
 	stop()
