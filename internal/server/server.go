@@ -102,7 +102,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.Bus = bus.New(st, bus.Options{Logger: log})
 	s.Metrics = metrics.New()
 	s.httpMetrics = s.Metrics.NewHTTP()
-	s.Hub = hub.New(st, s.Bus, hub.Config{ClientQueue: cfg.ClientQueue, ReplayLimit: cfg.ReplayLimit,
+	s.Hub = hub.New(st, s.Bus, hub.Config{ClientQueue: cfg.ClientQueue, ClientQueueBytes: int64(cfg.ClientQueueBytes), ReplayLimit: cfg.ReplayLimit,
 		Retention: cfg.Retention, SnapshotMessages: cfg.SnapshotMessages, RingSize: cfg.StreamRing,
 		RingBytes: int64(cfg.StreamRingBytes),
 		Logger:    log, Metrics: s.Metrics.Stream,
