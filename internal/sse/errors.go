@@ -3,6 +3,7 @@ package sse
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/metis-agent/metis/protocol"
 )
@@ -24,6 +25,9 @@ type errorBody struct {
 	} `json:"error"`
 }
 
+// sentences joins two sentences.
+func sentences(a, b string) string { return strings.TrimSuffix(a, ".") + ". " + b }
+
 func writeError(w http.ResponseWriter, status int, code, msg, offending string) {
 	var b errorBody
 	b.Error.Code, b.Error.Message, b.Error.Offending = code, msg, offending
@@ -35,7 +39,7 @@ func writeError(w http.ResponseWriter, status int, code, msg, offending string) 
 
 // resnapshot is said after the refusals a client gets over by starting
 // again from a snapshot.
-const resnapshot = " Over SSE: reconnect with ?snapshot=true and no Last-Event-ID."
+const resnapshot = "Over SSE: reconnect with ?snapshot=true and no Last-Event-ID."
 
 // refuse answers a refused subscribe with the status that fits its code.
 func refuse(w http.ResponseWriter, serr *protocol.SubscribeError) {
@@ -46,11 +50,11 @@ func refuse(w http.ResponseWriter, serr *protocol.SubscribeError) {
 	case protocol.CodeInvalidFilter:
 		status = http.StatusBadRequest
 	case protocol.CodeInvalidCursor:
-		status, msg = http.StatusBadRequest, msg+resnapshot
+		status, msg = http.StatusBadRequest, sentences(msg, resnapshot)
 	case protocol.CodeCursorExpired:
-		status, msg = http.StatusGone, msg+resnapshot
+		status, msg = http.StatusGone, sentences(msg, resnapshot)
 	case protocol.CodeReplayTooLarge:
-		status, msg = http.StatusConflict, msg+resnapshot
+		status, msg = http.StatusConflict, sentences(msg, resnapshot)
 	}
 	writeError(w, status, serr.Code, msg, serr.Offending)
 }
