@@ -30,7 +30,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // env is one session on a real store, bus and hub, served over SSE by
 // an httptest server.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	h      *hub.Hub
 	em     *bus.Emitter
@@ -41,7 +41,7 @@ type env struct {
 	client *http.Client
 }
 
-func newEnv(t *testing.T, hcfg hub.Config, scfg sse.Config) *env {
+func newEnv(t testing.TB, hcfg hub.Config, scfg sse.Config) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
