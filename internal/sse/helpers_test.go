@@ -35,6 +35,7 @@ type env struct {
 	h      *hub.Hub
 	em     *bus.Emitter
 	sid    string
+	st     *store.Store
 	m      *metrics.Stream
 	srv    *sse.Server
 	http   *httptest.Server
@@ -87,7 +88,7 @@ func newEnv(t testing.TB, hcfg hub.Config, scfg sse.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, ctx: ctx, h: h, em: em, sid: sid, m: m, srv: srv, http: hs, client: &http.Client{Transport: tr}}
+	return &env{t: t, ctx: ctx, h: h, em: em, sid: sid, st: st, m: m, srv: srv, http: hs, client: &http.Client{Transport: tr}}
 }
 
 func (e *env) emit(typ event.Type) *event.Event {
