@@ -17,6 +17,6 @@
 // for every client. Enqueueing is O(1) and never blocks; a full queue
 // marks the client too slow, and the transport closes it.
 //
-// hub imports bus, event, message, protocol, session (for the summary
-// shape) and store; it never imports a transport.
+// hub imports bus, event, message, metrics, protocol and store; it
+// never imports a transport or the session manager.
 package hub
