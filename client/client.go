@@ -18,7 +18,7 @@
 //			switch {
 //			case u.Kind == client.Subscribed && turn == "":
 //				turn, _ = c.Submit(ctx, s.ID, "What is in this workspace?")
-//			case u.Kind == client.EventApplied && u.Event.Type == "text.delta":
+//			case u.Kind == client.EventApplied && u.Event.Type == string(protocol.EventTextDelta):
 //				var p struct{ Text string `json:"text"` }
 //				json.Unmarshal(u.Event.Payload, &p)
 //				fmt.Print(p.Text)
@@ -28,8 +28,8 @@
 //		},
 //	})
 //
-// client imports protocol and the event catalog; it is safe to import
-// from other programs.
+// client imports protocol and nothing else from metis; it is safe to
+// import from other programs.
 package client
 
 import (
@@ -110,9 +110,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("metis: %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
+		var e protocol.HTTPError
 		_ = json.Unmarshal(raw, &e)
 		return &APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
 	}
