@@ -74,7 +74,7 @@ var ErrSessionGone = errors.New("metis: the session does not exist")
 // invalid filter).
 func (c *Client) Follow(ctx context.Context, sessionID string, opts FollowOptions) error {
 	if opts.Filter == nil {
-		opts.Filter = "preset:chat"
+		opts.Filter = protocol.PresetChat
 	}
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = 100 * time.Millisecond

@@ -226,7 +226,7 @@ func (c *conn) writeBatch(items []*hub.Item) bool {
 			c.countSent(i)
 			return false
 		}
-		if c.s.m != nil && it.Type == "text.delta" {
+		if c.s.m != nil && it.Type == protocol.EventTextDelta {
 			if now.IsZero() {
 				now = time.Now()
 			}
@@ -248,7 +248,7 @@ func (c *conn) writeItem(it *hub.Item) bool {
 	if !c.w.write(it.Frame) {
 		return false
 	}
-	if c.s.m != nil && it.Type == "text.delta" {
+	if c.s.m != nil && it.Type == protocol.EventTextDelta {
 		c.s.m.DeltaLatency.Observe(time.Since(it.TS).Seconds())
 	}
 	return true
