@@ -1,6 +1,6 @@
 package tsgen
 
-import "github.com/metis-agent/metis/internal/event"
+import "github.com/metis-agent/metis/protocol"
 
 // field is one payload field: its json name (with "?" when it may be
 // absent) and its TypeScript type.
@@ -11,48 +11,48 @@ type field struct{ name, ts string }
 // core, so there is no Go type to reflect on: Generate fails when a
 // catalog type has no entry here, and TestPayloadsCoverRecordedTraces
 // fails when a recorded server payload carries a field not declared.
-var payloadFields = map[event.Type][]field{
-	event.SessionCreated: {{"workspace_path", "string"}, {"model", "string"}, {"parent_session_id?", "string | null"}},
-	event.TurnStarted:    {{"user_message", "Message"}},
-	event.TurnCompleted: {{"outcome", "'completed' | 'failed'"}, {"stop_reason?", "string"}, {"error_class?", "string"},
+var payloadFields = map[protocol.EventType][]field{
+	protocol.EventSessionCreated: {{"workspace_path", "string"}, {"model", "string"}, {"parent_session_id?", "string | null"}},
+	protocol.EventTurnStarted:    {{"user_message", "Message"}},
+	protocol.EventTurnCompleted: {{"outcome", "'completed' | 'failed'"}, {"stop_reason?", "string"}, {"error_class?", "string"},
 		{"usage?", "Usage"}, {"llm_calls?", "number"}, {"duration_ms?", "number"}},
-	event.TurnCancelled: {{"reason", "string"}, {"phase?", "'llm' | 'seam' | 'tools' | 'between_calls' | 'interrupted'"},
+	protocol.EventTurnCancelled: {{"reason", "string"}, {"phase?", "'llm' | 'seam' | 'tools' | 'between_calls' | 'interrupted'"},
 		{"partial_message_id?", "string"}, {"cancelled_tool_use_ids?", "string[]"}, {"usage?", "Usage"}, {"duration_ms?", "number"}},
-	event.RouteDecided:          {{"model", "string"}, {"reason", "string"}, {"policy_version", "string"}},
-	event.RoutingPolicyReloaded: {{"policy_version", "string"}, {"path?", "string"}},
-	event.LLMCallStarted: {{"message_id", "string"}, {"model", "string"}, {"call_index", "number"},
+	protocol.EventRouteDecided:          {{"model", "string"}, {"reason", "string"}, {"policy_version", "string"}},
+	protocol.EventRoutingPolicyReloaded: {{"policy_version", "string"}, {"path?", "string"}},
+	protocol.EventLLMCallStarted: {{"message_id", "string"}, {"model", "string"}, {"call_index", "number"},
 		{"request?", "{ messages: number; tools: string[] }"}},
-	event.LLMCallCompleted: {{"message_id", "string"}, {"model", "string"}, {"stop_reason", "string"}, {"usage", "Usage"},
+	protocol.EventLLMCallCompleted: {{"message_id", "string"}, {"model", "string"}, {"stop_reason", "string"}, {"usage", "Usage"},
 		{"duration_ms?", "number"}},
-	event.LLMCallFailed: {{"message_id", "string"}, {"model", "string"}, {"error_class", "string"}, {"message", "string"},
+	protocol.EventLLMCallFailed: {{"message_id", "string"}, {"model", "string"}, {"error_class", "string"}, {"message", "string"},
 		{"usage?", "Usage"}, {"duration_ms?", "number"}},
-	event.ToolCalled: {{"tool_use_id", "string"}, {"tool_name", "string"}, {"message_id?", "string"}, {"input?", "unknown"}},
-	event.ToolCompleted: {{"tool_use_id", "string"}, {"tool_name", "string"}, {"summary", "string"}, {"result", "string"},
+	protocol.EventToolCalled: {{"tool_use_id", "string"}, {"tool_name", "string"}, {"message_id?", "string"}, {"input?", "unknown"}},
+	protocol.EventToolCompleted: {{"tool_use_id", "string"}, {"tool_name", "string"}, {"summary", "string"}, {"result", "string"},
 		{"truncated?", "boolean"}, {"duration_ms?", "number"}},
-	event.ToolFailed: {{"tool_use_id", "string"}, {"tool_name", "string"}, {"error_class", "string"}, {"message", "string"},
+	protocol.EventToolFailed: {{"tool_use_id", "string"}, {"tool_name", "string"}, {"error_class", "string"}, {"message", "string"},
 		{"started?", "boolean"}, {"duration_ms?", "number"}},
-	event.DelegateStarted: {{"worker_session_id", "string"}, {"task", "string"}, {"model", "string"}, {"depth?", "number"}},
-	event.DelegateCompleted: {{"worker_session_id", "string"}, {"success", "boolean"}, {"summary", "string"},
+	protocol.EventDelegateStarted: {{"worker_session_id", "string"}, {"task", "string"}, {"model", "string"}, {"depth?", "number"}},
+	protocol.EventDelegateCompleted: {{"worker_session_id", "string"}, {"success", "boolean"}, {"summary", "string"},
 		{"cost_usd", "number"}},
-	event.DelegateFailed: {{"worker_session_id", "string"},
+	protocol.EventDelegateFailed: {{"worker_session_id", "string"},
 		{"failure_mode", "'cancelled_by_user' | 'worker_error' | 'timeout' | (string & {})"}, {"message?", "string"},
 		{"cost_usd?", "number"}},
-	event.FeedbackSubmitted:       {{"rating", "string"}, {"comment?", "string"}},
-	event.BusHandlerWarning:       {{"subscription_name?", "string"}, {"reason", "string"}},
-	event.BusSubscriberRegistered: {{"subscription_name", "string"}},
-	event.BusSubscriberUnregister: {{"subscription_name", "string"}},
+	protocol.EventFeedbackSubmitted:         {{"rating", "string"}, {"comment?", "string"}},
+	protocol.EventBusHandlerWarning:         {{"subscription_name?", "string"}, {"reason", "string"}},
+	protocol.EventBusSubscriberRegistered:   {{"subscription_name", "string"}},
+	protocol.EventBusSubscriberUnregistered: {{"subscription_name", "string"}},
 
-	event.MessageStart:  {{"message_id", "string"}, {"role", "Role"}, {"model", "string"}},
-	event.TextDelta:     {{"message_id", "string"}, {"content_block_index", "number"}, {"text", "string"}},
-	event.ThinkingDelta: {{"message_id", "string"}, {"content_block_index", "number"}, {"text", "string"}, {"signature", "string | null"}},
-	event.ToolUseStart: {{"message_id", "string"}, {"content_block_index", "number"}, {"tool_use_id", "string"},
+	protocol.EventMessageStart:  {{"message_id", "string"}, {"role", "Role"}, {"model", "string"}},
+	protocol.EventTextDelta:     {{"message_id", "string"}, {"content_block_index", "number"}, {"text", "string"}},
+	protocol.EventThinkingDelta: {{"message_id", "string"}, {"content_block_index", "number"}, {"text", "string"}, {"signature", "string | null"}},
+	protocol.EventToolUseStart: {{"message_id", "string"}, {"content_block_index", "number"}, {"tool_use_id", "string"},
 		{"tool_name", "string"}},
-	event.ToolUseInputDelta: {{"message_id", "string"}, {"content_block_index", "number"}, {"tool_use_id", "string"},
+	protocol.EventToolUseInputDelta: {{"message_id", "string"}, {"content_block_index", "number"}, {"tool_use_id", "string"},
 		{"partial_json", "string"}},
-	event.ToolUseEnd: {{"message_id", "string"}, {"content_block_index", "number"}, {"tool_use_id", "string"},
+	protocol.EventToolUseEnd: {{"message_id", "string"}, {"content_block_index", "number"}, {"tool_use_id", "string"},
 		{"final_input", "unknown"}},
-	event.MessageComplete: {{"message_id", "string"}, {"stop_reason", "string"}, {"final_content", "Block[]"}, {"usage?", "Usage"}},
+	protocol.EventMessageComplete: {{"message_id", "string"}, {"stop_reason", "string"}, {"final_content", "Block[]"}, {"usage?", "Usage"}},
 }
 
 // open marks payloads that carry further, type-specific details.
-var open = map[event.Type]bool{event.BusHandlerWarning: true}
+var open = map[protocol.EventType]bool{protocol.EventBusHandlerWarning: true}
