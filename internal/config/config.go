@@ -2,7 +2,7 @@
 // keys of <home>/config.yaml and the flags of `metis serve` (contract
 // §1). Flags override the file, which overrides the defaults.
 //
-// config imports cost (for the price table type), safefile (to read the
+// config imports price (for the price table type), safefile (to read the
 // file), tool (to refuse secrets in tool-env) and yaml.
 package config
 
@@ -22,7 +22,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/metis-agent/metis/internal/cost"
+	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/safefile"
 	"github.com/metis-agent/metis/internal/tool"
 )
@@ -60,8 +60,8 @@ type Config struct {
 	IdleTimeout    time.Duration // close a keep-alive connection idle this long (0: never)
 	MaxConnections int           // connections served at once; more wait to be accepted
 
-	Prices    map[string]cost.Price // config.yaml only: overrides of the price table
-	Providers Providers             // config.yaml `providers`, then the environment
+	Prices    map[string]price.Price // config.yaml only: overrides of the price table
+	Providers Providers              // config.yaml `providers`, then the environment
 }
 
 // Provider is one provider's endpoint and key.
@@ -347,7 +347,7 @@ func (c *Config) loadFile(path string) error {
 // checkPrices refuses a price that is negative or not a finite number
 // (YAML's .nan and .inf): a NaN or infinite cost cannot be written as
 // JSON, so every event carrying it, and the turn, would fail.
-func checkPrices(prices map[string]cost.Price) error {
+func checkPrices(prices map[string]price.Price) error {
 	for id, p := range prices {
 		for _, v := range []struct {
 			key string

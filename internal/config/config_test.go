@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metis-agent/metis/internal/cost"
+	"github.com/metis-agent/metis/internal/price"
 )
 
 // contractDefaults are the defaults of contract §1.
@@ -359,7 +359,7 @@ prices:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]cost.Price{
+	want := map[string]price.Price{
 		"anthropic:claude-sonnet-4-6": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
 		"openai:gpt-4.1":              {Input: 2, Output: 8},
 		"openai:":                     {Input: 0.5},

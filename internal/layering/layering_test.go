@@ -71,6 +71,10 @@ var coreOrder = map[string][]string{
 	"internal/message": {"internal/event", "internal/store"},
 	"internal/store":   {"internal/bus", "internal/session", "internal/agent"},
 	"internal/bus":     {"internal/session", "internal/agent"},
+	// The price table is configuration; the accumulator is the core's
+	// running totals, which configuration has no business with.
+	"internal/config": {"internal/cost"},
+	"internal/price":  {"internal/cost", "internal/bus", "internal/store"},
 }
 
 // edgeExceptions are edge-to-edge imports allowed, with their reason.
