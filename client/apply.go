@@ -61,7 +61,7 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return err
 		}
-		v.Turn = Turn{ID: turnID, Status: "in_flight"}
+		v.Turn = Turn{ID: turnID, Status: protocol.TurnStatusInFlight}
 		u := p.UserMessage
 		v.addMessage(&Message{ID: u.ID, Role: string(protocol.RoleUser), SessionID: ev.SessionID, TurnID: turnID, Blocks: nonNil(u.Content), Status: "complete"})
 	case protocol.EventTurnCompleted:

@@ -22,7 +22,7 @@
 //				var p struct{ Text string `json:"text"` }
 //				json.Unmarshal(u.Event.Payload, &p)
 //				fmt.Print(p.Text)
-//			case u.Kind == client.EventApplied && u.View.Turn.ID == turn && u.View.Turn.Status != "in_flight":
+//			case u.Kind == client.EventApplied && u.View.Turn.ID == turn && u.View.Turn.Status != protocol.TurnStatusInFlight:
 //				stop()
 //			}
 //		},

@@ -170,7 +170,7 @@ func (c *Client) followOnce(ctx context.Context, sid string, filter any, v *View
 			s := *since
 			sinceArg = &s
 		}
-		return send(map[string]any{"type": "subscribe", "filter": filter, "since": sinceArg, "snapshot": *fresh})
+		return send(map[string]any{"type": protocol.TypeSubscribe, "filter": filter, "since": sinceArg, "snapshot": *fresh})
 	}
 	if err := subscribe(); err != nil {
 		return err

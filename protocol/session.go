@@ -35,6 +35,21 @@ const (
 	TurnStatusCancelling = "cancelling"
 )
 
+// CancelResult is what a cancel did: the status of the answer to POST
+// /sessions/{id}/turns/{turn_id}/cancel (and of the stream's cancel).
+type CancelResult string
+
+// Cancel outcomes.
+const (
+	// CancelCancelling: the turn was in flight and is now being cancelled.
+	CancelCancelling CancelResult = TurnStatusCancelling
+	// CancelAlreadyCancelling: a redundant cancel (spec §6.5); a
+	// bus.handler_warning was emitted and nothing else happened.
+	CancelAlreadyCancelling CancelResult = "already_cancelling"
+	// CancelAlreadyEnded: the turn had ended before the cancel arrived.
+	CancelAlreadyEnded CancelResult = "already_ended"
+)
+
 // SessionList is the answer of GET /sessions: the sessions newest
 // first and, when HasMore, the cursor of the next (older) page to pass
 // as ?before=.

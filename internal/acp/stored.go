@@ -97,7 +97,7 @@ func (t *turn) fromSnapshot(ctx context.Context, v *client.View) {
 		}
 	}
 	t.reconcileMessages(ctx, ms)
-	if v.Turn.ID == t.id && v.Turn.Status == "in_flight" {
+	if v.Turn.ID == t.id && v.Turn.Status == protocol.TurnStatusInFlight {
 		return
 	}
 	// The turn ended while the stream was down; its end event is gone

@@ -50,7 +50,7 @@ func Send(ctx context.Context, args []string, env Env) int {
 				return
 			}
 			printEvent(env, protocol.EventType(u.Event.Type), u.Event.Payload)
-			if t := u.View.Turn; t.ID == turn && t.Status != "in_flight" {
+			if t := u.View.Turn; t.ID == turn && t.Status != protocol.TurnStatusInFlight {
 				if t.Status != "completed" {
 					code = 1
 				}

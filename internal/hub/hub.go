@@ -14,6 +14,7 @@ import (
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Store is what the hub reads from the trace store.
@@ -255,7 +256,7 @@ func (h *Hub) Sweep(idle time.Duration) int {
 // slow reports a client whose queue overflowed (spec §8.2, step 2): the
 // transport closes it when its writer wakes.
 func (h *Hub) slow(c *Client) {
-	h.bus.Warn(c.SessionID, c.Name, "client_too_slow", map[string]any{"queue_capacity": c.max})
+	h.bus.Warn(c.SessionID, c.Name, protocol.ReasonClientTooSlow.Code, map[string]any{"queue_capacity": c.max})
 	h.log.Warn("client too slow; closing", "subscription", c.Name, "session", c.SessionID, "queue", c.max)
 }
 

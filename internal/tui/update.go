@@ -86,7 +86,7 @@ func (m *Model) apply(items []item) bool {
 		case client.Subscribed:
 			if it.view != nil {
 				m.view = it.view
-				if m.view.Turn.Status != "in_flight" {
+				if m.view.Turn.Status != protocol.TurnStatusInFlight {
 					m.pendingTurn, m.cancelling = "", false
 				}
 			}
@@ -112,7 +112,7 @@ func (m *Model) apply(items []item) bool {
 			}
 		}
 	}
-	if t := m.view.Turn; m.pendingTurn != "" && t.ID == m.pendingTurn && t.Status != "in_flight" {
+	if t := m.view.Turn; m.pendingTurn != "" && t.ID == m.pendingTurn && t.Status != protocol.TurnStatusInFlight {
 		m.pendingTurn, m.cancelling = "", false
 	}
 	if m.cancelling && m.currentTurn() == "" && !m.submitting {
@@ -171,7 +171,7 @@ func (m *Model) submitted(msg submittedMsg) tea.Cmd {
 		m.setFlash("not sent: "+msg.err.Error(), true)
 		return nil
 	}
-	if t := m.view.Turn; !(t.ID == msg.turn && t.Status != "in_flight") {
+	if t := m.view.Turn; !(t.ID == msg.turn && t.Status != protocol.TurnStatusInFlight) {
 		m.pendingTurn = msg.turn // not already over (its events may arrive first)
 	}
 	if m.cancelAfter {

@@ -265,6 +265,10 @@ export const BlockToolUse = "tool_use";
 export const BlockToolResult = "tool_result";
 export const TurnStatusInFlight = "in_flight";
 export const TurnStatusCancelling = "cancelling";
+/** CancelAlreadyCancelling: a redundant cancel (spec §6.5); a bus.handler_warning was emitted and nothing else happened. */
+export const CancelAlreadyCancelling = "already_cancelling";
+/** CancelAlreadyEnded: the turn had ended before the cancel arrived. */
+export const CancelAlreadyEnded = "already_ended";
 
 // ---- Structures (by reflection over their json tags) ----
 
