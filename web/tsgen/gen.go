@@ -368,7 +368,7 @@ func (g *gen) payloads() error {
 	for _, i := range protocol.EventCatalog() {
 		fields, ok := payloadFields[i.Type]
 		if !ok {
-			return fmt.Errorf("tsgen: no payload declared for %s: add it to payloadFields", i.Type)
+			return fmt.Errorf("tsgen: no payload struct for %s: add it to protocol.NewPayload", i.Type)
 		}
 		g.p("/** The payload of %s. */", i.Type)
 		g.p("export interface %s {", payloadName(i.Type))
@@ -381,10 +381,8 @@ func (g *gen) payloads() error {
 		g.p("}")
 		g.p("")
 	}
-	for t := range payloadFields {
-		if !protocol.KnownEvent(t) {
-			return fmt.Errorf("tsgen: payloadFields declares %s, which is not in the catalog", t)
-		}
+	if err := checkPayloadTS(); err != nil {
+		return err
 	}
 	g.p("/** Each event type's payload. */")
 	g.p("export interface PayloadMap {")
