@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -18,7 +17,7 @@ func (v *View) Apply(ev *protocol.EventEnvelope) bool {
 	if ev.ID != "" && ev.ID <= v.LastEventID {
 		return true
 	}
-	if !event.Known(event.Type(ev.Type)) {
+	if !protocol.KnownEvent(protocol.EventType(ev.Type)) {
 		v.Skipped++
 		v.log.Debug("skipping an event of unknown type", "type", ev.Type, "id", ev.ID)
 		v.LastEventID = max(v.LastEventID, ev.ID)
@@ -49,8 +48,8 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 	if ev.TurnID != nil {
 		turnID = *ev.TurnID
 	}
-	switch event.Type(ev.Type) {
-	case event.TurnStarted:
+	switch protocol.EventType(ev.Type) {
+	case protocol.EventTurnStarted:
 		var p struct {
 			UserMessage struct {
 				ID      string   `json:"id"`
@@ -62,10 +61,10 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return err
 		}
-		v.Turn = Turn{ID: turnID, Status: "in_flight"}
+		v.Turn = Turn{ID: turnID, Status: protocol.TurnStatusInFlight}
 		u := p.UserMessage
-		v.addMessage(&Message{ID: u.ID, Role: "user", SessionID: ev.SessionID, TurnID: turnID, Blocks: nonNil(u.Content), Status: "complete"})
-	case event.TurnCompleted:
+		v.addMessage(&Message{ID: u.ID, Role: string(protocol.RoleUser), SessionID: ev.SessionID, TurnID: turnID, Blocks: nonNil(u.Content), Status: "complete"})
+	case protocol.EventTurnCompleted:
 		var p struct {
 			Outcome    string `json:"outcome"`
 			ErrorClass string `json:"error_class"`
@@ -76,7 +75,7 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 			st = "failed"
 		}
 		v.Turn = Turn{ID: turnID, Status: st, Reason: p.ErrorClass}
-	case event.TurnCancelled:
+	case protocol.EventTurnCancelled:
 		var p struct {
 			Reason string `json:"reason"`
 		}
@@ -87,17 +86,17 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 				m.Status = "cancelled"
 			}
 		}
-	case event.MessageStart:
+	case protocol.EventMessageStart:
 		var p deltaPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return err
 		}
 		role := p.Role
 		if role == "" {
-			role = "assistant"
+			role = string(protocol.RoleAssistant)
 		}
 		v.addMessage(&Message{ID: p.MessageID, Role: role, SessionID: ev.SessionID, TurnID: turnID, Model: p.Model, Status: "streaming"})
-	case event.TextDelta, event.ThinkingDelta, event.ToolUseStart, event.ToolUseInputDelta, event.ToolUseEnd:
+	case protocol.EventTextDelta, protocol.EventThinkingDelta, protocol.EventToolUseStart, protocol.EventToolUseInputDelta, protocol.EventToolUseEnd:
 		var p deltaPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return err
@@ -108,32 +107,32 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		}
 		m := v.index[p.MessageID]
 		if m == nil { // a delta whose message.start was missed (streaming gap)
-			m = &Message{ID: p.MessageID, Role: "assistant", SessionID: ev.SessionID, TurnID: turnID, Status: "streaming"}
+			m = &Message{ID: p.MessageID, Role: string(protocol.RoleAssistant), SessionID: ev.SessionID, TurnID: turnID, Status: "streaming"}
 			v.addMessage(m)
 		}
-		switch event.Type(ev.Type) {
-		case event.TextDelta:
-			m.block(p.Index, "text").Text += p.Text
-		case event.ThinkingDelta:
-			b := m.block(p.Index, "thinking")
+		switch protocol.EventType(ev.Type) {
+		case protocol.EventTextDelta:
+			m.block(p.Index, protocol.BlockText).Text += p.Text
+		case protocol.EventThinkingDelta:
+			b := m.block(p.Index, protocol.BlockThinking)
 			b.Thinking += p.Text
 			if p.Signature != nil {
 				b.Signature = *p.Signature
 			}
-		case event.ToolUseStart:
-			b := m.block(p.Index, "tool_use")
+		case protocol.EventToolUseStart:
+			b := m.block(p.Index, protocol.BlockToolUse)
 			b.ID, b.Name = p.ToolUseID, p.ToolName
 			v.Tools[p.ToolUseID] = &ToolCall{ID: p.ToolUseID, Name: p.ToolName, Status: "pending"}
-		case event.ToolUseInputDelta:
-			m.block(p.Index, "tool_use").PartialInput += p.PartialJSON
-		case event.ToolUseEnd:
-			b := m.block(p.Index, "tool_use")
+		case protocol.EventToolUseInputDelta:
+			m.block(p.Index, protocol.BlockToolUse).PartialInput += p.PartialJSON
+		case protocol.EventToolUseEnd:
+			b := m.block(p.Index, protocol.BlockToolUse)
 			b.Input, b.PartialInput = p.FinalInput, ""
 			if tc := v.Tools[p.ToolUseID]; tc != nil {
 				tc.Input = p.FinalInput
 			}
 		}
-	case event.MessageComplete:
+	case protocol.EventMessageComplete:
 		var p struct {
 			MessageID    string   `json:"message_id"`
 			StopReason   string   `json:"stop_reason"`
@@ -146,7 +145,7 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		p.FinalContent = nonNil(p.FinalContent)
 		m := v.index[p.MessageID]
 		if m == nil {
-			m = &Message{ID: p.MessageID, Role: "assistant", SessionID: ev.SessionID, TurnID: turnID}
+			m = &Message{ID: p.MessageID, Role: string(protocol.RoleAssistant), SessionID: ev.SessionID, TurnID: turnID}
 			v.addMessage(m)
 		}
 		if !sameContent(m.Blocks, p.FinalContent) {
@@ -162,7 +161,7 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 			m.Status = "complete"
 		}
 		for _, b := range p.FinalContent {
-			if b.Type == "tool_use" {
+			if b.Type == protocol.BlockToolUse {
 				if tc := v.Tools[b.ID]; tc != nil {
 					tc.Input = b.Input
 				} else {
@@ -170,7 +169,7 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 				}
 			}
 		}
-	case event.LLMCallCompleted, event.LLMCallFailed:
+	case protocol.EventLLMCallCompleted, protocol.EventLLMCallFailed:
 		var p struct {
 			MessageID  string `json:"message_id"`
 			ErrorClass string `json:"error_class"`
@@ -179,13 +178,13 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		}
 		_ = json.Unmarshal(ev.Payload, &p)
 		v.CostUSD = addCost(v.CostUSD, p.Usage.CostUSD)
-		if event.Type(ev.Type) == event.LLMCallFailed && p.ErrorClass != "cancelled" {
+		if protocol.EventType(ev.Type) == protocol.EventLLMCallFailed && p.ErrorClass != "cancelled" {
 			v.Errors = append(v.Errors, fmt.Sprintf("%s: %s", p.ErrorClass, p.Message))
 			if m := v.index[p.MessageID]; m != nil && m.Status == "streaming" {
 				m.Status = "failed"
 			}
 		}
-	case event.ToolCalled, event.ToolCompleted, event.ToolFailed:
+	case protocol.EventToolCalled, protocol.EventToolCompleted, protocol.EventToolFailed:
 		var p struct {
 			ToolUseID  string          `json:"tool_use_id"`
 			ToolName   string          `json:"tool_name"`
@@ -203,21 +202,21 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 			tc = &ToolCall{ID: p.ToolUseID, Name: p.ToolName}
 			v.Tools[p.ToolUseID] = tc
 		}
-		switch event.Type(ev.Type) {
-		case event.ToolCalled:
+		switch protocol.EventType(ev.Type) {
+		case protocol.EventToolCalled:
 			tc.Status = "running"
 			if len(p.Input) > 0 {
 				tc.Input = p.Input
 			}
-		case event.ToolCompleted:
+		case protocol.EventToolCompleted:
 			tc.Status, tc.Summary, tc.Result = "completed", p.Summary, p.Result
-		case event.ToolFailed:
+		case protocol.EventToolFailed:
 			tc.Status, tc.ErrorClass, tc.Error = "failed", p.ErrorClass, p.Message
 			if p.ErrorClass == "cancelled" {
 				tc.Status = "cancelled"
 			}
 		}
-	case event.DelegateStarted, event.DelegateCompleted, event.DelegateFailed:
+	case protocol.EventDelegateStarted, protocol.EventDelegateCompleted, protocol.EventDelegateFailed:
 		var p struct {
 			WorkerSessionID string  `json:"worker_session_id"`
 			Task            string  `json:"task"`
@@ -234,15 +233,15 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 			w = &Worker{SessionID: p.WorkerSessionID}
 			v.Workers[p.WorkerSessionID] = w
 		}
-		switch event.Type(ev.Type) {
-		case event.DelegateStarted:
+		switch protocol.EventType(ev.Type) {
+		case protocol.EventDelegateStarted:
 			w.Task, w.Model, w.Status = p.Task, p.Model, "running"
-		case event.DelegateCompleted:
+		case protocol.EventDelegateCompleted:
 			w.Status, w.Summary, w.CostUSD = "completed", p.Summary, p.CostUSD
-		case event.DelegateFailed:
+		case protocol.EventDelegateFailed:
 			w.Status, w.FailureMode, w.CostUSD = "failed", p.FailureMode, p.CostUSD
 		}
-	case event.FeedbackSubmitted:
+	case protocol.EventFeedbackSubmitted:
 		var p struct {
 			Rating string `json:"rating"`
 		}
@@ -277,7 +276,7 @@ func sameContent(got, final []*Block) bool {
 		if g.Type != f.Type || g.Text != f.Text || g.Thinking != f.Thinking || g.ID != f.ID {
 			return false
 		}
-		if g.Type == "tool_use" && !jsonEqual(g.Input, f.Input) {
+		if g.Type == protocol.BlockToolUse && !jsonEqual(g.Input, f.Input) {
 			return false
 		}
 	}

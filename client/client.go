@@ -18,18 +18,18 @@
 //			switch {
 //			case u.Kind == client.Subscribed && turn == "":
 //				turn, _ = c.Submit(ctx, s.ID, "What is in this workspace?")
-//			case u.Kind == client.EventApplied && u.Event.Type == "text.delta":
+//			case u.Kind == client.EventApplied && u.Event.Type == string(protocol.EventTextDelta):
 //				var p struct{ Text string `json:"text"` }
 //				json.Unmarshal(u.Event.Payload, &p)
 //				fmt.Print(p.Text)
-//			case u.Kind == client.EventApplied && u.View.Turn.ID == turn && u.View.Turn.Status != "in_flight":
+//			case u.Kind == client.EventApplied && u.View.Turn.ID == turn && u.View.Turn.Status != protocol.TurnStatusInFlight:
 //				stop()
 //			}
 //		},
 //	})
 //
-// client imports protocol and the event catalog; it is safe to import
-// from other programs.
+// client imports protocol and nothing else from metis; it is safe to
+// import from other programs.
 package client
 
 import (
@@ -45,6 +45,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Client talks to one metis server.
@@ -76,34 +78,10 @@ func (e *APIError) Error() string {
 }
 
 // Session is a session summary (contract §3).
-type Session struct {
-	ID                   string    `json:"id"`
-	ParentSessionID      *string   `json:"parent_session_id"`
-	WorkspacePath        string    `json:"workspace_path"`
-	ActiveModel          string    `json:"active_model"`
-	RoutingPolicyVersion string    `json:"routing_policy_version"`
-	CostSoFarUSD         float64   `json:"cost_so_far_usd"`
-	TurnCount            int       `json:"turn_count"`
-	CurrentTurnID        *string   `json:"current_turn_id"`
-	CurrentTurnStatus    *string   `json:"current_turn_status"`
-	CreatedAt            time.Time `json:"created_at"`
-	// Title is the session's first user message, white space collapsed
-	// and cut at 80 runes (ending "…"); "" before the first turn.
-	Title string `json:"title"`
-	// LastActivityAt is the time of the session's newest catalog event
-	// (its creation before any turn). A worker's events do not count
-	// for its planner.
-	LastActivityAt time.Time `json:"last_activity_at"`
-}
+type Session = protocol.SessionSummary
 
 // Attach is the answer of GET /sessions/{id} (spec §3.1).
-type Attach struct {
-	SessionID   string  `json:"session_id"`
-	ActiveModel string  `json:"active_model"`
-	AttachToken string  `json:"attach_token"`
-	WSURL       string  `json:"ws_url"`
-	Session     Session `json:"session"`
-}
+type Attach = protocol.AttachInfo
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
@@ -132,9 +110,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("metis: %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
+		var e protocol.HTTPError
 		_ = json.Unmarshal(raw, &e)
 		return &APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
 	}

@@ -74,7 +74,7 @@ var ErrSessionGone = errors.New("metis: the session does not exist")
 // invalid filter).
 func (c *Client) Follow(ctx context.Context, sessionID string, opts FollowOptions) error {
 	if opts.Filter == nil {
-		opts.Filter = "preset:chat"
+		opts.Filter = protocol.PresetChat
 	}
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = 100 * time.Millisecond
@@ -170,7 +170,7 @@ func (c *Client) followOnce(ctx context.Context, sid string, filter any, v *View
 			s := *since
 			sinceArg = &s
 		}
-		return send(map[string]any{"type": "subscribe", "filter": filter, "since": sinceArg, "snapshot": *fresh})
+		return send(map[string]any{"type": protocol.TypeSubscribe, "filter": filter, "since": sinceArg, "snapshot": *fresh})
 	}
 	if err := subscribe(); err != nil {
 		return err

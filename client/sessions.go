@@ -6,15 +6,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/metis-agent/metis/protocol"
 )
 
 // SessionPage is one page of GET /sessions: sessions newest first, and
 // the cursor of the next (older) page when HasMore.
-type SessionPage struct {
-	Sessions []Session `json:"sessions"`
-	HasMore  bool      `json:"has_more"`
-	Next     string    `json:"next"`
-}
+type SessionPage = protocol.SessionList
 
 // SessionsPage fetches one page of the session listing: up to limit
 // sessions (0: the server's default page) after the cursor before (""

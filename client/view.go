@@ -134,7 +134,7 @@ func (v *View) ApplySnapshot(s *protocol.Snapshot) {
 	_ = json.Unmarshal(s.Session, &sum)
 	v.CostUSD = sum.CostSoFarUSD
 	if sum.CurrentTurnID != nil {
-		v.Turn = Turn{ID: *sum.CurrentTurnID, Status: "in_flight"}
+		v.Turn = Turn{ID: *sum.CurrentTurnID, Status: protocol.TurnStatusInFlight}
 	}
 	for _, raw := range s.Messages {
 		if msg := v.decodeMessage(raw); msg != nil {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/metis-agent/metis/client"
-	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -23,7 +22,7 @@ const maxFuzzOps = 64
 // field of a fuzz event.
 var catalogTypes = func() []string {
 	var ts []string
-	for _, i := range event.All() {
+	for _, i := range protocol.EventCatalog() {
 		ts = append(ts, string(i.Type))
 	}
 	return ts

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/metis-agent/metis/internal/event"
 )
 
 // Limits on client frames. The WebSocket read limit (MaxClientFrame)
@@ -142,7 +140,7 @@ func decodeSubscribe(b []byte) (*Subscribe, error) {
 	filter := bytes.TrimSpace(raw.Filter)
 	switch {
 	case len(filter) == 0 || bytes.Equal(filter, []byte("null")):
-		s.Preset = event.PresetFull
+		s.Preset = PresetFull
 	case filter[0] == '"':
 		if err := json.Unmarshal(filter, &s.Preset); err != nil {
 			return nil, bad(CodeInvalidFrame, "subscribe: filter: %v", err)
@@ -196,7 +194,7 @@ func (e *FilterError) Error() string { return e.Message }
 // Filter.IncludeWorkerSessions (the SSE query can ask for both).
 func (s *Subscribe) Resolve() (Filter, error) {
 	if s.Preset != "" {
-		types, ok := event.Preset(s.Preset)
+		types, ok := Preset(s.Preset)
 		if !ok {
 			return Filter{}, &FilterError{Offending: truncate(s.Preset, 128),
 				Message: fmt.Sprintf("unknown preset %q (known: preset:chat, preset:full)", truncate(s.Preset, 64))}
@@ -205,7 +203,7 @@ func (s *Subscribe) Resolve() (Filter, error) {
 	}
 	f := s.Filter
 	if f.EventTypes == nil {
-		all, _ := event.Preset(event.PresetFull)
+		all, _ := Preset(PresetFull)
 		f.EventTypes = typeNames(all)
 	} else if len(f.EventTypes) == 0 {
 		return Filter{}, &FilterError{Message: "event_types is empty: the subscription would receive nothing"}
@@ -213,7 +211,7 @@ func (s *Subscribe) Resolve() (Filter, error) {
 	seen := map[string]bool{}
 	out := make([]string, 0, len(f.EventTypes))
 	for _, t := range f.EventTypes {
-		if !event.Known(event.Type(t)) {
+		if !KnownEvent(EventType(t)) {
 			return Filter{}, &FilterError{Offending: truncate(t, 128), Message: fmt.Sprintf("unknown event type %q", truncate(t, 64))}
 		}
 		if !seen[t] {
@@ -233,7 +231,7 @@ func (s *Subscribe) Resolve() (Filter, error) {
 	return f, nil
 }
 
-func typeNames(ts []event.Type) []string {
+func typeNames(ts []EventType) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
 		out[i] = string(t)

@@ -7,11 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/protocol"
 )
 
-func typeNames(ts []event.Type) []string {
+func typeNames(ts []protocol.EventType) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
 		out[i] = string(t)
@@ -20,7 +19,7 @@ func typeNames(ts []event.Type) []string {
 }
 
 func presetNames(name string) []string {
-	ts, ok := event.Preset(name)
+	ts, ok := protocol.Preset(name)
 	if !ok {
 		panic(name)
 	}
@@ -35,7 +34,7 @@ func TestDecodeClientFrameValid(t *testing.T) {
 	}{
 		{"subscribe preset", `{"type":"subscribe","filter":"preset:chat","since":null,"snapshot":true}`, func(t *testing.T, f protocol.ClientFrame) {
 			s := f.Subscribe
-			if s.Preset != event.PresetChat || s.Since != nil || !s.Snapshot || s.Filter.EventTypes != nil {
+			if s.Preset != protocol.PresetChat || s.Since != nil || !s.Snapshot || s.Filter.EventTypes != nil {
 				t.Fatalf("%+v", s)
 			}
 		}},
@@ -47,12 +46,12 @@ func TestDecodeClientFrameValid(t *testing.T) {
 			}
 		}},
 		{"subscribe filter omitted is preset:full", `{"type":"subscribe"}`, func(t *testing.T, f protocol.ClientFrame) {
-			if f.Subscribe.Preset != event.PresetFull {
+			if f.Subscribe.Preset != protocol.PresetFull {
 				t.Fatalf("%+v", f.Subscribe)
 			}
 		}},
 		{"subscribe filter null is preset:full", `{"type":"subscribe","filter":null,"since":null}`, func(t *testing.T, f protocol.ClientFrame) {
-			if f.Subscribe.Preset != event.PresetFull || f.Subscribe.Since != nil {
+			if f.Subscribe.Preset != protocol.PresetFull || f.Subscribe.Since != nil {
 				t.Fatalf("%+v", f.Subscribe)
 			}
 		}},
@@ -212,16 +211,16 @@ func TestDecodeClientFrameInvalid(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	full, chat := presetNames(event.PresetFull), presetNames(event.PresetChat)
+	full, chat := presetNames(protocol.PresetFull), presetNames(protocol.PresetChat)
 	tests := []struct {
 		name      string
 		sub       protocol.Subscribe
 		types     []string // nil: refused
 		offending string
 	}{
-		{"preset chat", protocol.Subscribe{Preset: event.PresetChat}, chat, ""},
-		{"preset full", protocol.Subscribe{Preset: event.PresetFull}, full, ""},
-		{"preset wins over filter", protocol.Subscribe{Preset: event.PresetChat, Filter: protocol.Filter{EventTypes: []string{"x"}}}, chat, ""},
+		{"preset chat", protocol.Subscribe{Preset: protocol.PresetChat}, chat, ""},
+		{"preset full", protocol.Subscribe{Preset: protocol.PresetFull}, full, ""},
+		{"preset wins over filter", protocol.Subscribe{Preset: protocol.PresetChat, Filter: protocol.Filter{EventTypes: []string{"x"}}}, chat, ""},
 		{"no filter is every type", protocol.Subscribe{}, full, ""},
 		{"explicit, both families", protocol.Subscribe{Filter: protocol.Filter{EventTypes: []string{"text.delta", "route.decided"}}}, []string{"text.delta", "route.decided"}, ""},
 		{"duplicates dropped, order kept", protocol.Subscribe{Filter: protocol.Filter{EventTypes: []string{"turn.started", "text.delta", "turn.started", "text.delta"}}}, []string{"turn.started", "text.delta"}, ""},
@@ -271,11 +270,11 @@ func TestDecodeThenResolve(t *testing.T) {
 		types     []string // nil: Resolve refuses
 		offending string
 	}{
-		{`{"type":"subscribe","filter":"preset:chat"}`, presetNames(event.PresetChat), ""},
-		{`{"type":"subscribe","filter":"preset:full"}`, presetNames(event.PresetFull), ""},
-		{`{"type":"subscribe"}`, presetNames(event.PresetFull), ""},
-		{`{"type":"subscribe","filter":{}}`, presetNames(event.PresetFull), ""},
-		{`{"type":"subscribe","filter":{"event_types":null}}`, presetNames(event.PresetFull), ""},
+		{`{"type":"subscribe","filter":"preset:chat"}`, presetNames(protocol.PresetChat), ""},
+		{`{"type":"subscribe","filter":"preset:full"}`, presetNames(protocol.PresetFull), ""},
+		{`{"type":"subscribe"}`, presetNames(protocol.PresetFull), ""},
+		{`{"type":"subscribe","filter":{}}`, presetNames(protocol.PresetFull), ""},
+		{`{"type":"subscribe","filter":{"event_types":null}}`, presetNames(protocol.PresetFull), ""},
 		{`{"type":"subscribe","filter":{"event_types":["text.delta"]}}`, []string{"text.delta"}, ""},
 		{`{"type":"subscribe","filter":"preset:bogus"}`, nil, "preset:bogus"},
 		{`{"type":"subscribe","filter":{"event_types":[]}}`, nil, ""},

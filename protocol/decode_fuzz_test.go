@@ -8,7 +8,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -98,7 +97,7 @@ func checkResolve(t testing.TB, s *protocol.Subscribe) (protocol.Filter, bool) {
 	}
 	seen := map[string]bool{}
 	for _, ty := range f.EventTypes {
-		if !event.Known(event.Type(ty)) {
+		if !protocol.KnownEvent(protocol.EventType(ty)) {
 			t.Fatalf("resolved unknown type %q", ty)
 		}
 		if seen[ty] {

@@ -91,14 +91,10 @@ type Filter struct {
 	IncludeWorkerSessions bool     `json:"include_worker_sessions"`
 }
 
-// SessionSummary is the session object of a snapshot (spec §3.4),
-// extended with parent_session_id and created_at.
-type SessionSummary = json.RawMessage
-
 // Snapshot is the snapshot frame.
 type Snapshot struct {
 	Type              string            `json:"type"`
-	Session           json.RawMessage   `json:"session"`
+	Session           json.RawMessage   `json:"session"` // a SessionSummary
 	Messages          []json.RawMessage `json:"messages"`
 	HasMoreMessages   bool              `json:"has_more_messages"`
 	SnapshotAtEventID string            `json:"snapshot_at_event_id"`

@@ -4,6 +4,10 @@
 //
 // The client commands (chat, tail, send, sessions) find the server with
 // --server URL (default $METIS_SERVER, else http://127.0.0.1:8421).
+// When the TUI or `metis acp` finds no server at the default address,
+// this command starts one in its own process (inprocess.go) and hands
+// it to them as a function: the composition root is here and in
+// internal/server, and the client packages import neither.
 package main
 
 import (
@@ -20,7 +24,6 @@ import (
 	"github.com/metis-agent/metis/internal/cli"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/server"
-	"github.com/metis-agent/metis/internal/tui"
 )
 
 const usage = `metis: a local AI-agent server
@@ -46,15 +49,13 @@ func main() {
 func run(args []string) int {
 	env := cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}
 	if len(args) == 0 || (strings.HasPrefix(args[0], "-") && !isHelp(args[0])) {
-		// The TUI handles ctrl-c itself (cancel, then quit), so it gets
-		// no signal context.
-		return tui.Run(context.Background(), args, env)
+		return runChat(args, env)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	switch args[0] {
 	case "chat":
-		return tui.Run(context.Background(), args[1:], env)
+		return runChat(args[1:], env)
 	case "serve":
 		return serve(args[1:])
 	case "sessions":

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/metis-agent/metis/protocol"
 )
 
 // replay sends a stored session's whole conversation as session/update
@@ -59,7 +61,7 @@ func (a *Agent) replay(ctx context.Context, sid string) error {
 	}
 	for _, id := range r.order {
 		if s := r.tools[id]; !s.final() && (sess.CurrentTurnID == nil || turnOf[id] != *sess.CurrentTurnID) {
-			r.toolEvent(ctx, "tool.failed", toolPayload{ToolUseID: id, ToolName: s.name, ErrorClass: "cancelled",
+			r.toolEvent(ctx, protocol.EventToolFailed, toolPayload{ToolUseID: id, ToolName: s.name, ErrorClass: "cancelled",
 				Message: "the turn ended before this call ran"})
 		}
 	}

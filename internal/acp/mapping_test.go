@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/metis-agent/metis/protocol"
 )
 
 func TestToolKinds(t *testing.T) {
@@ -27,18 +29,18 @@ func TestToolKinds(t *testing.T) {
 // The end of a turn maps to the prompt's answer.
 func TestFinishMapping(t *testing.T) {
 	cases := []struct {
-		typ  string
+		typ  protocol.EventType
 		p    turnEndPayload
 		stop sdk.StopReason
 		err  bool
 	}{
-		{"turn.completed", turnEndPayload{Outcome: "completed", StopReason: "end_turn"}, sdk.StopReasonEndTurn, false},
-		{"turn.completed", turnEndPayload{Outcome: "completed", StopReason: "stop_sequence"}, sdk.StopReasonEndTurn, false},
-		{"turn.completed", turnEndPayload{Outcome: "completed", StopReason: "max_tokens"}, sdk.StopReasonMaxTokens, false},
-		{"turn.completed", turnEndPayload{Outcome: "failed", ErrorClass: "max_llm_calls"}, sdk.StopReasonMaxTurnRequests, false},
-		{"turn.cancelled", turnEndPayload{Reason: "user_cancel"}, sdk.StopReasonCancelled, false},
-		{"turn.cancelled", turnEndPayload{Reason: "server_shutdown"}, sdk.StopReasonCancelled, false},
-		{"turn.completed", turnEndPayload{Outcome: "failed", ErrorClass: "auth"}, "", true},
+		{protocol.EventTurnCompleted, turnEndPayload{Outcome: "completed", StopReason: "end_turn"}, sdk.StopReasonEndTurn, false},
+		{protocol.EventTurnCompleted, turnEndPayload{Outcome: "completed", StopReason: "stop_sequence"}, sdk.StopReasonEndTurn, false},
+		{protocol.EventTurnCompleted, turnEndPayload{Outcome: "completed", StopReason: "max_tokens"}, sdk.StopReasonMaxTokens, false},
+		{protocol.EventTurnCompleted, turnEndPayload{Outcome: "failed", ErrorClass: "max_llm_calls"}, sdk.StopReasonMaxTurnRequests, false},
+		{protocol.EventTurnCancelled, turnEndPayload{Reason: "user_cancel"}, sdk.StopReasonCancelled, false},
+		{protocol.EventTurnCancelled, turnEndPayload{Reason: "server_shutdown"}, sdk.StopReasonCancelled, false},
+		{protocol.EventTurnCompleted, turnEndPayload{Outcome: "failed", ErrorClass: "auth"}, "", true},
 	}
 	for _, c := range cases {
 		tr := &turn{id: "turn_1", stop: func() {}}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/metis-agent/metis/client"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // storedMessage is a canonical message as GET /sessions/{id}/messages and
@@ -96,7 +97,7 @@ func (t *turn) fromSnapshot(ctx context.Context, v *client.View) {
 		}
 	}
 	t.reconcileMessages(ctx, ms)
-	if v.Turn.ID == t.id && v.Turn.Status == "in_flight" {
+	if v.Turn.ID == t.id && v.Turn.Status == protocol.TurnStatusInFlight {
 		return
 	}
 	// The turn ended while the stream was down; its end event is gone
@@ -107,17 +108,17 @@ func (t *turn) fromSnapshot(ctx context.Context, v *client.View) {
 	}
 	t.reconcileMessages(ctx, all)
 	p := turnEndPayload{Outcome: "completed", StopReason: "end_turn"}
-	typ := "turn.completed"
+	typ := protocol.EventTurnCompleted
 	last := -1
 	for i, m := range all {
-		if m.Role == "assistant" {
+		if m.Role == string(protocol.RoleAssistant) {
 			last = i
 		}
 	}
 	if last >= 0 {
 		switch all[last].Status {
 		case "cancelled":
-			typ = "turn.cancelled"
+			typ = protocol.EventTurnCancelled
 		case "failed":
 			p.Outcome = "failed"
 		}

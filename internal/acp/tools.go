@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/metis-agent/metis/protocol"
 )
 
 // toolState is what the editor was told of one tool call.
@@ -144,14 +146,14 @@ func (t *turn) input(ctx context.Context, id, name string, input json.RawMessage
 // toolEvent maps tool.called (in progress, with the input the tool
 // runs with), tool.completed (completed, the result as content) and
 // tool.failed (failed, the error as content).
-func (t *turn) toolEvent(ctx context.Context, typ string, p toolPayload) {
+func (t *turn) toolEvent(ctx context.Context, typ protocol.EventType, p toolPayload) {
 	s := t.announce(ctx, p.ToolUseID, p.ToolName, p.Input)
 	if s.final() {
 		return
 	}
 	id := sdk.ToolCallId(p.ToolUseID)
 	switch typ {
-	case "tool.called":
+	case protocol.EventToolCalled:
 		s.status = sdk.ToolCallStatusInProgress
 		if len(p.Input) > 0 {
 			s.input = p.Input
@@ -161,13 +163,13 @@ func (t *turn) toolEvent(ctx context.Context, typ string, p toolPayload) {
 			opts = append(opts, sdk.WithUpdateRawInput(rawInput(p.Input)), sdk.WithUpdateTitle(toolTitle(s.name, p.Input)))
 		}
 		t.send(ctx, sdk.UpdateToolCall(id, opts...))
-	case "tool.completed":
+	case protocol.EventToolCompleted:
 		s.status = sdk.ToolCallStatusCompleted
 		content := t.progressContent(p.ToolUseID)
 		content = append(content, sdk.ToolContent(sdk.TextBlock(p.Result)))
 		t.send(ctx, sdk.UpdateToolCall(id, sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted), sdk.WithUpdateContent(content),
 			sdk.WithUpdateRawOutput(map[string]any{"summary": p.Summary, "truncated": p.Truncated})))
-	case "tool.failed":
+	case protocol.EventToolFailed:
 		s.status = sdk.ToolCallStatusFailed
 		msg := p.ErrorClass + ": " + p.Message
 		if p.ErrorClass == "cancelled" {
@@ -186,9 +188,9 @@ func (t *turn) storedResult(ctx context.Context, id, content string, isError boo
 	if s == nil || s.final() {
 		return
 	}
-	typ, p := "tool.completed", toolPayload{ToolUseID: id, ToolName: s.name, Result: content}
+	typ, p := protocol.EventToolCompleted, toolPayload{ToolUseID: id, ToolName: s.name, Result: content}
 	if isError {
-		typ, p.ErrorClass, p.Message = "tool.failed", "error", content
+		typ, p.ErrorClass, p.Message = protocol.EventToolFailed, "error", content
 	}
 	t.toolEvent(ctx, typ, p)
 }

@@ -306,13 +306,13 @@ func (t *turn) handle(ctx context.Context, ev *protocol.EventEnvelope, v *client
 	if ev.TurnID == nil || *ev.TurnID != t.id {
 		return
 	}
-	switch ev.Type {
-	case "message.start":
+	switch protocol.EventType(ev.Type) {
+	case protocol.EventMessageStart:
 		var p deltaPayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			t.started[p.MessageID] = true
 		}
-	case "text.delta", "thinking.delta":
+	case protocol.EventTextDelta, protocol.EventThinkingDelta:
 		var p deltaPayload
 		if json.Unmarshal(ev.Payload, &p) != nil {
 			return
@@ -321,43 +321,43 @@ func (t *turn) handle(ctx context.Context, ev *protocol.EventEnvelope, v *client
 		if t.complete[m] || t.held[m] || (t.afterGap && !t.started[m]) {
 			return // shown from the final content instead
 		}
-		t.chunk(ctx, ev.Type == "thinking.delta", blockKey{m, p.Index}, p.Text)
-	case "tool.use_start":
+		t.chunk(ctx, protocol.EventType(ev.Type) == protocol.EventThinkingDelta, blockKey{m, p.Index}, p.Text)
+	case protocol.EventToolUseStart:
 		var p deltaPayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			t.announce(ctx, p.ToolUseID, p.ToolName, nil)
 		}
-	case "tool.use_end":
+	case protocol.EventToolUseEnd:
 		var p deltaPayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			t.input(ctx, p.ToolUseID, p.ToolName, p.FinalInput)
 		}
-	case "message.complete":
+	case protocol.EventMessageComplete:
 		var p completePayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			t.reconcile(ctx, p.MessageID, p.FinalContent)
 		}
-	case "llm.call_completed", "llm.call_failed":
+	case protocol.EventLLMCallCompleted, protocol.EventLLMCallFailed:
 		var p callPayload
 		if json.Unmarshal(ev.Payload, &p) != nil {
 			return
 		}
-		if ev.Type == "llm.call_failed" && p.ErrorClass != "cancelled" {
+		if protocol.EventType(ev.Type) == protocol.EventLLMCallFailed && p.ErrorClass != "cancelled" {
 			t.failure = &callFailure{class: p.ErrorClass, message: p.Message}
 		}
 		t.usage(ctx, p.Usage, v.CostUSD)
-	case "tool.called", "tool.completed", "tool.failed":
+	case protocol.EventToolCalled, protocol.EventToolCompleted, protocol.EventToolFailed:
 		var p toolPayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
-			t.toolEvent(ctx, ev.Type, p)
+			t.toolEvent(ctx, protocol.EventType(ev.Type), p)
 		}
-	case "delegate.started", "delegate.completed", "delegate.failed":
+	case protocol.EventDelegateStarted, protocol.EventDelegateCompleted, protocol.EventDelegateFailed:
 		t.delegateEvent(ctx, ev)
-	case "turn.completed", "turn.cancelled":
+	case protocol.EventTurnCompleted, protocol.EventTurnCancelled:
 		var p turnEndPayload
 		_ = json.Unmarshal(ev.Payload, &p)
 		t.reconcileStored(ctx)
-		t.finish(ev.Type, p)
+		t.finish(protocol.EventType(ev.Type), p)
 	}
 }
 
@@ -429,7 +429,7 @@ func (t *turn) usage(ctx context.Context, u usagePayload, costUSD float64) {
 
 // finish maps the end of the turn to the prompt's answer and ends the
 // follow.
-func (t *turn) finish(typ string, p turnEndPayload) {
+func (t *turn) finish(typ protocol.EventType, p turnEndPayload) {
 	defer t.stop()
 	usage := &sdk.Usage{InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens,
 		TotalTokens: p.Usage.InputTokens + p.Usage.OutputTokens + p.Usage.CacheReadTokens + p.Usage.CacheCreationTokens}
@@ -440,7 +440,7 @@ func (t *turn) finish(typ string, p turnEndPayload) {
 		usage.CachedWriteTokens = sdk.Ptr(p.Usage.CacheCreationTokens)
 	}
 	meta := map[string]any{"metis": map[string]any{"turn_id": t.id}}
-	if typ == "turn.cancelled" {
+	if typ == protocol.EventTurnCancelled {
 		meta["metis"].(map[string]any)["cancel_reason"] = p.Reason
 		t.result = &sdk.PromptResponse{StopReason: sdk.StopReasonCancelled, Usage: usage, Meta: meta}
 		return

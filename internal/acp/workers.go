@@ -45,18 +45,18 @@ func (t *turn) delegateEvent(ctx context.Context, ev *protocol.EventEnvelope) {
 	if json.Unmarshal(ev.Payload, &p) != nil || p.WorkerSessionID == "" {
 		return
 	}
-	switch ev.Type {
-	case "delegate.started":
+	switch protocol.EventType(ev.Type) {
+	case protocol.EventDelegateStarted:
 		call := t.delegateCall(p.Task)
 		if call == "" {
 			return
 		}
 		t.workers[p.WorkerSessionID] = call
 		t.progress[call] = &progress{header: fmt.Sprintf("Worker %s (%s): %s", p.WorkerSessionID, p.Model, clip(firstLine(p.Task), 120))}
-	case "delegate.completed":
+	case protocol.EventDelegateCompleted:
 		t.logLine(ctx, p.WorkerSessionID, fmt.Sprintf("worker done ($%.4f)", p.CostUSD))
 		return
-	case "delegate.failed":
+	case protocol.EventDelegateFailed:
 		t.logLine(ctx, p.WorkerSessionID, fmt.Sprintf("worker failed (%s): %s", p.FailureMode, p.Message))
 		return
 	}
@@ -93,29 +93,29 @@ func (t *turn) workerEvent(ctx context.Context, ev *protocol.EventEnvelope) {
 	if !ok {
 		return
 	}
-	switch ev.Type {
-	case "delegate.started": // a worker delegating in turn: same call
+	switch protocol.EventType(ev.Type) {
+	case protocol.EventDelegateStarted: // a worker delegating in turn: same call
 		var p delegatePayload
 		if json.Unmarshal(ev.Payload, &p) == nil && p.WorkerSessionID != "" {
 			t.workers[p.WorkerSessionID] = call
 			t.logLine(ctx, ev.SessionID, "delegates: "+clip(firstLine(p.Task), 100))
 		}
-	case "tool.called":
+	case protocol.EventToolCalled:
 		var p toolPayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			t.logLine(ctx, ev.SessionID, "▸ "+toolTitle(p.ToolName, p.Input))
 		}
-	case "tool.completed":
+	case protocol.EventToolCompleted:
 		var p toolPayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			t.logLine(ctx, ev.SessionID, "✓ "+p.ToolName+": "+clip(firstLine(p.Summary), 100))
 		}
-	case "tool.failed":
+	case protocol.EventToolFailed:
 		var p toolPayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			t.logLine(ctx, ev.SessionID, "✗ "+p.ToolName+": "+p.ErrorClass+": "+clip(firstLine(p.Message), 100))
 		}
-	case "message.complete":
+	case protocol.EventMessageComplete:
 		var p completePayload
 		if json.Unmarshal(ev.Payload, &p) != nil {
 			return
@@ -130,7 +130,7 @@ func (t *turn) workerEvent(ctx context.Context, ev *protocol.EventEnvelope) {
 			pr.answer = b.String()
 			t.sendProgress(ctx, call)
 		}
-	case "llm.call_failed":
+	case protocol.EventLLMCallFailed:
 		var p callPayload
 		if json.Unmarshal(ev.Payload, &p) == nil && p.ErrorClass != "cancelled" {
 			t.logLine(ctx, ev.SessionID, "model call failed: "+p.ErrorClass+": "+p.Message)

@@ -6,5 +6,5 @@
 // context into exactly one of the cancellation sequences of spec §6.2.
 //
 // agent imports bus, event, message, model, routing, store (op types),
-// tool and cost. It never imports a transport or the session manager.
+// tool and price. It never imports a transport or the session manager.
 package agent

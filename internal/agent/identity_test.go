@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/agent"
-	"github.com/metis-agent/metis/internal/cost"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/model/openai"
+	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/store"
 )
@@ -207,7 +207,7 @@ func TestIDlessCompatServerOverSeveralTurns(t *testing.T) {
 	r := newRig(t, nil)
 	models := model.NewRegistry()
 	models.Register("openai", a)
-	r.loop = agent.New(agent.Config{Models: models, Tools: r.tools, Prices: cost.NewTable(nil, nil),
+	r.loop = agent.New(agent.Config{Models: models, Tools: r.tools, Prices: price.NewTable(nil, nil),
 		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 			msgs, _, err := r.st.Messages(ctx, id, "", 0)
 			return msgs, err

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/bus"
-	"github.com/metis-agent/metis/internal/cost"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/tool"
@@ -36,7 +36,7 @@ type History interface {
 type Config struct {
 	Models    *model.Registry
 	Tools     *tool.Registry
-	Prices    *cost.Table
+	Prices    *price.Table
 	History   History
 	Logger    *slog.Logger
 	MaxCalls  int    // 0: DefaultMaxCalls

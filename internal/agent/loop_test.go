@@ -16,10 +16,10 @@ import (
 
 	"github.com/metis-agent/metis/internal/agent"
 	"github.com/metis-agent/metis/internal/bus"
-	"github.com/metis-agent/metis/internal/cost"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/store"
@@ -112,7 +112,7 @@ func newRig(t *testing.T, adapter model.Adapter) *rig {
 	models.Unavailable("gone", "no key set")
 	tools := tool.NewRegistry(tool.Builtins()...)
 	r := &rig{t: t, st: st, bus: b, rec: rec, tools: tools, sid: "sess_test"}
-	r.loop = agent.New(agent.Config{Models: models, Tools: tools, Prices: cost.NewTable(nil, nil),
+	r.loop = agent.New(agent.Config{Models: models, Tools: tools, Prices: price.NewTable(nil, nil),
 		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 			msgs, _, err := st.Messages(ctx, id, "", 0)
 			return msgs, err
@@ -350,7 +350,7 @@ func (c *cancelAfter) Stream(ctx context.Context, req model.Request, emit func(m
 func agentWith(r *rig, a model.Adapter) *agent.Loop {
 	models := model.NewRegistry()
 	models.Register("fake", a)
-	return agent.New(agent.Config{Models: models, Tools: r.tools, Prices: cost.NewTable(nil, nil),
+	return agent.New(agent.Config{Models: models, Tools: r.tools, Prices: price.NewTable(nil, nil),
 		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 			msgs, _, err := r.st.Messages(ctx, id, "", 0)
 			return msgs, err
@@ -557,7 +557,7 @@ func TestUnencodableEventEndsTheTurn(t *testing.T) {
 		m := model.NewRegistry()
 		m.Register("fake", script{deltas: textDeltas(3)})
 		return m
-	}(), Tools: r.tools, Prices: cost.NewTable(map[string]cost.Price{"fake:m": {Input: math.NaN()}}, nil),
+	}(), Tools: r.tools, Prices: price.NewTable(map[string]price.Price{"fake:m": {Input: math.NaN()}}, nil),
 		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) { return nil, nil })})
 	out, evs := r.run(context.Background(), "fake:m")
 	if out.Status != store.TurnFailed || out.Reason != agent.ClassInternal {

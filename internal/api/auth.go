@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+
+	"github.com/metis-agent/metis/protocol"
 )
 
 // CodeUnauthorized is the error code of a request that lacks the bearer
 // token (or carries a wrong one).
-const CodeUnauthorized = "unauthorized"
+const CodeUnauthorized = protocol.CodeUnauthorized
 
 // CookieName is the cookie POST /login sets for browsers.
 const CookieName = "metis_auth"

@@ -4,7 +4,8 @@
 // the bearer-token middleware (with POST /login for browsers) that comes
 // right after it when the server is reachable from the network.
 //
-// api is an edge: it imports session, attach and message, and nothing in
-// the core imports it. The WebSocket stream endpoint is mounted on the
-// same mux by the streaming server.
+// api is an edge: it imports session, attach, message and protocol
+// (whose error codes, error body and answer types it sends), and nothing
+// in the core or another edge imports it. The WebSocket stream endpoint
+// is mounted on the same mux by the streaming server.
 package api

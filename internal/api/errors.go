@@ -7,42 +7,33 @@ import (
 	"net/http"
 
 	"github.com/metis-agent/metis/internal/session"
+	"github.com/metis-agent/metis/protocol"
 )
 
-// Error codes of the JSON error body.
+// Error codes of the JSON error body; they are part of the wire
+// vocabulary, declared in protocol.
 const (
-	CodeSessionNotFound  = "session_not_found"
-	CodeTurnNotFound     = "turn_not_found"
-	CodeMessageNotFound  = "message_not_found"
-	CodeTurnInFlight     = "turn_in_flight"
-	CodeInvalidRequest   = "invalid_request"
-	CodeInvalidJSON      = "invalid_json"
-	CodeUnsupportedMedia = "unsupported_media_type"
-	CodeBodyTooLarge     = "body_too_large"
-	CodeRequestTimeout   = "request_timeout"
-	CodeForbiddenOrigin  = "forbidden_origin"
-	CodeForbiddenHost    = "forbidden_host"
-	CodeNotFound         = "not_found"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeShuttingDown     = "shutting_down"
-	// CodeInvalidAttachToken answers a stream upgrade whose attach token
-	// is missing, unknown, expired, used, or for another session (401).
-	CodeInvalidAttachToken = "invalid_attach_token"
-	CodeInternal           = "internal"
+	CodeSessionNotFound    = protocol.CodeSessionNotFound
+	CodeTurnNotFound       = protocol.CodeTurnNotFound
+	CodeMessageNotFound    = protocol.CodeMessageNotFound
+	CodeTurnInFlight       = protocol.CodeTurnInFlight
+	CodeInvalidRequest     = protocol.CodeInvalidRequest
+	CodeInvalidJSON        = protocol.CodeInvalidJSON
+	CodeUnsupportedMedia   = protocol.CodeUnsupportedMedia
+	CodeBodyTooLarge       = protocol.CodeBodyTooLarge
+	CodeRequestTimeout     = protocol.CodeRequestTimeout
+	CodeForbiddenOrigin    = protocol.CodeForbiddenOrigin
+	CodeForbiddenHost      = protocol.CodeForbiddenHost
+	CodeNotFound           = protocol.CodeNotFound
+	CodeMethodNotAllowed   = protocol.CodeMethodNotAllowed
+	CodeShuttingDown       = protocol.CodeShuttingDown
+	CodeInvalidAttachToken = protocol.CodeInvalidAttachToken
+	CodeInternal           = protocol.CodeInternal
 )
-
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
 
 // WriteError writes the JSON error body of contract §3.
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg}})
+	protocol.WriteHTTPError(w, status, code, msg)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -6,17 +6,8 @@ import (
 	"strconv"
 
 	"github.com/metis-agent/metis/internal/session"
+	"github.com/metis-agent/metis/protocol"
 )
-
-// attachInfo is the answer of GET /sessions/{id} (spec §3.1), extended
-// with the session summary.
-type attachInfo struct {
-	SessionID   string          `json:"session_id"`
-	ActiveModel string          `json:"active_model"`
-	AttachToken string          `json:"attach_token"`
-	WSURL       string          `json:"ws_url"`
-	Session     session.Summary `json:"session"`
-}
 
 func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 	var req session.CreateRequest
@@ -38,15 +29,6 @@ const (
 	maxSessionPage     = 1000
 )
 
-// sessionList is the answer of GET /sessions: the contract's
-// {"sessions": [...]}, newest first, extended with the page's has_more
-// and, when it is true, the next cursor to pass as ?before=.
-type sessionList struct {
-	Sessions []session.Summary `json:"sessions"`
-	HasMore  bool              `json:"has_more"`
-	Next     string            `json:"next,omitempty"`
-}
-
 func (a *API) listSessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit := defaultSessionPage
@@ -66,7 +48,7 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) {
 	if p.Sessions == nil {
 		p.Sessions = []session.Summary{}
 	}
-	writeJSON(w, http.StatusOK, sessionList{Sessions: p.Sessions, HasMore: p.Next != "", Next: p.Next})
+	writeJSON(w, http.StatusOK, protocol.SessionList{Sessions: p.Sessions, HasMore: p.Next != "", Next: p.Next})
 }
 
 func (a *API) getSession(w http.ResponseWriter, r *http.Request) {
@@ -81,5 +63,5 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request) {
 		scheme = "wss"
 	}
 	u := url.URL{Scheme: scheme, Host: r.Host, Path: "/sessions/" + s.ID + "/stream", RawQuery: url.Values{"attach": {tok}}.Encode()}
-	writeJSON(w, http.StatusOK, attachInfo{SessionID: s.ID, ActiveModel: s.ActiveModel, AttachToken: tok, WSURL: u.String(), Session: s})
+	writeJSON(w, http.StatusOK, protocol.AttachInfo{SessionID: s.ID, ActiveModel: s.ActiveModel, AttachToken: tok, WSURL: u.String(), Session: s})
 }

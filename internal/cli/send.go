@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/metis-agent/metis/client"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Send runs `metis send SESSION "text"`: submit a turn and stream its
@@ -48,8 +49,8 @@ func Send(ctx context.Context, args []string, env Env) int {
 			if u.Event.TurnID == nil || *u.Event.TurnID != turn {
 				return
 			}
-			printEvent(env, u.Event.Type, u.Event.Payload)
-			if t := u.View.Turn; t.ID == turn && t.Status != "in_flight" {
+			printEvent(env, protocol.EventType(u.Event.Type), u.Event.Payload)
+			if t := u.View.Turn; t.ID == turn && t.Status != protocol.TurnStatusInFlight {
 				if t.Status != "completed" {
 					code = 1
 				}
@@ -68,24 +69,24 @@ func Send(ctx context.Context, args []string, env Env) int {
 	return code
 }
 
-func printEvent(env Env, typ string, payload json.RawMessage) {
+func printEvent(env Env, typ protocol.EventType, payload json.RawMessage) {
 	var p map[string]any
 	_ = json.Unmarshal(payload, &p)
 	switch typ {
-	case "text.delta":
+	case protocol.EventTextDelta:
 		fmt.Fprint(env.Stdout, p["text"])
-	case "message.complete":
+	case protocol.EventMessageComplete:
 		fmt.Fprintln(env.Stdout)
-	case "tool.called":
+	case protocol.EventToolCalled:
 		in, _ := json.Marshal(p["input"])
 		fmt.Fprintf(env.Stderr, "[tool %v %s]\n", p["tool_name"], in)
-	case "tool.failed":
+	case protocol.EventToolFailed:
 		fmt.Fprintf(env.Stderr, "[tool %v failed: %v: %v]\n", p["tool_name"], p["error_class"], p["message"])
-	case "llm.call_failed":
+	case protocol.EventLLMCallFailed:
 		fmt.Fprintf(env.Stderr, "[model error %v: %v]\n", p["error_class"], p["message"])
-	case "turn.cancelled":
+	case protocol.EventTurnCancelled:
 		fmt.Fprintf(env.Stderr, "[cancelled: %v]\n", p["reason"])
-	case "delegate.started":
+	case protocol.EventDelegateStarted:
 		fmt.Fprintf(env.Stderr, "[worker %v: %v]\n", p["worker_session_id"], p["task"])
 	}
 }

@@ -16,7 +16,7 @@ import (
 // per line, reconnecting after drops without losing or repeating any.
 func Tail(ctx context.Context, args []string, env Env) int {
 	fs, cf := newFlags("tail", env)
-	filter := fs.String("filter", "preset:full", "a preset, or event types separated by commas")
+	filter := fs.String("filter", protocol.PresetFull, "a preset, or event types separated by commas")
 	since := fs.String("since", "", "start after this event id (default: from now, after a snapshot)")
 	asJSON := fs.Bool("json", false, "print each event's JSON envelope")
 	workers := fs.Bool("workers", false, "include the events of worker sessions")

@@ -2,8 +2,9 @@
 // keys of <home>/config.yaml and the flags of `metis serve` (contract
 // §1). Flags override the file, which overrides the defaults.
 //
-// config imports cost (for the price table type), safefile (to read the
-// file), tool (to refuse secrets in tool-env) and yaml.
+// config imports model (for the provider registry: names, settings and
+// environment variables), price (for the price table type), safefile
+// (to read the file), tool (to refuse secrets in tool-env) and yaml.
 package config
 
 import (
@@ -22,7 +23,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/metis-agent/metis/internal/cost"
+	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/safefile"
 	"github.com/metis-agent/metis/internal/tool"
 )
@@ -61,23 +63,19 @@ type Config struct {
 	IdleTimeout    time.Duration // close a keep-alive connection idle this long (0: never)
 	MaxConnections int           // connections served at once; more wait to be accepted
 
-	Prices    map[string]cost.Price // config.yaml only: overrides of the price table
-	Providers Providers             // config.yaml `providers`, then the environment
+	Prices    map[string]price.Price // config.yaml only: overrides of the price table
+	Providers Providers              // config.yaml `providers`, then the environment
 }
 
 // Provider is one provider's endpoint and key.
-type Provider struct {
-	APIKey  string `yaml:"api_key"`
-	BaseURL string `yaml:"base_url"`
-}
+type Provider = model.ProviderSettings
 
-// Providers holds the settings of the model providers. The environment
-// ($ANTHROPIC_API_KEY, $ANTHROPIC_BASE_URL, $OPENAI_API_KEY,
-// $OPENAI_BASE_URL) overrides config.yaml.
-type Providers struct {
-	Anthropic Provider `yaml:"anthropic"`
-	OpenAI    Provider `yaml:"openai"`
-}
+// Providers holds the settings of the model providers by name, from
+// config.yaml's providers.<name>, each overridden by its provider's
+// environment variables ($ANTHROPIC_API_KEY, $OPENAI_BASE_URL, ...: the
+// registry of internal/model names them). A name no registered provider
+// has is refused. nil when nothing is set.
+type Providers = map[string]Provider
 
 // Defaults returns the configuration before the file and flags apply.
 func Defaults() Config {
@@ -235,7 +233,7 @@ func Load(args []string) (Config, error) {
 	if err := cfg.loadFile(filepath.Join(cfg.Home, "config.yaml")); err != nil {
 		return Config{}, err
 	}
-	cfg.Providers.fromEnv()
+	cfg.Providers = providersFromEnv(cfg.Providers, os.Getenv)
 	for _, f := range fields {
 		if v, ok := set[f.name]; ok {
 			if err := f.set(&cfg, v); err != nil {
@@ -328,6 +326,14 @@ func (c *Config) loadFile(path string) error {
 			if err := decodeStrict(&node, &c.Providers); err != nil {
 				return fmt.Errorf("config %s: providers: %w", path, err)
 			}
+			if len(c.Providers) == 0 {
+				c.Providers = nil
+			}
+			for name := range c.Providers {
+				if _, ok := model.LookupProvider(name); !ok {
+					return fmt.Errorf("config %s: providers: unknown provider %q (known: %s)", path, name, providerNames())
+				}
+			}
 			continue
 		}
 		f, ok := byName[name]
@@ -350,7 +356,7 @@ func (c *Config) loadFile(path string) error {
 // checkPrices refuses a price that is negative or not a finite number
 // (YAML's .nan and .inf): a NaN or infinite cost cannot be written as
 // JSON, so every event carrying it, and the turn, would fail.
-func checkPrices(prices map[string]cost.Price) error {
+func checkPrices(prices map[string]price.Price) error {
 	for id, p := range prices {
 		for _, v := range []struct {
 			key string
@@ -376,18 +382,29 @@ func decodeStrict(node *yaml.Node, v any) error {
 	return dec.Decode(v)
 }
 
-func (p *Providers) fromEnv() {
-	for _, e := range []struct {
-		name string
-		dst  *string
-	}{
-		{"ANTHROPIC_API_KEY", &p.Anthropic.APIKey},
-		{"ANTHROPIC_BASE_URL", &p.Anthropic.BaseURL},
-		{"OPENAI_API_KEY", &p.OpenAI.APIKey},
-		{"OPENAI_BASE_URL", &p.OpenAI.BaseURL},
-	} {
-		if v := os.Getenv(e.name); v != "" {
-			*e.dst = v
+// providersFromEnv overlays each registered provider's environment
+// variables on its settings.
+func providersFromEnv(ps Providers, getenv func(string) string) Providers {
+	for _, p := range model.Providers() {
+		s := p.FromEnv(ps[p.Name], getenv)
+		if s == (Provider{}) {
+			continue
 		}
+		if ps == nil {
+			ps = Providers{}
+		}
+		ps[p.Name] = s
 	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return ps
+}
+
+func providerNames() string {
+	var names []string
+	for _, p := range model.Providers() {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metis-agent/metis/internal/cost"
+	"github.com/metis-agent/metis/internal/price"
 )
 
 // contractDefaults are the defaults of contract §1.
@@ -361,7 +361,7 @@ prices:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]cost.Price{
+	want := map[string]price.Price{
 		"anthropic:claude-sonnet-4-6": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
 		"openai:gpt-4.1":              {Input: 2, Output: 8},
 		"openai:":                     {Input: 0.5},
@@ -396,8 +396,8 @@ func TestProvidersFromFileAndEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Providers{Anthropic: Provider{APIKey: "file-key", BaseURL: "http://env.local"}, OpenAI: Provider{APIKey: "env-key", BaseURL: "http://o.local/v1"}}
-	if c.Providers != want {
+	want := Providers{"anthropic": {APIKey: "file-key", BaseURL: "http://env.local"}, "openai": {APIKey: "env-key", BaseURL: "http://o.local/v1"}}
+	if !reflect.DeepEqual(c.Providers, want) {
 		t.Fatalf("providers %+v, want %+v", c.Providers, want)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("providers:\n  anthropic:\n    key: x\n"), 0o600); err != nil {
@@ -405,5 +405,11 @@ func TestProvidersFromFileAndEnv(t *testing.T) {
 	}
 	if _, err := Load([]string{"--home", dir}); err == nil || !strings.Contains(err.Error(), "providers") {
 		t.Fatalf("misspelled provider field: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("providers:\n  antropic:\n    api_key: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load([]string{"--home", dir}); err == nil || !strings.Contains(err.Error(), `unknown provider "antropic"`) {
+		t.Fatalf("misspelled provider name: %v", err)
 	}
 }

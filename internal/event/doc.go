@@ -1,8 +1,11 @@
-// Package event owns the event model of metis: the envelope every event
-// shares (contract §4), the closed catalog of event types split into the
-// persisted catalog family and the transient streaming family, the
-// subscription presets, and the per-session id sequencer.
+// Package event owns the core's event type: the Event struct with its
+// envelope encoding (contract §4), sealed once and shared by every
+// consumer, and the per-session id sequencer.
 //
-// It is the innermost package of the core: it imports only the standard
-// library and the ULID package, and every other package may import it.
+// The wire vocabulary it carries (event type names, families, presets,
+// actors) belongs to the public protocol package; the names here are
+// aliases of protocol's, so the core can say event.TextDelta while each
+// wire name is spelled once. event imports protocol, the standard
+// library and the ULID package, and every package of the core may
+// import it.
 package event

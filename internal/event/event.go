@@ -9,19 +9,6 @@ import (
 	"unicode/utf8"
 )
 
-// Actor names who produced an event. The set is open; these are the ones
-// the core emits.
-const (
-	ActorUser    = "user"    // the person, through a client
-	ActorAgent   = "agent"   // the agent loop
-	ActorModel   = "model"   // a model adapter (streaming events)
-	ActorTool    = "tool"    // the tool dispatcher
-	ActorRouter  = "router"  // the routing engine
-	ActorSession = "session" // the session manager
-	ActorBus     = "bus"     // the bus itself (meta-events)
-	ActorCost    = "cost"    // the cost accumulator
-)
-
 // Event is one domain event of either family. It is immutable once
 // emitted: the bus encodes it exactly once and every consumer (trace
 // store, subscribers, every client connection) shares the same bytes.

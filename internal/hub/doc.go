@@ -18,6 +18,6 @@
 // (by events, or by the bytes of their frames) marks the client too
 // slow, and the feed serving it (internal/feed) closes it.
 //
-// hub imports bus, event, message, protocol, session (for the summary
-// shape) and store; it never imports a transport.
+// hub imports bus, event, message, metrics, protocol and store; it
+// never imports a transport or the session manager.
 package hub

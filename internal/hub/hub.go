@@ -14,6 +14,7 @@ import (
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Store is what the hub reads from the trace store.
@@ -267,7 +268,7 @@ func (h *Hub) Sweep(idle time.Duration) int {
 // transport closes it when its writer wakes.
 func (h *Hub) slow(c *Client) {
 	o, _ := c.Overflow()
-	h.bus.Warn(c.SessionID, c.Name, "client_too_slow", map[string]any{"queue_capacity": c.max,
+	h.bus.Warn(c.SessionID, c.Name, protocol.ReasonClientTooSlow.Code, map[string]any{"queue_capacity": c.max,
 		"queue_capacity_bytes": c.maxBytes, "queue_events": o.Events, "queue_bytes": o.Bytes})
 	// The transport logs the close, with these numbers (one line per
 	// slow client).

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/metis-agent/metis/internal/event"
-	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -358,7 +357,7 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 	if h.cfg.PolicyVersion != nil {
 		sess.RoutingPolicyVersion = h.cfg.PolicyVersion()
 	}
-	summary, err := json.Marshal(session.NewSummary(sess, currentTurn, false))
+	summary, err := json.Marshal(sess.Summary(currentTurn, false))
 	if err != nil {
 		return nil, err
 	}

@@ -3,41 +3,44 @@
 // provider formats to and from it; the store persists it; snapshots and the
 // messages endpoint return it.
 //
-// It imports only the standard library.
+// The names of roles, statuses and block types are wire vocabulary,
+// spelled in protocol and aliased here. It imports only protocol and the
+// standard library.
 package message
 
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Role of a message's author.
-type Role string
+type Role = protocol.Role
 
 // Roles.
 const (
-	RoleUser      Role = "user"
-	RoleAssistant Role = "assistant"
-	// RoleTool carries tool_result blocks fed back to the model.
-	RoleTool Role = "tool"
+	RoleUser      = protocol.RoleUser
+	RoleAssistant = protocol.RoleAssistant
+	RoleTool      = protocol.RoleTool
 )
 
 // Status of a message (spec §6.2.6).
-type Status string
+type Status = protocol.MessageStatus
 
 // Statuses.
 const (
-	StatusComplete  Status = "complete"
-	StatusCancelled Status = "cancelled"
-	StatusFailed    Status = "failed"
+	StatusComplete  = protocol.StatusComplete
+	StatusCancelled = protocol.StatusCancelled
+	StatusFailed    = protocol.StatusFailed
 )
 
 // Block types.
 const (
-	BlockText       = "text"
-	BlockThinking   = "thinking"
-	BlockToolUse    = "tool_use"
-	BlockToolResult = "tool_result"
+	BlockText       = protocol.BlockText
+	BlockThinking   = protocol.BlockThinking
+	BlockToolUse    = protocol.BlockToolUse
+	BlockToolResult = protocol.BlockToolResult
 )
 
 // Block is one content block. Which fields are set depends on Type; the

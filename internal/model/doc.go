@@ -9,6 +9,11 @@
 //
 // Adapters live in sub-packages: builtin (the offline demo), anthropic
 // (Messages API) and openai (Chat Completions, also local compatible
-// servers).
+// servers). Each registers itself from an init function with
+// RegisterProvider (provider.go): its name, the environment variables
+// of its settings, its default model and its constructor. The server
+// links the sub-packages in and builds the Registry from Providers();
+// it knows no provider by name.
+//
 // model imports message only; it never imports the bus or a transport.
 package model

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/config"
-	"github.com/metis-agent/metis/internal/cost"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/streamtest"
@@ -213,7 +213,7 @@ func sessionIDs(h *servertest.Harness) []string {
 func TestDelegateWorkerFailureAndCostRollUp(t *testing.T) {
 	home := t.TempDir()
 	os.WriteFile(filepath.Join(home, "routing.yaml"), []byte("workers:\n  rules:\n    - name: broken\n      when: {keywords: [broken]}\n      model: anthropic:claude-haiku-4-5\n"), 0o600)
-	priced := func(c *config.Config) { c.Prices = map[string]cost.Price{"builtin:demo": {Input: 1000, Output: 1000}} }
+	priced := func(c *config.Config) { c.Prices = map[string]price.Price{"builtin:demo": {Input: 1000, Output: 1000}} }
 	h := servertest.Start(t, home, priced)
 	sid := h.CreateSession()
 	c := attach(t, h, sid)

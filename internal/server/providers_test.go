@@ -82,7 +82,7 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func withAnthropic(url string) servertest.Option {
 	return func(c *config.Config) {
-		c.Providers.Anthropic = config.Provider{APIKey: "test-key", BaseURL: url}
+		c.Providers = config.Providers{"anthropic": {APIKey: "test-key", BaseURL: url}}
 	}
 }
 
@@ -235,7 +235,7 @@ func TestOpenAITurnThroughTheServer(t *testing.T) {
 	}))
 	defer api.Close()
 	h := servertest.Start(t, "", func(c *config.Config) {
-		c.Providers.OpenAI = config.Provider{BaseURL: api.URL + "/v1"}
+		c.Providers = config.Providers{"openai": {BaseURL: api.URL + "/v1"}}
 	})
 	sid := createWithModel(t, h, "openai:llama3")
 	c := attach(t, h, sid)
@@ -300,7 +300,7 @@ func TestLocalServerModelBecomesTheDefault(t *testing.T) {
 		}
 	}))
 	defer api.Close()
-	h := servertest.Start(t, "", func(c *config.Config) { c.Providers.OpenAI = config.Provider{BaseURL: api.URL + "/v1"} })
+	h := servertest.Start(t, "", func(c *config.Config) { c.Providers = config.Providers{"openai": {BaseURL: api.URL + "/v1"}} })
 	if got := h.Server.Config.DefaultModel; got != "openai:llama3.2:latest" {
 		t.Fatalf("default model %q", got)
 	}
@@ -319,7 +319,7 @@ func TestLocalServerModelBecomesTheDefault(t *testing.T) {
 
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
-	h2 := servertest.Start(t, "", func(c *config.Config) { c.Providers.OpenAI = config.Provider{BaseURL: down.URL + "/v1"} })
+	h2 := servertest.Start(t, "", func(c *config.Config) { c.Providers = config.Providers{"openai": {BaseURL: down.URL + "/v1"}} })
 	if got := h2.Server.Config.DefaultModel; got != "builtin:demo" {
 		t.Fatalf("default model with the local server down: %q", got)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/sse"
@@ -114,7 +115,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		PolicyVersion: func() string { return s.Router.Version() }, // set below, before any client
 	})
 	s.Bus.AddLive(s.Hub)
-	prices := cost.NewTable(cfg.Prices, log)
+	prices := price.NewTable(cfg.Prices, log)
 	if err := cost.StartAccumulator(ctx, s.Bus, st); err != nil {
 		s.closeCore(ctx)
 		return nil, err

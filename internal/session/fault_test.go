@@ -16,10 +16,10 @@ import (
 
 	"github.com/metis-agent/metis/internal/agent"
 	"github.com/metis-agent/metis/internal/bus"
-	"github.com/metis-agent/metis/internal/cost"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/session"
@@ -133,7 +133,7 @@ func newFaultRig(t *testing.T) *faultRig {
 	models.Register("fake", f.model)
 	tools := tool.NewRegistry(append(tool.Builtins(), f.slow)...)
 	var m *session.Manager
-	loop := agent.New(agent.Config{Models: models, Tools: tools, Prices: cost.NewTable(nil, nil), Logger: quiet,
+	loop := agent.New(agent.Config{Models: models, Tools: tools, Prices: price.NewTable(nil, nil), Logger: quiet,
 		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) { return m.Conversation(ctx, id) })})
 	m = session.New(session.Config{Store: st, Bus: b, Loop: loop, Router: routing.NewStatic(), Models: models,
 		DefaultModel: "fake:m", Logger: quiet})

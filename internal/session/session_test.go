@@ -11,8 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/metis-agent/metis/internal/config"
-	"github.com/metis-agent/metis/internal/cost"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/store"
@@ -136,7 +136,7 @@ func TestRecoverClosesTurnsLeftOpen(t *testing.T) {
 // exactly once across a restart.
 func TestCostAccumulator(t *testing.T) {
 	priced := func(c *config.Config) {
-		c.Prices = map[string]cost.Price{"builtin:demo": {Input: 1000, Output: 2000}}
+		c.Prices = map[string]price.Price{"builtin:demo": {Input: 1000, Output: 2000}}
 	}
 	h := servertest.Start(t, "", priced)
 	sid := h.CreateSession()

@@ -15,6 +15,7 @@ import (
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // MaxTurnContent bounds a user message, in bytes.
@@ -232,18 +233,15 @@ func (m *Manager) ending(t *activeTurn, st store.TurnStatus) string {
 	return ""
 }
 
-// CancelResult tells what a cancel request did.
-type CancelResult string
+// CancelResult tells what a cancel request did; its values are wire
+// vocabulary (protocol.CancelResult).
+type CancelResult = protocol.CancelResult
 
 // Cancel outcomes.
 const (
-	// Cancelling: the turn was in flight and is now being cancelled.
-	Cancelling CancelResult = "cancelling"
-	// AlreadyCancelling: a redundant cancel (spec §6.5); a
-	// bus.handler_warning was emitted and nothing else happened.
-	AlreadyCancelling CancelResult = "already_cancelling"
-	// AlreadyEnded: the turn had ended before the cancel arrived.
-	AlreadyEnded CancelResult = "already_ended"
+	Cancelling        = protocol.CancelCancelling
+	AlreadyCancelling = protocol.CancelAlreadyCancelling
+	AlreadyEnded      = protocol.CancelAlreadyEnded
 )
 
 // Cancel cancels a turn of a session with a reason (default

@@ -8,29 +8,11 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// The HTTP API's error codes this edge answers with besides the
-// subscribe's (the API's own table, docs/protocol.md).
-const (
-	codeInvalidRequest = "invalid_request"
-	codeShuttingDown   = "shutting_down"
-)
-
-// errorBody is the API's JSON error body (contract §3), with the
-// subscribe_error's offending filter entry when there is one.
-type errorBody struct {
-	Error struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		Offending string `json:"offending,omitempty"`
-	} `json:"error"`
-}
-
 // sentences joins two sentences.
 func sentences(a, b string) string { return strings.TrimSuffix(a, ".") + ". " + b }
 
 func writeError(w http.ResponseWriter, status int, code, msg, offending string) {
-	var b errorBody
-	b.Error.Code, b.Error.Message, b.Error.Offending = code, msg, offending
+	b := protocol.HTTPError{Error: protocol.HTTPErrorDetail{Code: code, Message: msg, Offending: offending}}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

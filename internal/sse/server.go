@@ -68,13 +68,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sub, err := protocol.DecodeSubscribeQuery(r.URL.Query(), sess.LastEventID.String())
 	if err != nil {
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, err.Error(), "")
+		writeError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, err.Error(), "")
 		return
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		writeError(w, http.StatusServiceUnavailable, codeShuttingDown, "the server is shutting down", "")
+		writeError(w, http.StatusServiceUnavailable, protocol.CodeShuttingDown, "the server is shutting down", "")
 		return
 	}
 	s.conns.Add(1)

@@ -26,6 +26,6 @@
 // loses a turn's end. With no hook installed it costs one atomic load
 // per transaction.
 //
-// It imports event and message only (plus the driver, the pure-Go
-// modernc.org/sqlite).
+// It imports event, message and protocol (for the session summary's
+// shape) only, plus the driver, the pure-Go modernc.org/sqlite.
 package store

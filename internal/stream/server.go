@@ -9,11 +9,11 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/metis-agent/metis/internal/api"
 	"github.com/metis-agent/metis/internal/attach"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/session"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Canceller cancels turns; the session manager implements it.
@@ -75,14 +75,14 @@ func New(h *hub.Hub, tokens *attach.Registry, c Canceller, cfg Config) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("id")
 	if !s.tokens.Redeem(r.URL.Query().Get("attach"), sid) {
-		api.WriteError(w, http.StatusUnauthorized, api.CodeInvalidAttachToken,
+		protocol.WriteHTTPError(w, http.StatusUnauthorized, protocol.CodeInvalidAttachToken,
 			"the attach token is missing, unknown, expired or already used; GET /sessions/"+sid+" for a fresh one")
 		return
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		api.WriteError(w, http.StatusServiceUnavailable, api.CodeShuttingDown, "the server is shutting down")
+		protocol.WriteHTTPError(w, http.StatusServiceUnavailable, protocol.CodeShuttingDown, "the server is shutting down")
 		return
 	}
 	s.conns.Add(1)

@@ -10,11 +10,12 @@
 // conversation rendering (render.go, markdown.go), paging in messages
 // older than the snapshot's (history.go) and the screen layout
 // (view.go, inspector.go). Run (run.go) finds the server as contract §1
-// says, starts one in-process when the default address is not answering,
-// and creates or resumes a session.
+// says, has the command start one in-process (Options.StartServer) when
+// the default address is not answering, and creates or resumes a
+// session.
 //
-// tui imports the public client and protocol packages, cli (for Env and
-// the server URL), and server and config only to run an in-process
-// server; it renders with the charm.land v2 libraries (bubbletea,
-// bubbles, lipgloss, glamour).
+// tui imports the public client and protocol packages, token, and cli
+// (for Env and the server URL, which the client commands share); it
+// never imports the server or its configuration. It renders with the
+// charm.land v2 libraries (bubbletea, bubbles, lipgloss, glamour).
 package tui

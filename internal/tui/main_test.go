@@ -14,7 +14,7 @@ const mainEnv = "METIS_TUI_TEST_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
-		os.Exit(Run(context.Background(), os.Args[1:], cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}))
+		os.Exit(Run(context.Background(), os.Args[1:], cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, Options{}))
 	}
 	os.Exit(m.Run())
 }

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/metis-agent/metis/client"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // backend is the part of *client.Client the model calls.
@@ -127,7 +128,7 @@ func (m *Model) nextFrame() tea.Cmd {
 // currentTurn is the turn ctrl-c would cancel: the one in flight, or the
 // one just submitted.
 func (m *Model) currentTurn() string {
-	if m.view.Turn.Status == "in_flight" && m.view.Turn.ID != "" {
+	if m.view.Turn.Status == protocol.TurnStatusInFlight && m.view.Turn.ID != "" {
 		return m.view.Turn.ID
 	}
 	return m.pendingTurn

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,20 +16,34 @@ import (
 
 	"github.com/metis-agent/metis/client"
 	"github.com/metis-agent/metis/internal/cli"
-	"github.com/metis-agent/metis/internal/config"
-	"github.com/metis-agent/metis/internal/server"
 	"github.com/metis-agent/metis/internal/token"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // probeTimeout bounds the first GET /sessions.
 const probeTimeout = 2 * time.Second
+
+// Options are what the command's caller provides.
+type Options struct {
+	// StartServer starts a metis server in this process on addr,
+	// configured as `metis serve` would be with args. Nil: never start
+	// one.
+	StartServer func(ctx context.Context, addr string, args []string) (Started, error)
+}
+
+// Started is a server StartServer started.
+type Started struct {
+	URL       string // its base URL
+	TokenFile string // the file of the token it requires, "" for none
+	Stop      func() // shuts it down
+}
 
 // Run runs `metis` / `metis chat [--server URL] [--session ID] [--home DIR]
 // [--demo-delay D] [--token-file F]`: find the server (starting one in-process when the
 // default address does not answer), create a session in the current
 // directory or resume --session, and run the chat screen until the user
 // quits. It returns the exit code.
-func Run(ctx context.Context, args []string, env cli.Env) int {
+func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 	fs := flag.NewFlagSet("metis chat", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	serverURL := fs.String("server", cli.ServerURL(), "metis server URL ($METIS_SERVER)")
@@ -75,24 +87,24 @@ func Run(ctx context.Context, args []string, env cli.Env) int {
 			fmt.Fprintf(env.Stderr, "metis: the server at %s needs its token: %v (give it with --token-file or $METIS_TOKEN)\n", base, err)
 			return 1
 		}
-		if base != cli.DefaultServer {
+		if base != cli.DefaultServer || opts.StartServer == nil {
 			fmt.Fprintf(env.Stderr, "metis: no server at %s: %v\n", base, err)
 			return 1
 		}
-		srv, url, err := startServer(ctx, hostPort(base), serveArgs)
+		srv, err := opts.StartServer(ctx, hostPort(base), serveArgs)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "metis: no server at %s, and starting one failed: %v\n", base, err)
 			return 1
 		}
-		defer stopServer(srv, env)
-		if tf := srv.TokenFile(); tf != "" { // its config.yaml asks for the token
+		defer srv.Stop()
+		if tf := srv.TokenFile; tf != "" { // its config.yaml asks for the token
 			if c.Token, err = token.Read(tf); err != nil {
 				fmt.Fprintln(env.Stderr, "metis:", err)
 				return 1
 			}
 		}
-		note = "in-process server on " + strings.TrimPrefix(url, "http://") + " (stops when you quit)"
-		base = strings.TrimRight(url, "/")
+		note = "in-process server on " + strings.TrimPrefix(srv.URL, "http://") + " (stops when you quit)"
+		base = strings.TrimRight(srv.URL, "/")
 	}
 
 	sess, err := openSession(ctx, c, *sessionID)
@@ -106,7 +118,7 @@ func Run(ctx context.Context, args []string, env cli.Env) int {
 	followDone := make(chan struct{})
 	go func() {
 		defer close(followDone)
-		err := c.Follow(ctx, sess.ID, client.FollowOptions{Filter: "preset:full", OnUpdate: f.push})
+		err := c.Follow(ctx, sess.ID, client.FollowOptions{Filter: protocol.PresetFull, OnUpdate: f.push})
 		if ctx.Err() == nil {
 			f.ended(err)
 		}
@@ -153,46 +165,6 @@ func openSession(ctx context.Context, c *client.Client, id string) (client.Sessi
 		return client.Session{}, fmt.Errorf("create a session in %s: %w", wd, err)
 	}
 	return s, nil
-}
-
-// startServer runs a metis server in this process on addr, configured as
-// `metis serve` would be with args (--home, --demo-delay), and returns
-// it with its base URL. It logs to
-// <home>/tui-server.log: the terminal belongs to the TUI.
-func startServer(ctx context.Context, addr string, args []string) (*server.Server, string, error) {
-	cfg, err := config.Load(append(args, "--addr", addr))
-	if err != nil {
-		return nil, "", err
-	}
-	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
-		return nil, "", err
-	}
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	out := io.Discard
-	if lf, err := os.OpenFile(filepath.Join(cfg.Home, "tui-server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
-		out = lf // closed with the process
-	}
-	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
-	// The server's lifetime is Shutdown's, not the caller's context.
-	srv, err := server.New(context.WithoutCancel(ctx), cfg, log)
-	if err != nil {
-		return nil, "", err
-	}
-	url, err := srv.Listen()
-	if err != nil {
-		_ = srv.Shutdown(context.Background())
-		return nil, "", err
-	}
-	return srv, url, nil
-}
-
-func stopServer(srv *server.Server, env cli.Env) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
-		fmt.Fprintln(env.Stderr, "metis: stopping the in-process server:", err)
-	}
 }
 
 // hostPort is the host:port of a base URL.

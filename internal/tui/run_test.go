@@ -3,24 +3,23 @@ package tui
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/metis-agent/metis/client"
 	"github.com/metis-agent/metis/internal/cli"
+	"github.com/metis-agent/metis/internal/servertest"
 )
 
-func TestStartServerInProcess(t *testing.T) {
+// TestOpenSession: the TUI creates a session in the working directory,
+// resumes one by id, and says so when the id is unknown.
+func TestOpenSession(t *testing.T) {
 	ctx := context.Background()
-	srv, url, err := startServer(ctx, "127.0.0.1:0", []string{"--home", t.TempDir(), "--demo-delay", "0s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	defer stopServer(srv, cli.Env{Stderr: &stderr})
-	c := client.New(url)
+	srv := servertest.Start(t, "")
+	c := client.New(srv.URL)
 	if err := probe(ctx, c); err != nil {
-		t.Fatalf("in-process server does not answer: %v", err)
+		t.Fatalf("the server does not answer: %v", err)
 	}
 	s, err := openSession(ctx, c, "")
 	if err != nil {
@@ -39,18 +38,25 @@ func TestRunRefusesAnUnreachableServer(t *testing.T) {
 	env := cli.Env{Stdout: &out, Stderr: &errb}
 	// A non-default address that does not answer is an error, not a
 	// reason to start a server.
-	if code := Run(context.Background(), []string{"--server", "http://127.0.0.1:1"}, env); code != 1 {
+	if code := Run(context.Background(), []string{"--server", "http://127.0.0.1:1"}, env, Options{StartServer: mustNotStart(t)}); code != 1 {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 	if !strings.Contains(errb.String(), "no server at http://127.0.0.1:1") {
 		t.Fatalf("stderr %q", errb.String())
 	}
 	errb.Reset()
-	if code := Run(context.Background(), []string{"extra"}, env); code != 2 {
+	if code := Run(context.Background(), []string{"extra"}, env, Options{}); code != 2 {
 		t.Fatalf("positional argument: exit %d", code)
 	}
-	if code := Run(context.Background(), []string{"--nope"}, env); code != 2 {
+	if code := Run(context.Background(), []string{"--nope"}, env, Options{}); code != 2 {
 		t.Fatalf("unknown flag: exit %d", code)
+	}
+}
+
+func mustNotStart(t *testing.T) func(context.Context, string, []string) (Started, error) {
+	return func(context.Context, string, []string) (Started, error) {
+		t.Error("StartServer called")
+		return Started{}, errors.New("not here")
 	}
 }
 

@@ -86,7 +86,7 @@ func (m *Model) apply(items []item) bool {
 		case client.Subscribed:
 			if it.view != nil {
 				m.view = it.view
-				if m.view.Turn.Status != "in_flight" {
+				if m.view.Turn.Status != protocol.TurnStatusInFlight {
 					m.pendingTurn, m.cancelling = "", false
 				}
 			}
@@ -112,7 +112,7 @@ func (m *Model) apply(items []item) bool {
 			}
 		}
 	}
-	if t := m.view.Turn; m.pendingTurn != "" && t.ID == m.pendingTurn && t.Status != "in_flight" {
+	if t := m.view.Turn; m.pendingTurn != "" && t.ID == m.pendingTurn && t.Status != protocol.TurnStatusInFlight {
 		m.pendingTurn, m.cancelling = "", false
 	}
 	if m.cancelling && m.currentTurn() == "" && !m.submitting {
@@ -134,15 +134,15 @@ func (m *Model) observe(ev *protocol.EventEnvelope) {
 		Message    string `json:"message"`
 		WorkerID   string `json:"worker_session_id"`
 	}
-	switch ev.Type {
-	case "text.delta", "thinking.delta", "tool.use_input_delta":
+	switch protocol.EventType(ev.Type) {
+	case protocol.EventTextDelta, protocol.EventThinkingDelta, protocol.EventToolUseInputDelta:
 		_ = json.Unmarshal(ev.Payload, &p)
 		m.deltas[p.MessageID]++
-	case "route.decided", "llm.call_started", "message.start":
+	case protocol.EventRouteDecided, protocol.EventLLMCallStarted, protocol.EventMessageStart:
 		if json.Unmarshal(ev.Payload, &p) == nil && p.Model != "" {
 			m.modelName = p.Model
 		}
-	case "llm.call_failed":
+	case protocol.EventLLMCallFailed:
 		_ = json.Unmarshal(ev.Payload, &p)
 		if p.ErrorClass != "cancelled" {
 			turn := ""
@@ -152,7 +152,7 @@ func (m *Model) observe(ev *protocol.EventEnvelope) {
 			m.callErrors = append(m.callErrors, callError{turnID: turn, messageID: p.MessageID,
 				text: fmt.Sprintf("model error (%s): %s", p.ErrorClass, p.Message)})
 		}
-	case "delegate.started":
+	case protocol.EventDelegateStarted:
 		_ = json.Unmarshal(ev.Payload, &p)
 		for _, id := range m.workerOrder {
 			if id == p.WorkerID {
@@ -171,7 +171,7 @@ func (m *Model) submitted(msg submittedMsg) tea.Cmd {
 		m.setFlash("not sent: "+msg.err.Error(), true)
 		return nil
 	}
-	if t := m.view.Turn; !(t.ID == msg.turn && t.Status != "in_flight") {
+	if t := m.view.Turn; !(t.ID == msg.turn && t.Status != protocol.TurnStatusInFlight) {
 		m.pendingTurn = msg.turn // not already over (its events may arrive first)
 	}
 	if m.cancelAfter {

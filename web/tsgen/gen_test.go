@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/protocol"
 )
 
 var update = flag.Bool("update", false, "rewrite "+OutputPath+" from the generator")
@@ -68,7 +68,7 @@ func TestGenerateCoversCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(out)
-	for _, i := range event.All() {
+	for _, i := range protocol.EventCatalog() {
 		want := `  "` + string(i.Type) + `": "` + i.Family.String() + `",`
 		if !strings.Contains(s, want) {
 			t.Errorf("missing %q", want)
@@ -77,9 +77,9 @@ func TestGenerateCoversCatalog(t *testing.T) {
 			t.Errorf("no payload interface for %s", i.Type)
 		}
 	}
-	full, _ := event.Preset(event.PresetFull)
-	if len(full) != len(event.All()) {
-		t.Fatalf("preset:full has %d types, the catalog %d", len(full), len(event.All()))
+	full, _ := protocol.Preset(protocol.PresetFull)
+	if len(full) != len(protocol.EventCatalog()) {
+		t.Fatalf("preset:full has %d types, the catalog %d", len(full), len(protocol.EventCatalog()))
 	}
 	for _, c := range []string{`export const TypeSnapshot = "snapshot";`, `export const CodeCursorExpired = "cursor_expired";`,
 		`export const ClosePolicyViolation = 1008;`, `export const MaxClientFrame = 1048576;`,
@@ -92,10 +92,10 @@ func TestGenerateCoversCatalog(t *testing.T) {
 
 // TestPayloadNames pins the interface naming.
 func TestPayloadNames(t *testing.T) {
-	for in, want := range map[event.Type]string{
-		event.ToolUseInputDelta: "ToolUseInputDeltaPayload",
-		event.LLMCallCompleted:  "LlmCallCompletedPayload",
-		event.BusHandlerWarning: "BusHandlerWarningPayload",
+	for in, want := range map[protocol.EventType]string{
+		protocol.EventToolUseInputDelta: "ToolUseInputDeltaPayload",
+		protocol.EventLLMCallCompleted:  "LlmCallCompletedPayload",
+		protocol.EventBusHandlerWarning: "BusHandlerWarningPayload",
 	} {
 		if got := payloadName(in); got != want {
 			t.Errorf("payloadName(%s) = %s, want %s", in, got, want)
@@ -114,7 +114,7 @@ func TestPayloadsCoverRecordedTraces(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no traces: %v", err)
 	}
-	seen := map[event.Type]int{}
+	seen := map[protocol.EventType]int{}
 	for _, path := range files {
 		f, err := os.Open(path)
 		if err != nil {
@@ -129,11 +129,11 @@ func TestPayloadsCoverRecordedTraces(t *testing.T) {
 			var fr struct {
 				Type  string `json:"type"`
 				Event struct {
-					Type    event.Type                 `json:"type"`
+					Type    protocol.EventType         `json:"type"`
 					Payload map[string]json.RawMessage `json:"payload"`
 				} `json:"event"`
 			}
-			if json.Unmarshal(sc.Bytes(), &fr) != nil || fr.Type != "event" || !event.Known(fr.Event.Type) {
+			if json.Unmarshal(sc.Bytes(), &fr) != nil || fr.Type != "event" || !protocol.KnownEvent(fr.Event.Type) {
 				continue
 			}
 			seen[fr.Event.Type]++

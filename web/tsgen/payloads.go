@@ -1,58 +1,83 @@
 package tsgen
 
-import "github.com/metis-agent/metis/internal/event"
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/metis-agent/metis/protocol"
+)
 
 // field is one payload field: its json name (with "?" when it may be
 // absent) and its TypeScript type.
 type field struct{ name, ts string }
 
-// payloadFields declares each event type's payload as
-// docs/event-catalog.md documents it. Events are built from maps in the
-// core, so there is no Go type to reflect on: Generate fails when a
-// catalog type has no entry here, and TestPayloadsCoverRecordedTraces
-// fails when a recorded server payload carries a field not declared.
-var payloadFields = map[event.Type][]field{
-	event.SessionCreated: {{"workspace_path", "string"}, {"model", "string"}, {"parent_session_id?", "string | null"}},
-	event.TurnStarted:    {{"user_message", "Message"}},
-	event.TurnCompleted: {{"outcome", "'completed' | 'failed'"}, {"stop_reason?", "string"}, {"error_class?", "string"},
-		{"usage?", "Usage"}, {"llm_calls?", "number"}, {"duration_ms?", "number"}},
-	event.TurnCancelled: {{"reason", "string"}, {"phase?", "'llm' | 'seam' | 'tools' | 'between_calls' | 'interrupted'"},
-		{"partial_message_id?", "string"}, {"cancelled_tool_use_ids?", "string[]"}, {"usage?", "Usage"}, {"duration_ms?", "number"}},
-	event.RouteDecided:          {{"model", "string"}, {"reason", "string"}, {"policy_version", "string"}},
-	event.RoutingPolicyReloaded: {{"policy_version", "string"}, {"path?", "string"}},
-	event.LLMCallStarted: {{"message_id", "string"}, {"model", "string"}, {"call_index", "number"},
-		{"request?", "{ messages: number; tools: string[] }"}},
-	event.LLMCallCompleted: {{"message_id", "string"}, {"model", "string"}, {"stop_reason", "string"}, {"usage", "Usage"},
-		{"duration_ms?", "number"}},
-	event.LLMCallFailed: {{"message_id", "string"}, {"model", "string"}, {"error_class", "string"}, {"message", "string"},
-		{"usage?", "Usage"}, {"duration_ms?", "number"}},
-	event.ToolCalled: {{"tool_use_id", "string"}, {"tool_name", "string"}, {"message_id?", "string"}, {"input?", "unknown"}},
-	event.ToolCompleted: {{"tool_use_id", "string"}, {"tool_name", "string"}, {"summary", "string"}, {"result", "string"},
-		{"truncated?", "boolean"}, {"duration_ms?", "number"}},
-	event.ToolFailed: {{"tool_use_id", "string"}, {"tool_name", "string"}, {"error_class", "string"}, {"message", "string"},
-		{"started?", "boolean"}, {"duration_ms?", "number"}},
-	event.DelegateStarted: {{"worker_session_id", "string"}, {"task", "string"}, {"model", "string"}, {"depth?", "number"}},
-	event.DelegateCompleted: {{"worker_session_id", "string"}, {"success", "boolean"}, {"summary", "string"},
-		{"cost_usd", "number"}},
-	event.DelegateFailed: {{"worker_session_id", "string"},
-		{"failure_mode", "'cancelled_by_user' | 'worker_error' | 'timeout' | (string & {})"}, {"message?", "string"},
-		{"cost_usd?", "number"}},
-	event.FeedbackSubmitted:       {{"rating", "string"}, {"comment?", "string"}},
-	event.BusHandlerWarning:       {{"subscription_name?", "string"}, {"reason", "string"}},
-	event.BusSubscriberRegistered: {{"subscription_name", "string"}},
-	event.BusSubscriberUnregister: {{"subscription_name", "string"}},
-
-	event.MessageStart:  {{"message_id", "string"}, {"role", "Role"}, {"model", "string"}},
-	event.TextDelta:     {{"message_id", "string"}, {"content_block_index", "number"}, {"text", "string"}},
-	event.ThinkingDelta: {{"message_id", "string"}, {"content_block_index", "number"}, {"text", "string"}, {"signature", "string | null"}},
-	event.ToolUseStart: {{"message_id", "string"}, {"content_block_index", "number"}, {"tool_use_id", "string"},
-		{"tool_name", "string"}},
-	event.ToolUseInputDelta: {{"message_id", "string"}, {"content_block_index", "number"}, {"tool_use_id", "string"},
-		{"partial_json", "string"}},
-	event.ToolUseEnd: {{"message_id", "string"}, {"content_block_index", "number"}, {"tool_use_id", "string"},
-		{"final_input", "unknown"}},
-	event.MessageComplete: {{"message_id", "string"}, {"stop_reason", "string"}, {"final_content", "Block[]"}, {"usage?", "Usage"}},
+// payloadTS gives the TypeScript type of the payload fields whose Go type
+// says less than the wire does: unions of known strings, and the raw
+// JSON of canonical messages, blocks and usage. Every other field's type
+// is read by reflection from protocol's payload structs.
+var payloadTS = map[protocol.EventType]map[string]string{
+	protocol.EventTurnStarted:      {"user_message": "Message"},
+	protocol.EventTurnCompleted:    {"outcome": "'completed' | 'failed'", "usage": "Usage"},
+	protocol.EventTurnCancelled:    {"phase": "'llm' | 'seam' | 'tools' | 'between_calls' | 'interrupted'", "usage": "Usage"},
+	protocol.EventLLMCallStarted:   {"request": "{ messages: number; tools: string[] }"},
+	protocol.EventLLMCallCompleted: {"usage": "Usage"},
+	protocol.EventLLMCallFailed:    {"usage": "Usage"},
+	protocol.EventDelegateFailed: {
+		"failure_mode": "'cancelled_by_user' | 'worker_error' | 'timeout' | (string & {})"},
+	protocol.EventMessageStart:    {"role": "Role"},
+	protocol.EventMessageComplete: {"final_content": "Block[]", "usage": "Usage"},
 }
 
 // open marks payloads that carry further, type-specific details.
-var open = map[event.Type]bool{event.BusHandlerWarning: true}
+var open = map[protocol.EventType]bool{protocol.EventBusHandlerWarning: true}
+
+// payloadFields declares each event type's payload, from protocol's
+// payload structs (protocol.NewPayload): a field is optional when it is
+// omitempty. Generate fails when a catalog type has no payload struct,
+// and TestPayloadsCoverRecordedTraces fails when a recorded server
+// payload carries a field not declared, or lacks a required one.
+var payloadFields = func() map[protocol.EventType][]field {
+	out := map[protocol.EventType][]field{}
+	for _, i := range protocol.EventCatalog() {
+		p := protocol.NewPayload(i.Type)
+		if p == nil {
+			continue
+		}
+		t := reflect.TypeOf(p).Elem()
+		var fs []field
+		for j := range t.NumField() {
+			f := t.Field(j)
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "" || name == "-" {
+				continue
+			}
+			ts, ok := payloadTS[i.Type][name]
+			if !ok {
+				ts = tsType(f.Type)
+			}
+			if strings.Contains(opts, "omitempty") {
+				name += "?"
+			}
+			fs = append(fs, field{name, ts})
+		}
+		out[i.Type] = fs
+	}
+	return out
+}()
+
+// checkPayloadTS fails on an override naming a field no payload has.
+func checkPayloadTS() error {
+	for t, fs := range payloadTS {
+		for name := range fs {
+			found := false
+			for _, f := range payloadFields[t] {
+				found = found || strings.TrimSuffix(f.name, "?") == name
+			}
+			if !found {
+				return fmt.Errorf("tsgen: payloadTS names %s.%s, which protocol's payload struct lacks", t, name)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,24 @@
+package store
+
+import "github.com/metis-agent/metis/protocol"
+
+// Summary is the session as clients see it (protocol.SessionSummary),
+// with turnID the turn in flight ("" for none) and cancelling whether it
+// is being cancelled.
+func (s Session) Summary(turnID string, cancelling bool) protocol.SessionSummary {
+	out := protocol.SessionSummary{ID: s.ID, WorkspacePath: s.WorkspacePath, ActiveModel: s.ActiveModel,
+		RoutingPolicyVersion: s.RoutingPolicyVersion, CostSoFarUSD: s.CostUSD, TurnCount: s.TurnCount, CreatedAt: s.CreatedAt,
+		Title: s.Title, LastActivityAt: s.LastActivityAt}
+	if s.ParentSessionID != "" {
+		p := s.ParentSessionID
+		out.ParentSessionID = &p
+	}
+	if turnID != "" {
+		id, st := turnID, protocol.TurnStatusInFlight
+		if cancelling {
+			st = protocol.TurnStatusCancelling
+		}
+		out.CurrentTurnID, out.CurrentTurnStatus = &id, &st
+	}
+	return out
+}

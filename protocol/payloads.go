@@ -1,0 +1,273 @@
+package protocol
+
+import "encoding/json"
+
+// The payloads of the event catalog, one struct per event type, as
+// docs/event-catalog.md documents them. Optional fields carry
+// omitempty. Fields holding canonical messages, blocks, usage or tool
+// input are raw JSON here (their shape is in docs/message-format.md), so
+// that this package needs nothing but the standard library. The
+// recorded conformance traces are checked against these structs: every
+// field the server sends is declared, every required one is sent.
+
+// SessionCreatedPayload is the payload of EventSessionCreated.
+type SessionCreatedPayload struct {
+	WorkspacePath   string  `json:"workspace_path"`
+	Model           string  `json:"model"`
+	ParentSessionID *string `json:"parent_session_id,omitempty"`
+}
+
+// TurnStartedPayload is the payload of EventTurnStarted.
+type TurnStartedPayload struct {
+	UserMessage json.RawMessage `json:"user_message"`
+}
+
+// TurnCompletedPayload is the payload of EventTurnCompleted.
+type TurnCompletedPayload struct {
+	Outcome    string          `json:"outcome"`
+	StopReason string          `json:"stop_reason,omitempty"`
+	ErrorClass string          `json:"error_class,omitempty"`
+	Usage      json.RawMessage `json:"usage,omitempty"`
+	LLMCalls   int             `json:"llm_calls,omitempty"`
+	DurationMS int64           `json:"duration_ms,omitempty"`
+}
+
+// TurnCancelledPayload is the payload of EventTurnCancelled.
+type TurnCancelledPayload struct {
+	Reason              string          `json:"reason"`
+	Phase               string          `json:"phase,omitempty"`
+	PartialMessageID    string          `json:"partial_message_id,omitempty"`
+	CancelledToolUseIDs []string        `json:"cancelled_tool_use_ids,omitempty"`
+	Usage               json.RawMessage `json:"usage,omitempty"`
+	DurationMS          int64           `json:"duration_ms,omitempty"`
+}
+
+// RouteDecidedPayload is the payload of EventRouteDecided.
+type RouteDecidedPayload struct {
+	Model         string `json:"model"`
+	Reason        string `json:"reason"`
+	PolicyVersion string `json:"policy_version"`
+}
+
+// RoutingPolicyReloadedPayload is the payload of EventRoutingPolicyReloaded.
+type RoutingPolicyReloadedPayload struct {
+	PolicyVersion string `json:"policy_version"`
+	Path          string `json:"path,omitempty"`
+}
+
+// LLMCallStartedPayload is the payload of EventLLMCallStarted.
+type LLMCallStartedPayload struct {
+	MessageID string          `json:"message_id"`
+	Model     string          `json:"model"`
+	CallIndex int             `json:"call_index"`
+	Request   json.RawMessage `json:"request,omitempty"`
+}
+
+// LLMCallCompletedPayload is the payload of EventLLMCallCompleted.
+type LLMCallCompletedPayload struct {
+	MessageID  string          `json:"message_id"`
+	Model      string          `json:"model"`
+	StopReason string          `json:"stop_reason"`
+	Usage      json.RawMessage `json:"usage"`
+	DurationMS int64           `json:"duration_ms,omitempty"`
+}
+
+// LLMCallFailedPayload is the payload of EventLLMCallFailed.
+type LLMCallFailedPayload struct {
+	MessageID  string          `json:"message_id"`
+	Model      string          `json:"model"`
+	ErrorClass string          `json:"error_class"`
+	Message    string          `json:"message"`
+	Usage      json.RawMessage `json:"usage,omitempty"`
+	DurationMS int64           `json:"duration_ms,omitempty"`
+}
+
+// ToolCalledPayload is the payload of EventToolCalled.
+type ToolCalledPayload struct {
+	ToolUseID string          `json:"tool_use_id"`
+	ToolName  string          `json:"tool_name"`
+	MessageID string          `json:"message_id,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+}
+
+// ToolCompletedPayload is the payload of EventToolCompleted.
+type ToolCompletedPayload struct {
+	ToolUseID  string `json:"tool_use_id"`
+	ToolName   string `json:"tool_name"`
+	Summary    string `json:"summary"`
+	Result     string `json:"result"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+}
+
+// ToolFailedPayload is the payload of EventToolFailed.
+type ToolFailedPayload struct {
+	ToolUseID  string `json:"tool_use_id"`
+	ToolName   string `json:"tool_name"`
+	ErrorClass string `json:"error_class"`
+	Message    string `json:"message"`
+	Started    bool   `json:"started,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+}
+
+// DelegateStartedPayload is the payload of EventDelegateStarted.
+type DelegateStartedPayload struct {
+	WorkerSessionID string `json:"worker_session_id"`
+	Task            string `json:"task"`
+	Model           string `json:"model"`
+	Depth           int    `json:"depth,omitempty"`
+}
+
+// DelegateCompletedPayload is the payload of EventDelegateCompleted.
+type DelegateCompletedPayload struct {
+	WorkerSessionID string  `json:"worker_session_id"`
+	Success         bool    `json:"success"`
+	Summary         string  `json:"summary"`
+	CostUSD         float64 `json:"cost_usd"`
+}
+
+// DelegateFailedPayload is the payload of EventDelegateFailed.
+type DelegateFailedPayload struct {
+	WorkerSessionID string  `json:"worker_session_id"`
+	FailureMode     string  `json:"failure_mode"`
+	Message         string  `json:"message,omitempty"`
+	CostUSD         float64 `json:"cost_usd,omitempty"`
+}
+
+// FeedbackSubmittedPayload is the payload of EventFeedbackSubmitted.
+type FeedbackSubmittedPayload struct {
+	Rating  string `json:"rating"`
+	Comment string `json:"comment,omitempty"`
+}
+
+// BusHandlerWarningPayload is the payload of EventBusHandlerWarning. It
+// may carry further fields, particular to the warning's reason.
+type BusHandlerWarningPayload struct {
+	SubscriptionName string `json:"subscription_name,omitempty"`
+	Reason           string `json:"reason"`
+}
+
+// BusSubscriberRegisteredPayload is the payload of EventBusSubscriberRegistered.
+type BusSubscriberRegisteredPayload struct {
+	SubscriptionName string `json:"subscription_name"`
+}
+
+// BusSubscriberUnregisteredPayload is the payload of EventBusSubscriberUnregistered.
+type BusSubscriberUnregisteredPayload struct {
+	SubscriptionName string `json:"subscription_name"`
+}
+
+// MessageStartPayload is the payload of EventMessageStart.
+type MessageStartPayload struct {
+	MessageID string `json:"message_id"`
+	Role      Role   `json:"role"`
+	Model     string `json:"model"`
+}
+
+// TextDeltaPayload is the payload of EventTextDelta.
+type TextDeltaPayload struct {
+	MessageID         string `json:"message_id"`
+	ContentBlockIndex int    `json:"content_block_index"`
+	Text              string `json:"text"`
+}
+
+// ThinkingDeltaPayload is the payload of EventThinkingDelta.
+type ThinkingDeltaPayload struct {
+	MessageID         string  `json:"message_id"`
+	ContentBlockIndex int     `json:"content_block_index"`
+	Text              string  `json:"text"`
+	Signature         *string `json:"signature"`
+}
+
+// ToolUseStartPayload is the payload of EventToolUseStart.
+type ToolUseStartPayload struct {
+	MessageID         string `json:"message_id"`
+	ContentBlockIndex int    `json:"content_block_index"`
+	ToolUseID         string `json:"tool_use_id"`
+	ToolName          string `json:"tool_name"`
+}
+
+// ToolUseInputDeltaPayload is the payload of EventToolUseInputDelta.
+type ToolUseInputDeltaPayload struct {
+	MessageID         string `json:"message_id"`
+	ContentBlockIndex int    `json:"content_block_index"`
+	ToolUseID         string `json:"tool_use_id"`
+	PartialJSON       string `json:"partial_json"`
+}
+
+// ToolUseEndPayload is the payload of EventToolUseEnd.
+type ToolUseEndPayload struct {
+	MessageID         string          `json:"message_id"`
+	ContentBlockIndex int             `json:"content_block_index"`
+	ToolUseID         string          `json:"tool_use_id"`
+	FinalInput        json.RawMessage `json:"final_input"`
+}
+
+// MessageCompletePayload is the payload of EventMessageComplete.
+type MessageCompletePayload struct {
+	MessageID    string          `json:"message_id"`
+	StopReason   string          `json:"stop_reason"`
+	FinalContent json.RawMessage `json:"final_content"`
+	Usage        json.RawMessage `json:"usage,omitempty"`
+}
+
+// NewPayload returns a pointer to a new, zero payload struct of event
+// type t, to decode a payload into, or nil for a type the catalog does
+// not know.
+func NewPayload(t EventType) any {
+	switch t {
+	case EventSessionCreated:
+		return new(SessionCreatedPayload)
+	case EventTurnStarted:
+		return new(TurnStartedPayload)
+	case EventTurnCompleted:
+		return new(TurnCompletedPayload)
+	case EventTurnCancelled:
+		return new(TurnCancelledPayload)
+	case EventRouteDecided:
+		return new(RouteDecidedPayload)
+	case EventRoutingPolicyReloaded:
+		return new(RoutingPolicyReloadedPayload)
+	case EventLLMCallStarted:
+		return new(LLMCallStartedPayload)
+	case EventLLMCallCompleted:
+		return new(LLMCallCompletedPayload)
+	case EventLLMCallFailed:
+		return new(LLMCallFailedPayload)
+	case EventToolCalled:
+		return new(ToolCalledPayload)
+	case EventToolCompleted:
+		return new(ToolCompletedPayload)
+	case EventToolFailed:
+		return new(ToolFailedPayload)
+	case EventDelegateStarted:
+		return new(DelegateStartedPayload)
+	case EventDelegateCompleted:
+		return new(DelegateCompletedPayload)
+	case EventDelegateFailed:
+		return new(DelegateFailedPayload)
+	case EventFeedbackSubmitted:
+		return new(FeedbackSubmittedPayload)
+	case EventBusHandlerWarning:
+		return new(BusHandlerWarningPayload)
+	case EventBusSubscriberRegistered:
+		return new(BusSubscriberRegisteredPayload)
+	case EventBusSubscriberUnregistered:
+		return new(BusSubscriberUnregisteredPayload)
+	case EventMessageStart:
+		return new(MessageStartPayload)
+	case EventTextDelta:
+		return new(TextDeltaPayload)
+	case EventThinkingDelta:
+		return new(ThinkingDeltaPayload)
+	case EventToolUseStart:
+		return new(ToolUseStartPayload)
+	case EventToolUseInputDelta:
+		return new(ToolUseInputDeltaPayload)
+	case EventToolUseEnd:
+		return new(ToolUseEndPayload)
+	case EventMessageComplete:
+		return new(MessageCompletePayload)
+	}
+	return nil
+}

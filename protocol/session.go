@@ -1,0 +1,70 @@
+package protocol
+
+import "time"
+
+// SessionSummary is a session as clients see it: the answer of POST
+// /sessions, each entry of GET /sessions, and the snapshot's session
+// object (spec §3.4), extended with parent_session_id and created_at
+// (contract §3) and the fields a session list shows.
+type SessionSummary struct {
+	ID                   string  `json:"id"`
+	ParentSessionID      *string `json:"parent_session_id"` // null unless a worker
+	WorkspacePath        string  `json:"workspace_path"`
+	ActiveModel          string  `json:"active_model"`
+	RoutingPolicyVersion string  `json:"routing_policy_version"`
+	// CostSoFarUSD includes the session's workers' costs.
+	CostSoFarUSD float64 `json:"cost_so_far_usd"`
+	TurnCount    int     `json:"turn_count"`
+	// CurrentTurnID and CurrentTurnStatus (TurnStatusInFlight or
+	// TurnStatusCancelling) are null when no turn is in flight.
+	CurrentTurnID     *string   `json:"current_turn_id"`
+	CurrentTurnStatus *string   `json:"current_turn_status"`
+	CreatedAt         time.Time `json:"created_at"`
+	// Title is the session's first user message, white space collapsed
+	// and cut at 80 runes (ending "…"); "" before the first turn.
+	Title string `json:"title"`
+	// LastActivityAt is the time of the session's newest catalog event
+	// (its creation before any turn). A worker's events do not count
+	// for its planner.
+	LastActivityAt time.Time `json:"last_activity_at"`
+}
+
+// Turn statuses of a summary's current_turn_status.
+const (
+	TurnStatusInFlight   = "in_flight"
+	TurnStatusCancelling = "cancelling"
+)
+
+// CancelResult is what a cancel did: the status of the answer to POST
+// /sessions/{id}/turns/{turn_id}/cancel (and of the stream's cancel).
+type CancelResult string
+
+// Cancel outcomes.
+const (
+	// CancelCancelling: the turn was in flight and is now being cancelled.
+	CancelCancelling CancelResult = TurnStatusCancelling
+	// CancelAlreadyCancelling: a redundant cancel (spec §6.5); a
+	// bus.handler_warning was emitted and nothing else happened.
+	CancelAlreadyCancelling CancelResult = "already_cancelling"
+	// CancelAlreadyEnded: the turn had ended before the cancel arrived.
+	CancelAlreadyEnded CancelResult = "already_ended"
+)
+
+// SessionList is the answer of GET /sessions: the sessions newest
+// first and, when HasMore, the cursor of the next (older) page to pass
+// as ?before=.
+type SessionList struct {
+	Sessions []SessionSummary `json:"sessions"`
+	HasMore  bool             `json:"has_more"`
+	Next     string           `json:"next,omitempty"`
+}
+
+// AttachInfo is the answer of GET /sessions/{id} (spec §3.1), extended
+// with the session summary. AttachToken is single-use and short-lived.
+type AttachInfo struct {
+	SessionID   string         `json:"session_id"`
+	ActiveModel string         `json:"active_model"`
+	AttachToken string         `json:"attach_token"`
+	WSURL       string         `json:"ws_url"`
+	Session     SessionSummary `json:"session"`
+}
