@@ -33,6 +33,7 @@ package stream_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,6 +42,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -238,4 +241,90 @@ func flatAnthropicStream(n int) string {
 	fmt.Fprintf(&s, "event: message_delta\n"+`data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":%d}}`+"\n\n", 3*n)
 	s.WriteString("event: message_stop\n" + `data: {"type":"message_stop"}` + "\n\n")
 	return s.String()
+}
+
+// BenchmarkIdleConnRSS is BenchmarkIdleConnMemory measured the way the
+// operating system sees it: the growth of this process's resident set
+// (VmRSS, and RssAnon, its private anonymous part) per idle subscribed
+// connection, the clients living in a child process. Before each round
+// the heap is collected and its free pages returned to the system
+// (debug.FreeOSMemory), so the round starts from what is in use; while
+// the connections are held nothing is forced, so the figure includes the
+// collector's headroom, as a running server's would.
+//
+//	BenchmarkIdleConnRSS/{metis,floor}   rssKiB/conn anonKiB/conn
+func BenchmarkIdleConnRSS(b *testing.B) {
+	raiseNoFile()
+	for _, name := range benchSystems() {
+		b.Run(name, func(b *testing.B) {
+			if name == "metis" {
+				m := startBenchMetis(b, 0)
+				benchIdleRSS(b, "metis", m.url, m.sid, func() int { return m.srv.Hub.Clients(m.sid) },
+					func() error { return m.em.Barrier(context.Background()) })
+				return
+			}
+			f := startFloor(nil)
+			defer f.Close()
+			benchIdleRSS(b, "floor", f.URL(), "", f.Clients, func() error { return nil })
+		})
+	}
+}
+
+func benchIdleRSS(b *testing.B, kind, url, sid string, registered func() int, settle func() error) {
+	g0 := runtime.NumGoroutine()
+	if err := idleRound(kind, url, sid, 20, registered, settle, nil); err != nil { // warm-up
+		b.Fatal(err)
+	}
+	waitGoroutines(g0)
+	var rss, anon []float64
+	for b.Loop() {
+		g0 := runtime.NumGoroutine()
+		debug.FreeOSMemory()
+		r0, a0, err := residentKiB()
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = idleRound(kind, url, sid, benchIdle, registered, settle, func() {
+			r1, a1, err := residentKiB()
+			if err != nil {
+				b.Fatal(err)
+			}
+			rss = append(rss, float64(r1-r0)/benchIdle)
+			anon = append(anon, float64(a1-a0)/benchIdle)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		waitGoroutines(g0)
+	}
+	b.ReportMetric(median(rss), "rssKiB/conn")
+	b.ReportMetric(median(anon), "anonKiB/conn")
+}
+
+// residentKiB reads VmRSS and RssAnon of this process from
+// /proc/self/status (Linux).
+func residentKiB() (rss, anon int64, err error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "RssAnon") {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/self/status %s: %w", k, err)
+		}
+		if k == "VmRSS" {
+			rss = n
+		} else {
+			anon = n
+		}
+	}
+	if rss == 0 {
+		return 0, 0, errors.New("/proc/self/status: no VmRSS")
+	}
+	return rss, anon, nil
 }
