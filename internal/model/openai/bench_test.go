@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"syscall"
 	"testing"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -100,21 +101,36 @@ func sseResponse(body []byte) *http.Response {
 	return &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
 }
 
+// cpuTime is the CPU time the process has used (user and system), in
+// nanoseconds: on a machine shared with other work it is steadier than
+// wall time.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
 // perDelta runs one whole stream per iteration and reports ns/delta,
+// cpu-ns/delta (process CPU time, all goroutines and the GC included),
 // allocs/delta and B/delta besides the per-stream figures.
 func perDelta(b *testing.B, deltas int, stream func()) {
 	b.Helper()
 	b.ReportAllocs()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	cpu := cpuTime()
 	n := 0
 	for b.Loop() {
 		stream()
 		n++
 	}
+	cpu = cpuTime() - cpu
 	runtime.ReadMemStats(&after)
 	total := float64(n * deltas)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/total, "ns/delta")
+	b.ReportMetric(float64(cpu)/total, "cpu-ns/delta")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/total, "allocs/delta")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/total, "B/delta")
 }

@@ -57,7 +57,7 @@ type Options struct {
 
 // Adapter runs openai:* model calls. It is safe for concurrent use.
 type Adapter struct {
-	client   sdk.Client // only its Post: see attempt
+	opts     []option.RequestOption // of every request
 	models   sdk.ModelService
 	endpoint string // the base URL, for messages
 	official bool   // endpoint is api.openai.com
@@ -113,11 +113,10 @@ func New(opts Options) (*Adapter, error) {
 	if key != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(key))
 	}
-	// Built from these options, not by sdk.NewClient: NewClient also
-	// reads OPENAI_* from the environment, and here only Options count.
-	// The client's Post is what the chat service's NewStreaming sends
-	// (see attempt).
-	a.client = sdk.Client{Options: reqOpts}
+	// The services are built from these options, not by sdk.NewClient:
+	// NewClient also reads OPENAI_* from the environment, and here only
+	// Options count.
+	a.opts = reqOpts
 	a.models = sdk.NewModelService(reqOpts...)
 	return a, nil
 }
@@ -214,8 +213,13 @@ func (a *Adapter) attempt(ctx context.Context, params sdk.ChatCompletionNewParam
 	// with stream: true, through the SDK's client), and its events are
 	// read by the SDK's stream reader; only their decoding differs (see
 	// chunk).
+	//
+	// The client is a local value, never stored: an sdk.Client reachable
+	// from the Adapter's type would link every service of the SDK and
+	// its methods into the binary (about 22 MB more).
 	var raw *http.Response
-	err := a.client.Post(actx, "chat/completions", params, &raw, option.WithJSONSet("stream", true), option.WithMiddleware(mw))
+	client := sdk.Client{Options: a.opts}
+	err := client.Post(actx, "chat/completions", params, &raw, option.WithJSONSet("stream", true), option.WithMiddleware(mw))
 	stream := ssestream.NewStream[chunk](ssestream.NewDecoder(raw), err)
 	defer stream.Close()
 	for stream.Next() {
