@@ -14,8 +14,9 @@ import (
 // decoded into the SDK's full MessageStreamEventUnion, which the
 // translator reads through AsAny. The SDK's own Messages.NewStreaming
 // decodes each event into that union and AsAny decodes it a second time
-// into its variant: for a delta that is about five times the work and
-// the allocations of the single decode (see docs/benchmarks.md).
+// into its variant: for a delta that is 1.7 times the CPU time and
+// nearly twice the allocations of the single decode (see
+// docs/benchmarks.md).
 type event struct {
 	isDelta bool
 	delta   sdk.ContentBlockDeltaEvent   // when isDelta
