@@ -113,9 +113,9 @@ func New(opts Options) (*Adapter, error) {
 	if key != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(key))
 	}
-	// The services are built from these options, not by sdk.NewClient:
-	// NewClient also reads OPENAI_* from the environment, and here only
-	// Options count.
+	// The model service and each request's client (attempt) are built
+	// from these options, not by sdk.NewClient: NewClient also reads
+	// OPENAI_* from the environment, and here only Options count.
 	a.opts = reqOpts
 	a.models = sdk.NewModelService(reqOpts...)
 	return a, nil
