@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -206,6 +207,12 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url, s.remote.readyNote(s.ln.Addr().String()))
+	// Package initialisation and startup (the SDKs' type registrations,
+	// the terminal UI renderer's tables, the store's migrations) leave
+	// garbage an idle server never reuses: collect it and give its pages
+	// back to the system now, not whenever the background scavenger gets
+	// to them (docs/benchmarks.md, "A lean idle server").
+	debug.FreeOSMemory()
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()

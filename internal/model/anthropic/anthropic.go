@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/metis-agent/metis/internal/model"
 )
@@ -162,14 +163,20 @@ func (a *Adapter) attempt(ctx context.Context, params sdk.MessageNewParams, t *t
 		return resp, nil
 	})
 
-	stream := a.client.Messages.NewStreaming(actx, params, watch)
+	// The request is Messages.NewStreaming's (a POST of the params with
+	// stream: true, through the SDK's client), and its events are read by
+	// the SDK's stream reader; only their decoding differs (see event).
+	var raw *http.Response
+	err := a.client.Post(actx, "v1/messages", params, &raw, option.WithJSONSet("stream", true), watch)
+	stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), err)
 	defer stream.Close()
 	for !t.done && stream.Next() {
-		if err := t.handle(stream.Current()); err != nil {
+		ev := stream.Current()
+		if err := t.handle(&ev); err != nil {
 			return err
 		}
 	}
-	err := stream.Err()
+	err = stream.Err()
 	switch {
 	case t.Err != nil:
 		return t.Err

@@ -11,6 +11,12 @@
 // Retries are model.RetryPolicy's, and only before the first delta; the
 // SDK's own retries are disabled.
 //
+// The request goes through the SDK's client and its events through the
+// SDK's stream reader, but a content_block_delta is decoded once, into
+// the SDK's ContentBlockDeltaEvent, instead of into the full event union
+// and then again into its variant (event.go): the deltas of a long
+// answer are nearly all of its events.
+//
 // Mapping choices worth knowing:
 //
 //   - stop_reason end_turn, max_tokens, stop_sequence and tool_use pass

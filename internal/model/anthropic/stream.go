@@ -44,7 +44,18 @@ type block struct {
 
 // handle translates one event. It returns the emit error, a cancellation,
 // or a *model.Error for a stream that contradicts itself.
-func (t *translator) handle(ev sdk.MessageStreamEventUnion) error {
+func (t *translator) handle(ev *event) error {
+	if ev.isDelta {
+		if t.blocks == nil {
+			t.blocks = map[int]*block{}
+		}
+		return t.delta(int(ev.delta.Index), ev.delta.Delta)
+	}
+	return t.handleFull(*ev.full)
+}
+
+// handleFull translates one event decoded into the SDK's full union.
+func (t *translator) handleFull(ev sdk.MessageStreamEventUnion) error {
 	if t.blocks == nil {
 		t.blocks = map[int]*block{}
 	}

@@ -129,7 +129,7 @@ func FuzzStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
-		stream := ssestream.NewStream[sdk.MessageStreamEventUnion](ssestream.NewDecoder(resp), nil)
+		stream := ssestream.NewStream[event](ssestream.NewDecoder(resp), nil)
 		defer stream.Close()
 		var deltas []model.Delta
 		tr := &translator{DeltaSink: model.DeltaSink{Ctx: context.Background(), Emit: func(d model.Delta) error {
@@ -140,10 +140,10 @@ func FuzzStream(f *testing.F) {
 		var herr error
 		for !tr.done && stream.Next() {
 			ev := stream.Current()
-			if herr = tr.handle(ev); herr != nil {
+			if herr = tr.handle(&ev); herr != nil {
 				break
 			}
-			m.add(ev)
+			m.add(ev.union(t))
 		}
 		clean := herr == nil && stream.Err() == nil && tr.done
 		if herr != nil {

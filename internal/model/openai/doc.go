@@ -12,7 +12,10 @@
 //     compatible servers send, tool_use start / input / block stop), the
 //     stop reason and the usage, tracked by hand rather than with the
 //     SDK's accumulator, which drops chunks whose id differs from the
-//     first one (several compatible servers vary it);
+//     first one (several compatible servers vary it); each chunk is
+//     decoded by the SDK's stream reader into its choices and usage only,
+//     in the SDK's own types (chunk.go), not into the whole
+//     ChatCompletionChunk;
 //   - the HTTP layer around the SDK: its retries are off and
 //     model.RetryPolicy retries only before the first delta; a middleware
 //     enforces the idle timeout (model.IdleReader) and turns error

@@ -37,7 +37,7 @@ type fakeServer struct {
 	paths    []string
 }
 
-func newServer(t *testing.T, handlers ...http.HandlerFunc) *fakeServer {
+func newServer(t testing.TB, handlers ...http.HandlerFunc) *fakeServer {
 	t.Helper()
 	fs := &fakeServer{handlers: handlers}
 	fs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +75,7 @@ func (fs *fakeServer) body(t *testing.T, n int) map[string]any {
 
 // adapter returns an adapter talking to fs, with fast retries and its
 // own HTTP client, closed at cleanup.
-func (fs *fakeServer) adapter(t *testing.T, mod func(*Options)) *Adapter {
+func (fs *fakeServer) adapter(t testing.TB, mod func(*Options)) *Adapter {
 	t.Helper()
 	o := Options{
 		APIKey:      "sk-test",
@@ -95,7 +95,7 @@ func (fs *fakeServer) adapter(t *testing.T, mod func(*Options)) *Adapter {
 	return a
 }
 
-func testClient(t *testing.T) *http.Client {
+func testClient(t testing.TB) *http.Client {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}

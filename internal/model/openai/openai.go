@@ -17,6 +17,7 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/metis-agent/metis/internal/model"
 )
@@ -56,7 +57,7 @@ type Options struct {
 
 // Adapter runs openai:* model calls. It is safe for concurrent use.
 type Adapter struct {
-	chat     sdk.ChatCompletionService
+	opts     []option.RequestOption // of every request
 	models   sdk.ModelService
 	endpoint string // the base URL, for messages
 	official bool   // endpoint is api.openai.com
@@ -112,9 +113,10 @@ func New(opts Options) (*Adapter, error) {
 	if key != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(key))
 	}
-	// The service, not sdk.NewClient: NewClient also reads OPENAI_* from
-	// the environment, and here only Options count.
-	a.chat = sdk.NewChatCompletionService(reqOpts...)
+	// The model service and each request's client (attempt) are built
+	// from these options, not by sdk.NewClient: NewClient also reads
+	// OPENAI_* from the environment, and here only Options count.
+	a.opts = reqOpts
 	a.models = sdk.NewModelService(reqOpts...)
 	return a, nil
 }
@@ -207,14 +209,25 @@ func (a *Adapter) attempt(ctx context.Context, params sdk.ChatCompletionNewParam
 	}
 
 	tr := newTranslator(ctx, emit, a.log)
-	stream := a.chat.NewStreaming(actx, params, option.WithMiddleware(mw))
+	// The request is ChatCompletions.NewStreaming's (a POST of the params
+	// with stream: true, through the SDK's client), and its events are
+	// read by the SDK's stream reader; only their decoding differs (see
+	// chunk).
+	//
+	// The client is a local value, never stored: an sdk.Client reachable
+	// from the Adapter's type would link every service of the SDK and
+	// its methods into the binary (about 22 MB more).
+	var raw *http.Response
+	client := sdk.Client{Options: a.opts}
+	err := client.Post(actx, "chat/completions", params, &raw, option.WithJSONSet("stream", true), option.WithMiddleware(mw))
+	stream := ssestream.NewStream[chunk](ssestream.NewDecoder(raw), err)
 	defer stream.Close()
 	for stream.Next() {
 		if ctx.Err() != nil {
 			break
 		}
-		chunk := stream.Current()
-		if err := tr.chunk(&chunk); err != nil {
+		c := stream.Current()
+		if err := tr.chunk(&c); err != nil {
 			return tr, err
 		}
 	}

@@ -67,10 +67,10 @@ func (t *translator) openBlock() int {
 
 // chunk translates one chat.completion.chunk. Only choice 0 is read (the
 // request asks for one).
-func (t *translator) chunk(c *sdk.ChatCompletionChunk) error {
+func (t *translator) chunk(c *chunk) error {
 	t.sawChunk = true
-	if c.JSON.Usage.Valid() {
-		t.setUsage(c.Usage)
+	if c.Usage != nil {
+		t.setUsage(*c.Usage)
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]

@@ -38,7 +38,8 @@ func runStream(t *testing.T, body []byte) fuzzRun {
 	for stream.Next() {
 		c := stream.Current()
 		r.chunks = append(r.chunks, c)
-		if err := r.tr.chunk(&c); err != nil {
+		fc := fromFull(&c)
+		if err := r.tr.chunk(&fc); err != nil {
 			t.Fatalf("chunk %d: %v", len(r.chunks), err)
 		}
 	}
@@ -234,7 +235,8 @@ var streamSeeds = []string{
 }
 
 // FuzzTranslate: any event stream, decoded by the SDK and translated
-// as attempt does, never panics; its deltas keep the block discipline
+// as attempt does, never panics; the adapter's decoding (chunk) and the
+// SDK's full decode translate it alike; its deltas keep the block discipline
 // (checkBlocks); the text deltas are the stream's content; and for
 // streams whose tool calls all carry an index, each call with a name
 // (and, last, each call that never got one, nameless) starts one
@@ -258,6 +260,7 @@ func FuzzTranslate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := runStream(t, body)
+		sameTranslation(t, "fuzz", runFast(t, body), r)
 		acc := checkBlocks(t, r.deltas, r.clean)
 
 		var text strings.Builder
