@@ -67,6 +67,7 @@ type Server struct {
 
 	remote      *remote       // token, TLS, public names (remote.go)
 	httpMetrics *metrics.HTTP // connections (listen.go)
+	sock        *unixSocket   // nil without a socket (socket.go)
 	// defaultWhy says why the default model is what it is (ready line).
 	defaultWhy string
 }
@@ -168,21 +169,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Listen binds cfg.Addr and starts serving; it returns the base URL.
+// With cfg.Socket set it also listens on that unix socket (listen.go).
 func (s *Server) Listen() (string, error) {
-	ln, err := net.Listen("tcp", s.Config.Addr)
-	if err != nil {
-		return "", fmt.Errorf("listen %s: %w", s.Config.Addr, err)
+	if err := s.listen(); err != nil {
+		return "", err
 	}
-	s.ln = ln
-	s.http = s.newHTTPServer(s.handler)
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		if err := s.http.Serve(s.listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.Log.Error("http serve", "err", err)
-		}
-	}()
-	return s.scheme() + "://" + ln.Addr().String(), nil
+	return s.scheme() + "://" + s.ln.Addr().String(), nil
 }
 
 // shutdownTimeout bounds Run's shutdown: every step of it together.
@@ -198,7 +190,7 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		_ = s.Shutdown(sctx)
 		return err
 	}
-	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url, s.remote.readyNote(s.ln.Addr().String()))
+	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String()))
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
@@ -233,6 +225,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				}
 				return err
 			})
+		}
+		if s.sock != nil {
+			step("unix socket", s.sock.close)
 		}
 		s.stopBg()
 		step("background tasks", func() error { s.bg.Wait(); return nil })
