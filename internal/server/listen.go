@@ -39,20 +39,12 @@ func (s *Server) newHTTPServer(h http.Handler) *http.Server {
 	}
 }
 
-// listen binds the unix socket (when configured) and then cfg.Addr, and
-// serves both with one HTTP server: the same handler, the same guard,
-// the same token check. The socket goes first, so a second server on
-// the same home is told that one is already running. Each listener has
-// its own connection cap of --max-connections: a flood of network
-// clients cannot lock the local tools out of the socket.
+// listen binds cfg.Addr and serves it and the unix socket (bound by
+// New, when configured) with one HTTP server: the same handler, the
+// same guard, the same token check. Each listener has its own
+// connection cap of --max-connections: a flood of network clients
+// cannot lock the local tools out of the socket.
 func (s *Server) listen() error {
-	if s.Config.Socket != "" {
-		u, err := listenUnix(s.Config.Socket)
-		if err != nil {
-			return err
-		}
-		s.sock = u
-	}
 	ln, err := net.Listen("tcp", s.Config.Addr)
 	if err != nil {
 		if s.sock != nil {

@@ -73,8 +73,11 @@ type Server struct {
 }
 
 // New opens the store under cfg.Home and wires every component. It does
-// not listen yet.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+// not serve yet, but it binds the unix socket (cfg.Socket) before it
+// opens the store: a second server on a home whose server is running
+// fails there, before it could touch the running server's database
+// (socket.go).
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -85,11 +88,22 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err != nil {
 		return nil, err
 	}
+	var sock *unixSocket
+	if cfg.Socket != "" {
+		if sock, err = listenUnix(cfg.Socket); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				_ = sock.close()
+			}
+		}()
+	}
 	st, err := store.Open(ctx, store.Options{Path: filepath.Join(cfg.Home, "metis.db"), Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Config: cfg, Log: log, Store: st, remote: rem}
+	s := &Server{Config: cfg, Log: log, Store: st, remote: rem, sock: sock}
 	s.Models = model.NewRegistry()
 	var why string
 	s.Config.DefaultModel, why = registerModels(ctx, s.Models, cfg, log)

@@ -18,8 +18,10 @@ import (
 
 	"github.com/metis-agent/metis/client"
 	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/server"
 	"github.com/metis-agent/metis/internal/servertest"
+	"github.com/metis-agent/metis/internal/store"
 )
 
 // withSocket gives the harness a unix socket at <home>/metis.sock.
@@ -211,29 +213,43 @@ func TestStaleSocketIsReplaced(t *testing.T) {
 	}
 }
 
-// TestLiveSocketIsNotStolen: a second server given the socket a running
-// server answers on does not start, says why, and the first one goes on
-// answering on it.
+// TestLiveSocketIsNotStolen: a second server started on the home of a
+// running one (so on its socket) does not start, says why, and leaves
+// the first alone: it goes on answering on its socket, and its turn in
+// flight is not taken for one left by a crash (the second server fails
+// before it opens the database and would "recover" that turn).
 func TestLiveSocketIsNotStolen(t *testing.T) {
-	first := servertest.Start(t, "", withSocket)
+	first := servertest.Start(t, "", withSocket, func(c *config.Config) { c.DemoDelay = 5 * time.Millisecond })
 	sock := filepath.Join(first.Home, config.SocketName)
-	second, err := newServer(t, func(c *config.Config) { c.Socket = sock })
-	if err != nil {
-		t.Fatal(err)
+	sid := first.CreateSession()
+	turn := first.Submit(sid, "/long 40")
+
+	second, err := server.New(context.Background(), first.Config, slog.New(slog.DiscardHandler))
+	if err == nil {
+		second.Shutdown(context.Background())
+		t.Fatal("a second server started on the home of a running one")
 	}
-	_, err = second.Listen()
-	if err == nil || !strings.Contains(err.Error(), "another server is answering on it") {
-		t.Fatalf("second Listen: %v, want a refusal naming the live server", err)
+	if !strings.Contains(err.Error(), "another server is answering on it") {
+		t.Fatalf("second server: %v, want a refusal naming the live server", err)
 	}
 	if st, body := get(t, socketHTTP(t, sock), "localhost", "/sessions", nil); st != http.StatusOK {
 		t.Fatalf("the first server over its socket after the second tried: %d %s", st, body)
 	}
-	// The refused server's shutdown leaves the live socket alone.
-	if err := second.Shutdown(context.Background()); err != nil {
+	first.WaitTurn(sid)
+	var info struct {
+		Session struct {
+			TurnCount int `json:"turn_count"`
+		} `json:"session"`
+	}
+	evs, err := first.Server.Store.Events(context.Background(), store.EventQuery{SessionIDs: []string{sid}, Types: []event.Type{event.TurnCompleted, event.TurnCancelled}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := get(t, socketHTTP(t, sock), "localhost", "/sessions", nil); st != http.StatusOK {
-		t.Fatalf("the first server's socket after the second's shutdown: %d", st)
+	if len(evs) != 1 || evs[0].Type != event.TurnCompleted || evs[0].TurnID != turn {
+		t.Fatalf("the first server's turn ended with %v, want turn.completed", evs)
+	}
+	if first.Do("GET", "/sessions/"+sid, nil, &info); info.Session.TurnCount != 1 {
+		t.Fatalf("turn count %d", info.Session.TurnCount)
 	}
 }
 
@@ -270,12 +286,8 @@ func TestSocketRefusesBadPaths(t *testing.T) {
 		"no dir":        {filepath.Join(dir, "nope", "metis.sock"), "no such file or directory"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, err := newServer(t, func(cfg *config.Config) { cfg.Socket = c.path })
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Listen(); err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Listen: %v, want an error saying %q", err, c.want)
+			if _, err := newServer(t, func(cfg *config.Config) { cfg.Socket = c.path }); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("New: %v, want an error saying %q", err, c.want)
 			}
 		})
 	}
