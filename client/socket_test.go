@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/metis-agent/metis/client"
@@ -98,4 +99,23 @@ func TestParseSocketURL(t *testing.T) {
 	if c := client.New("http://127.0.0.1:8421/"); c.SocketPath() != "" || c.BaseURL != "http://127.0.0.1:8421" {
 		t.Errorf("a TCP client: socket %q, base %q", c.SocketPath(), c.BaseURL)
 	}
+}
+
+// FuzzParseSocketURL: any string is parsed without a panic, and the URL
+// SocketURL makes of a path gives that path back.
+func FuzzParseSocketURL(f *testing.F) {
+	for _, s := range []string{"unix:///home/me/.metis/metis.sock", "unix:rel/m.sock", "unix://localhost/x", "unix://h/x", "http://127.0.0.1:8421", "unix:", "unix:///%zz", "/plain/path", "unix:///a b/c#d?e"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if p, ok := client.ParseSocketURL(s); ok && p == "" {
+			t.Fatalf("ParseSocketURL(%q) = \"\", true", s)
+		}
+		if !strings.HasPrefix(s, "/") {
+			return
+		}
+		if p, ok := client.ParseSocketURL(client.SocketURL(s)); !ok || p != s {
+			t.Fatalf("ParseSocketURL(SocketURL(%q)) = %q, %v", s, p, ok)
+		}
+	})
 }
