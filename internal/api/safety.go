@@ -22,6 +22,9 @@ import (
 //   - state-changing methods must send Content-Type: application/json,
 //     which a cross-site form or no-cors fetch cannot.
 //
+// The same checks apply to requests over the server's unix socket, which
+// are plain HTTP even when the server speaks TLS (OverSocket).
+//
 // Refusals are 403 (415 for the content type) with the JSON error body.
 type Guard struct {
 	// ExtraHosts are host names (no port) accepted besides loopback.
