@@ -68,15 +68,16 @@ type Server struct {
 	remote      *remote       // token, TLS, public names (remote.go)
 	httpMetrics *metrics.HTTP // connections (listen.go)
 	sock        *unixSocket   // nil without a socket (socket.go)
+	home        *homeLock     // held until Shutdown ends (homelock.go)
 	// defaultWhy says why the default model is what it is (ready line).
 	defaultWhy string
 }
 
 // New opens the store under cfg.Home and wires every component. It does
-// not serve yet, but it binds the unix socket (cfg.Socket) before it
-// opens the store: a second server on a home whose server is running
-// fails there, before it could touch the running server's database
-// (socket.go).
+// not serve yet, but before it opens the store it binds the unix socket
+// (cfg.Socket) and takes the home's lock: a second server on the home of
+// a running one fails there, before it could touch the running server's
+// database (socket.go, homelock.go).
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, err error) {
 	if log == nil {
 		log = slog.Default()
@@ -99,11 +100,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 			}
 		}()
 	}
+	// One server per home, also when the socket is off or elsewhere.
+	lock, err := lockHome(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.release()
+		}
+	}()
 	st, err := store.Open(ctx, store.Options{Path: filepath.Join(cfg.Home, "metis.db"), Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Config: cfg, Log: log, Store: st, remote: rem, sock: sock}
+	s := &Server{Config: cfg, Log: log, Store: st, remote: rem, sock: sock, home: lock}
 	s.Models = model.NewRegistry()
 	var why string
 	s.Config.DefaultModel, why = registerModels(ctx, s.Models, cfg, log)
@@ -246,6 +257,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.stopBg()
 		step("background tasks", func() error { s.bg.Wait(); return nil })
 		errs = append(errs, s.closeCore(ctx))
+		s.home.release()
 		s.shutErr = errors.Join(errs...)
 	})
 	return s.shutErr

@@ -461,3 +461,31 @@ func TestSocketHasItsOwnConnectionCap(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestOneServerPerHome: without a socket to tell (--socket=off), a
+// second server on the home of a running one is still refused before it
+// opens the database, by the home's lock; once the first has shut down,
+// a server starts on that home again.
+func TestOneServerPerHome(t *testing.T) {
+	first := servertest.Start(t, "")
+	cfg := first.Config
+	if cfg.Socket != "" {
+		t.Fatal("the harness has a socket")
+	}
+	_, err := server.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "another metis server is running on the home "+first.Home) {
+		t.Fatalf("second server on the home: %v", err)
+	}
+	if st := first.Do("GET", "/sessions", nil, nil); st != http.StatusOK {
+		t.Fatalf("the first server after the second tried: %d", st)
+	}
+	first.Stop()
+	again := servertest.Start(t, first.Home)
+	if st := again.Do("GET", "/sessions", nil, nil); st != http.StatusOK {
+		t.Fatalf("a server on the home after the first stopped: %d", st)
+	}
+	st, err := os.Stat(filepath.Join(first.Home, "metis.lock"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("lock file: %v %v", st, err)
+	}
+}
