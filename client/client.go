@@ -59,10 +59,17 @@ type Client struct {
 	// bound to loopback needs none; one reachable from the network
 	// refuses requests without it (401).
 	Token string
+
+	socket string // the unix socket's path, "" over TCP (socket.go)
 }
 
-// New returns a client of the server at baseURL (http://host:port).
+// New returns a client of the server at baseURL: http://host:port,
+// https://host:port, or unix:///path/to/metis.sock for the server's
+// unix socket (see NewSocket).
 func New(baseURL string) *Client {
+	if c, ok := newFromURL(baseURL); ok {
+		return c
+	}
 	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: &http.Client{Timeout: 30 * time.Second}, Logger: slog.Default()}
 }
 

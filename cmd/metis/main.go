@@ -3,7 +3,9 @@
 //	metis serve [flags]   run the server (see `metis serve -h`)
 //
 // The client commands (chat, tail, send, sessions) find the server with
-// --server URL (default $METIS_SERVER, else http://127.0.0.1:8421).
+// --server URL (default $METIS_SERVER, else the unix socket
+// <home>/metis.sock when a server answers on it, else
+// http://127.0.0.1:8421).
 // When the TUI or `metis acp` finds no server at the default address,
 // this command starts one in its own process (inprocess.go) and hands
 // it to them as a function: the composition root is here and in
@@ -38,8 +40,10 @@ usage:
   metis acp [--model M] [--log-file F]      an Agent Client Protocol agent on stdio, for editors
                                             (starts a server in-process if none runs; see docs/editors.md)
 
-client commands take --server URL (default $METIS_SERVER, else http://127.0.0.1:8421)
-and --token-file F (default $METIS_TOKEN, else <home>/token for an https or non-loopback server)
+client commands take --server URL (http(s)://host:port or unix:///path/metis.sock; default
+$METIS_SERVER, else the socket <home>/metis.sock when a server answers on it, else
+http://127.0.0.1:8421) and --token-file F (default $METIS_TOKEN, else <home>/token for an
+https or non-loopback server, or a unix socket of yours)
 `
 
 func main() {
@@ -102,7 +106,9 @@ func serve(args []string) int {
 		return 1
 	}
 	if err := srv.Run(ctx, os.Stdout); err != nil {
-		log.Error("shutdown", "err", err)
+		// A listen error (the address in use, a live unix socket) or a
+		// shutdown that did not finish.
+		fmt.Fprintln(os.Stderr, "metis serve:", err)
 		return 1
 	}
 	return 0

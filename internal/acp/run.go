@@ -46,11 +46,11 @@ type Options struct {
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, opts Options) int {
 	fs := flag.NewFlagSet("metis acp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	serverURL := fs.String("server", envOr("METIS_SERVER", defaultServer), "metis server URL ($METIS_SERVER)")
+	serverURL := fs.String("server", "", "metis server URL: http(s)://host:port or unix:///path/metis.sock (default $METIS_SERVER, else the socket <home>/metis.sock when a server answers on it, else "+DefaultServer+")")
 	model := fs.String("model", "", "model of the sessions it creates (default the server's)")
 	home := fs.String("home", "", "state directory of an in-process server (default $METIS_HOME, else ~/.metis)")
 	demoDelay := fs.Duration("demo-delay", 0, "pause between builtin:demo deltas of an in-process server (default the server's)")
-	tokenFile := fs.String("token-file", "", "file holding the server's bearer token (default $"+token.EnvVar+", else <home>/token for an https or non-loopback server)")
+	tokenFile := fs.String("token-file", "", "file holding the server's bearer token (default $"+token.EnvVar+", else <home>/token for an https or non-loopback server, or a unix socket of yours)")
 	logFile := fs.String("log-file", "", "write logs to this file instead of stderr")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -80,7 +80,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 
-	base := strings.TrimRight(*serverURL, "/")
+	base := strings.TrimRight(client.Locate(ctx, client.LocateOptions{Server: *serverURL, Home: *home, Fallback: defaultServer}), "/")
 	c := client.New(base)
 	c.Logger = log
 	tok, err := token.ForClient(base, *tokenFile, *home)
@@ -182,13 +182,6 @@ func probe(ctx context.Context, c *client.Client) error {
 	defer cancel()
 	_, err := c.Sessions(ctx)
 	return err
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 // hostPort is the host:port of a base URL.

@@ -28,6 +28,7 @@ func TestRunStartsAServerInProcess(t *testing.T) {
 	defaultServer = "http://" + addr
 	t.Cleanup(func() { defaultServer = old })
 	t.Setenv("METIS_SERVER", "")
+	t.Setenv("METIS_HOME", t.TempDir()) // no socket of a server running here
 
 	var h *servertest.Harness
 	stopped := false

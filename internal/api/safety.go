@@ -22,6 +22,9 @@ import (
 //   - state-changing methods must send Content-Type: application/json,
 //     which a cross-site form or no-cors fetch cannot.
 //
+// The same checks apply to requests over the server's unix socket, which
+// are plain HTTP even when the server speaks TLS (OverSocket).
+//
 // Refusals are 403 (415 for the content type) with the JSON error body.
 type Guard struct {
 	// ExtraHosts are host names (no port) accepted besides loopback.
@@ -42,7 +45,7 @@ func (g Guard) Wrap(h http.Handler) http.Handler {
 			return
 		}
 		scheme := "http"
-		if g.TLS || r.TLS != nil {
+		if r.TLS != nil || g.TLS && !OverSocket(r) {
 			scheme = "https"
 		}
 		if pub != nil && pub.Scheme != "" {
@@ -61,6 +64,15 @@ func (g Guard) Wrap(h http.Handler) http.Handler {
 }
 
 type schemeKey struct{}
+
+// OverSocket reports whether r came over a unix socket (the server's
+// --socket) rather than TCP. Such a connection is plain HTTP even when
+// the TCP listener speaks TLS; the Host, Origin and Content-Type checks
+// apply to it as to TCP (docs/unix-socket.md says why).
+func OverSocket(r *http.Request) bool {
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && a.Network() == "unix"
+}
 
 // PageScheme is the scheme of the server's own pages as the client of r
 // sees them: "https" under TLS or behind a proxy declared with an https

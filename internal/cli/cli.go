@@ -1,34 +1,31 @@
 // Package cli implements the client commands of the metis binary
 // (contract §1): sessions, send and tail. Each finds the server with
-// --server URL (default $METIS_SERVER, else http://127.0.0.1:8421) and
-// sends its bearer token when it has one (--token-file, $METIS_TOKEN,
-// or <home>/token for an https or non-loopback server).
+// client.Locate: --server URL, else $METIS_SERVER, else the unix socket
+// <home>/metis.sock when a server answers on it, else
+// http://127.0.0.1:8421. It sends its bearer token when it has one
+// (--token-file, $METIS_TOKEN, or <home>/token for an https or
+// non-loopback server or a socket of this user's).
 //
 // cli is an edge: it imports the public client and protocol packages
 // and the token leaf.
 package cli
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/metis-agent/metis/client"
 	"github.com/metis-agent/metis/internal/token"
 )
 
 // DefaultServer is the server URL when neither --server nor
-// $METIS_SERVER is given.
-const DefaultServer = "http://127.0.0.1:8421"
+// $METIS_SERVER is given and no server answers on the home's socket.
+const DefaultServer = client.DefaultServer
 
-// ServerURL returns the --server default: $METIS_SERVER or DefaultServer.
-func ServerURL() string {
-	if s := os.Getenv("METIS_SERVER"); s != "" {
-		return s
-	}
-	return DefaultServer
-}
+// ServerUsage is the usage of a client command's --server flag.
+const ServerUsage = "metis server URL: http(s)://host:port or unix:///path/metis.sock (default $METIS_SERVER, else the socket <home>/metis.sock when a server answers on it, else " + DefaultServer + ")"
 
 // Env is where a command reads and writes.
 type Env struct {
@@ -44,14 +41,14 @@ type common struct {
 func newFlags(name string, env Env) (*flag.FlagSet, *common) {
 	fs := flag.NewFlagSet("metis "+name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	c := &common{server: fs.String("server", ServerURL(), "metis server URL ($METIS_SERVER)")}
+	c := &common{server: fs.String("server", "", ServerUsage)}
 	c.tokenFile = TokenFlag(fs)
 	return fs, c
 }
 
 // TokenFlag defines --token-file on fs.
 func TokenFlag(fs *flag.FlagSet) *string {
-	return fs.String("token-file", "", "file holding the server's bearer token (default $"+token.EnvVar+", else <home>/token for an https or non-loopback server)")
+	return fs.String("token-file", "", "file holding the server's bearer token (default $"+token.EnvVar+", else <home>/token for an https or non-loopback server, or a unix socket of yours)")
 }
 
 // NewClient returns a client of server carrying the token found for it
@@ -66,9 +63,10 @@ func NewClient(server, tokenFile string) (*client.Client, error) {
 	return c, nil
 }
 
-// client returns the command's client, or prints why not.
-func (c *common) client(name string, env Env) (*client.Client, bool) {
-	cl, err := NewClient(*c.server, *c.tokenFile)
+// client returns the command's client of the server client.Locate
+// chooses, or prints why not.
+func (c *common) client(ctx context.Context, name string, env Env) (*client.Client, bool) {
+	cl, err := NewClient(client.Locate(ctx, client.LocateOptions{Server: *c.server}), *c.tokenFile)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "metis %s: %v\n", name, err)
 		return nil, false

@@ -26,7 +26,7 @@ func Send(ctx context.Context, args []string, env Env) int {
 		return 2
 	}
 	sid, text := pos[0], strings.Join(pos[1:], " ")
-	c, ok := cf.client("send", env)
+	c, ok := cf.client(ctx, "send", env)
 	if !ok {
 		return 1
 	}

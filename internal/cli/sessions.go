@@ -24,7 +24,7 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "metis sessions: --page must not be negative")
 		return 2
 	}
-	c, ok := cf.client("sessions", env)
+	c, ok := cf.client(ctx, "sessions", env)
 	if !ok {
 		return 1
 	}

@@ -48,7 +48,7 @@ func Tail(ctx context.Context, args []string, env Env) int {
 		}
 		f = pf
 	}
-	c, ok := cf.client("tail", env)
+	c, ok := cf.client(ctx, "tail", env)
 	if !ok {
 		return 1
 	}

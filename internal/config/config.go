@@ -63,6 +63,12 @@ type Config struct {
 	IdleTimeout    time.Duration // close a keep-alive connection idle this long (0: never)
 	MaxConnections int           // connections served at once; more wait to be accepted
 
+	// Socket is the unix socket the server also listens on (the whole
+	// API and both streams); "" for none. Defaults has none; Load sets
+	// <home>/metis.sock unless the file or --socket says otherwise
+	// ("off" or "" turns it off).
+	Socket string
+
 	Prices    map[string]price.Price // config.yaml only: overrides of the price table
 	Providers Providers              // config.yaml `providers`, then the environment
 }
@@ -196,6 +202,36 @@ var fields = []field{
 	durField("read-timeout", "longest a request body may take to arrive (0: none)", func(c *Config) *time.Duration { return &c.ReadTimeout }),
 	durField("idle-timeout", "close a keep-alive connection idle this long (0: never)", func(c *Config) *time.Duration { return &c.IdleTimeout }),
 	intField("max-connections", "connections served at once; more wait until one closes", 1, func(c *Config) *int { return &c.MaxConnections }),
+	{"socket", "unix socket the server also listens on, mode 0600; \"off\" or \"\" for none (default <home>/" + SocketName + ")",
+		func(c *Config) string { return c.Socket },
+		func(c *Config, s string) error {
+			p, err := socketPath(s)
+			if err != nil {
+				return err
+			}
+			c.Socket = p
+			return nil
+		}},
+}
+
+// SocketName is the file name of the server's unix socket in its home.
+const SocketName = "metis.sock"
+
+// socketPath parses the socket setting: "off" or "" is none, anything
+// else a path, made absolute (a relative one is taken from the working
+// directory).
+func socketPath(s string) (string, error) {
+	if s == "" || s == "off" {
+		return "", nil
+	}
+	if strings.ContainsRune(s, 0) {
+		return "", errors.New("a path cannot hold a NUL byte")
+	}
+	p, err := filepath.Abs(s)
+	if err != nil {
+		return "", err
+	}
+	return p, nil
 }
 
 // Load parses `metis serve` arguments, reads <home>/config.yaml (home
@@ -230,6 +266,11 @@ func Load(args []string) (Config, error) {
 		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	cfg.Home = *home
+	sock, err := socketPath(filepath.Join(cfg.Home, SocketName))
+	if err != nil {
+		return Config{}, fmt.Errorf("--home: %w", err)
+	}
+	cfg.Socket = sock
 	if err := cfg.loadFile(filepath.Join(cfg.Home, "config.yaml")); err != nil {
 		return Config{}, err
 	}

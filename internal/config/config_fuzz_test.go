@@ -25,6 +25,9 @@ var seedConfigs = []string{
 		"write-timeout: 1s\nstream-ring: 0\nrouting-poll: 0s\nmodel-idle-timeout: 1m\nmax-output-tokens: 1\nthinking-budget: 0\n" +
 		"turn-timeout: 0s\ndefault-model: builtin:demo\ndemo-delay: 0s\nlog-level: debug\n",
 	"ping_interval: 1s\nclient_queue: 5\n",
+	"socket: off\n",
+	"socket: ''\n",
+	"socket: run/metis.sock\n",
 	"prices:\n  \"anthropic:claude-sonnet-4-6\":\n    input: 3\n    output: 15\n    cache_read: 0.3\n    cache_write: 3.75\n  \"openai:*\": {input: 0.5}\n",
 	"prices: {}\n",
 	"providers:\n  anthropic: {api_key: k, base_url: \"http://a.local\"}\n  openai: {base_url: \"http://o.local/v1\"}\n",

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -38,7 +39,62 @@ func (s *Server) newHTTPServer(h http.Handler) *http.Server {
 	}
 }
 
-// listener wraps ln with the connection cap and, when configured, TLS.
+// listen binds cfg.Addr and serves it and the unix socket (bound by
+// New, when configured) with one HTTP server: the same handler, the
+// same guard, the same token check. Each listener has its own
+// connection cap of --max-connections: a flood of network clients
+// cannot lock the local tools out of the socket.
+func (s *Server) listen() error {
+	ln, err := net.Listen("tcp", s.Config.Addr)
+	if err != nil {
+		if s.sock != nil {
+			_ = s.sock.close()
+			s.sock = nil
+		}
+		return fmt.Errorf("listen %s: %w", s.Config.Addr, err)
+	}
+	s.ln = ln
+	s.http = s.newHTTPServer(s.handler)
+	s.serve(s.listener(ln))
+	if s.sock != nil {
+		// Plain HTTP whatever TCP speaks: TLS over a socket of one's own
+		// protects nothing, and the guard knows a socket request by its
+		// local address (api.OverSocket).
+		s.serve(newCapListener(s.sock.ln, s.Config.MaxConnections, s.httpMetrics, s.Log))
+	}
+	return nil
+}
+
+// serve runs the HTTP server on ln in the background until Shutdown.
+func (s *Server) serve(ln net.Listener) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.Log.Error("http serve", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+}
+
+// SocketPath is the path of the unix socket the server listens on, ""
+// for none.
+func (s *Server) SocketPath() string {
+	if s.sock == nil {
+		return ""
+	}
+	return s.sock.path
+}
+
+// socketNote is what the ready line says of the unix socket.
+func (s *Server) socketNote() string {
+	if s.sock == nil {
+		return ""
+	}
+	return "; unix socket " + s.sock.path
+}
+
+// listener wraps ln, the TCP listener, with the connection cap and,
+// when configured, TLS.
 func (s *Server) listener(ln net.Listener) net.Listener {
 	ln = newCapListener(ln, s.Config.MaxConnections, s.httpMetrics, s.Log)
 	if s.remote.tls != nil {

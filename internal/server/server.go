@@ -71,13 +71,18 @@ type Server struct {
 
 	remote      *remote       // token, TLS, public names (remote.go)
 	httpMetrics *metrics.HTTP // connections (listen.go)
+	sock        *unixSocket   // nil without a socket (socket.go)
+	home        *homeLock     // held until Shutdown ends (homelock.go)
 	// defaultWhy says why the default model is what it is (ready line).
 	defaultWhy string
 }
 
 // New opens the store under cfg.Home and wires every component. It does
-// not listen yet.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+// not serve yet, but before it opens the store it binds the unix socket
+// (cfg.Socket) and takes the home's lock: a second server on the home of
+// a running one fails there, before it could touch the running server's
+// database (socket.go, homelock.go).
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -88,11 +93,32 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err != nil {
 		return nil, err
 	}
+	var sock *unixSocket
+	if cfg.Socket != "" {
+		if sock, err = listenUnix(cfg.Socket); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				_ = sock.close()
+			}
+		}()
+	}
+	// One server per home, also when the socket is off or elsewhere.
+	lock, err := lockHome(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.release()
+		}
+	}()
 	st, err := store.Open(ctx, store.Options{Path: filepath.Join(cfg.Home, "metis.db"), Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Config: cfg, Log: log, Store: st, remote: rem}
+	s := &Server{Config: cfg, Log: log, Store: st, remote: rem, sock: sock, home: lock}
 	s.Models = model.NewRegistry()
 	var why string
 	s.Config.DefaultModel, why = registerModels(ctx, s.Models, cfg, log)
@@ -176,21 +202,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Listen binds cfg.Addr and starts serving; it returns the base URL.
+// With cfg.Socket set it also listens on that unix socket (listen.go).
 func (s *Server) Listen() (string, error) {
-	ln, err := net.Listen("tcp", s.Config.Addr)
-	if err != nil {
-		return "", fmt.Errorf("listen %s: %w", s.Config.Addr, err)
+	if err := s.listen(); err != nil {
+		return "", err
 	}
-	s.ln = ln
-	s.http = s.newHTTPServer(s.handler)
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		if err := s.http.Serve(s.listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.Log.Error("http serve", "err", err)
-		}
-	}()
-	return s.scheme() + "://" + ln.Addr().String(), nil
+	return s.scheme() + "://" + s.ln.Addr().String(), nil
 }
 
 // shutdownTimeout bounds Run's shutdown: every step of it together.
@@ -206,7 +223,7 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		_ = s.Shutdown(sctx)
 		return err
 	}
-	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url, s.remote.readyNote(s.ln.Addr().String()))
+	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String()))
 	// Package initialisation and startup (the SDKs' type registrations,
 	// the terminal UI renderer's tables, the store's migrations) leave
 	// garbage an idle server never reuses: collect it and give its pages
@@ -249,9 +266,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				return err
 			})
 		}
+		if s.sock != nil {
+			step("unix socket", s.sock.close)
+		}
 		s.stopBg()
 		step("background tasks", func() error { s.bg.Wait(); return nil })
 		errs = append(errs, s.closeCore(ctx))
+		s.home.release()
 		s.shutErr = errors.Join(errs...)
 	})
 	return s.shutErr

@@ -165,8 +165,7 @@ func startFlatMetis(b *testing.B) *flatMetis {
 	cfg.Home = home
 	cfg.Addr = "127.0.0.1:0"
 	cfg.ClientQueue = 5 * benchFlatDeltas // nobody is closed as slow
-	cfg.Providers.Anthropic.APIKey = "sk-ant-bench"
-	cfg.Providers.Anthropic.BaseURL = provider.URL
+	cfg.Providers = config.Providers{"anthropic": {APIKey: "sk-ant-bench", BaseURL: provider.URL}}
 	cfg.DefaultModel = "anthropic:claude-sonnet-4-6"
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx := context.Background()

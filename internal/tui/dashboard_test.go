@@ -28,3 +28,14 @@ func TestStatusLineShowsTheDashboardURL(t *testing.T) {
 		cancel()
 	}
 }
+
+// Over the unix socket there is no dashboard URL to show: a browser
+// cannot open a socket.
+func TestNoDashboardURLOverTheSocket(t *testing.T) {
+	if got := withDashboard("", "unix:///home/me/.metis/metis.sock", testSession); got != "" {
+		t.Errorf("note %q over the socket", got)
+	}
+	if got := withDashboard("note", "unix:///home/me/.metis/metis.sock", testSession); got != "note" {
+		t.Errorf("note %q over the socket", got)
+	}
+}

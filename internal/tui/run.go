@@ -46,7 +46,7 @@ type Started struct {
 func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 	fs := flag.NewFlagSet("metis chat", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	serverURL := fs.String("server", cli.ServerURL(), "metis server URL ($METIS_SERVER)")
+	serverURL := fs.String("server", "", cli.ServerUsage)
 	sessionID := fs.String("session", "", "resume this session instead of creating one in the current directory")
 	home := fs.String("home", "", "state directory of an in-process server (default $METIS_HOME, else ~/.metis)")
 	demoDelay := fs.Duration("demo-delay", 0, "pause between builtin:demo deltas of an in-process server (default the server's)")
@@ -73,7 +73,7 @@ func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	base := strings.TrimRight(*serverURL, "/")
+	base := strings.TrimRight(client.Locate(ctx, client.LocateOptions{Server: *serverURL, Home: *home}), "/")
 	c, err := cli.NewClient(base, *tokenFile)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "metis:", err)
@@ -184,6 +184,9 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // withDashboard adds the browser dashboard's URL for the session to the
 // status line's standing note.
 func withDashboard(note, base, sessionID string) string {
+	if _, ok := client.ParseSocketURL(base); ok {
+		return note // a browser cannot reach a unix socket
+	}
 	d := "dashboard " + base + "/#/s/" + sessionID
 	if note == "" {
 		return d
