@@ -86,8 +86,9 @@ func ctx(t *testing.T) context.Context {
 // events hands out sealed events of one tree in id order, as the
 // tree's emitter would.
 type events struct {
-	t   *testing.T
-	seq *event.Sequencer
+	t         *testing.T
+	seq       *event.Sequencer
+	published []*event.Event // what publishTurn published
 }
 
 func newEvents(t *testing.T) *events {
