@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // startServer runs an in-process NATS server with JetStream on a
 // temporary directory, reachable only in process; it shuts down when
 // the test ends.
-func startServer(t *testing.T) *server.Server {
+func startServer(t testing.TB) *server.Server {
 	t.Helper()
 	opts := &server.Options{
 		ServerName: "metis-test",
@@ -47,7 +47,7 @@ func startServer(t *testing.T) *server.Server {
 
 // connect opens a client connection to s, drained when the test ends
 // (registered after the server's cleanup, so it runs first).
-func connect(t *testing.T, s *server.Server) *nats.Conn {
+func connect(t testing.TB, s *server.Server) *nats.Conn {
 	t.Helper()
 	closed := make(chan struct{})
 	nc, err := nats.Connect(s.ClientURL(), nats.InProcessServer(s), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
@@ -67,7 +67,7 @@ func connect(t *testing.T, s *server.Server) *nats.Conn {
 	return nc
 }
 
-func openLog(t *testing.T, nc *nats.Conn, cfg cluster.LogConfig) *cluster.Log {
+func openLog(t testing.TB, nc *nats.Conn, cfg cluster.LogConfig) *cluster.Log {
 	t.Helper()
 	l, err := cluster.OpenLog(ctx(t), nc, cfg)
 	if err != nil {
@@ -76,7 +76,7 @@ func openLog(t *testing.T, nc *nats.Conn, cfg cluster.LogConfig) *cluster.Log {
 	return l
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	t.Helper()
 	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)
