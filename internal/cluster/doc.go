@@ -21,7 +21,11 @@
 //     context the owner runs the tree's work under;
 //   - routing ([Router]): request/reply subjects that carry turn
 //     submission and cancel from any node to the tree's owner;
-//   - reading anywhere ([Projection], [Feed]): each node applies the
+//   - committing ([Store]): the bus's store in cluster mode; a group is
+//     published by the tree's owner, fenced, and reported committed only
+//     once the stream acknowledged it and the node's projection applied
+//     it;
+//   - reading anywhere ([Projection], [Feeds]): each node applies the
 //     catalog records to its own SQLite store in stream order and can
 //     wait until it has applied a given sequence; a feed is one ordered
 //     consumer per tree, fanning its events out to a local sink.
