@@ -71,12 +71,21 @@ func (p *Projection) Run(ctx context.Context) (err error) {
 	}()
 	cur, err := p.st.Cursor(ctx, p.cursor)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("cluster: projection: %w", err)
 	}
 	p.advance(uint64(cur))
-	return p.log.Follow(ctx, AllCatalog, ReadFrom(cur+1), func(e Entry) error {
+	err = p.log.Follow(ctx, AllCatalog, ReadFrom(cur+1), func(e Entry) error {
 		return p.apply(ctx, e)
 	})
+	if ctx.Err() != nil {
+		// Stopped, maybe in the middle of an apply: the cursor committed
+		// with each group keeps a restart exact.
+		return nil
+	}
+	return err
 }
 
 // apply writes one entry and waits for its commit.

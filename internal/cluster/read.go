@@ -130,10 +130,16 @@ func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
 func (l *Log) Follow(ctx context.Context, filter string, from ReadFrom, fn func(Entry) error) error {
 	c, err := l.ordered(ctx, filter, from)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	it, err := c.Messages()
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("cluster: follow %s: %w", filter, err)
 	}
 	defer it.Stop()
