@@ -24,7 +24,8 @@ var coreRules = []string{
 	"internal/cost",
 	"internal/delegate",
 	"internal/event",
-	"internal/feed", // the transport-neutral subscription core
+	"internal/cluster", // scale-out: the JetStream log, leases, projection
+	"internal/feed",    // the transport-neutral subscription core
 	"internal/hub",
 	"internal/message",
 	"internal/metrics",

@@ -1,0 +1,36 @@
+// Package cluster is the foundation of metis's scale-out mode: several
+// metis nodes sharing one NATS JetStream log (docs/scale-out.md).
+//
+// It owns:
+//   - the log ([Log]): one JetStream stream whose subjects name the
+//     delegation tree, the session and the family of each event
+//     (metis.evt.<tree>.<session>.<c|s>); the event id is the message id,
+//     so a retried publish is stored once; streaming events carry a
+//     per-message TTL; subject filters replay a tree, a session or the
+//     catalog family in id order;
+//   - the record format ([EncodeRecord], [DecodeRecord]): a message body
+//     is the event's exact envelope bytes, followed for a catalog event by
+//     the store ops committed with it, so every node's projection writes
+//     the same rows;
+//   - fencing ([Fence]): the owner of a tree publishes its catalog events
+//     with the expected last sequence of the tree's catalog subjects, and
+//     a stale writer is refused with [ErrFenced];
+//   - ownership ([Leases], [Lease], [Owner]): a lease per tree in a
+//     JetStream key-value bucket, renewed by revision, expiring with the
+//     bucket's TTL; losing it, or a fenced publish refused, cancels the
+//     context the owner runs the tree's work under;
+//   - routing ([Router]): request/reply subjects that carry turn
+//     submission and cancel from any node to the tree's owner;
+//   - committing ([Store]): the bus's store in cluster mode; a group is
+//     published by the tree's owner, fenced, and reported committed only
+//     once the stream acknowledged it and the node's projection applied
+//     it;
+//   - reading anywhere ([Projection], [Feeds]): each node applies the
+//     catalog records to its own SQLite store in stream order and can
+//     wait until it has applied a given sequence; a feed is one ordered
+//     consumer per tree, fanning its events out to a local sink.
+//
+// cluster is a core package: it imports event and store, and the NATS
+// client (github.com/nats-io/nats.go and its jetstream package); it
+// never imports a transport edge (api, stream, hub, server).
+package cluster

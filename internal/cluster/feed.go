@@ -1,0 +1,137 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/metis-agent/metis/internal/event"
+)
+
+// Sink receives a tree's events, both families, in stream order (id
+// order within the tree): the node's live sink (the hub's Publish). It
+// must not block.
+type Sink interface {
+	Publish(ev *event.Event)
+}
+
+// Feeds runs one ordered consumer per tree that has local clients,
+// fanning its events out to the node's sink: N clients of a tree on a
+// node cost one consumer.
+type Feeds struct {
+	log    *Log
+	sink   Sink
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	trees map[string]*feed
+	wg    sync.WaitGroup
+}
+
+type feed struct {
+	refs      int
+	cancel    context.CancelFunc
+	done      chan struct{}
+	delivered atomic.Uint64 // stream sequence of the last event handed to the sink
+	catalog   atomic.Uint64 // stream sequence of the last catalog event handed to the sink
+}
+
+// NewFeeds returns the feeds of a node.
+func NewFeeds(log *Log, sink Sink, logger *slog.Logger) *Feeds {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Feeds{log: log, sink: sink, logger: logger, trees: map[string]*feed{}}
+}
+
+// Join registers a local client of tree. The first one starts the
+// tree's consumer at the stream's tail: every event of the tree appended
+// from then on reaches the sink (history comes from the projection).
+// leave must be called once when the client goes; the last one stops the
+// consumer.
+func (f *Feeds) Join(ctx context.Context, tree string) (leave func(), err error) {
+	if err := ValidToken(tree); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fd := f.trees[tree]
+	if fd == nil {
+		tail, err := f.log.LastSeq(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: feed %s: %w", tree, err)
+		}
+		fctx, cancel := context.WithCancel(context.Background())
+		fd = &feed{cancel: cancel, done: make(chan struct{})}
+		fd.delivered.Store(tail)
+		f.trees[tree] = fd
+		f.wg.Add(1)
+		go f.run(fctx, tree, fd, ReadFrom(tail+1))
+	}
+	fd.refs++
+	var once sync.Once
+	return func() { once.Do(func() { f.leave(tree, fd) }) }, nil
+}
+
+func (f *Feeds) leave(tree string, fd *feed) {
+	f.mu.Lock()
+	fd.refs--
+	last := fd.refs == 0
+	if last && f.trees[tree] == fd {
+		delete(f.trees, tree)
+	}
+	f.mu.Unlock()
+	if last {
+		fd.cancel()
+		<-fd.done
+	}
+}
+
+func (f *Feeds) run(ctx context.Context, tree string, fd *feed, from ReadFrom) {
+	defer f.wg.Done()
+	defer close(fd.done)
+	err := f.log.Follow(ctx, TreeFilter(tree), from, func(e Entry) error {
+		switch {
+		case e.Err != nil:
+			f.logger.Error("cluster: feed skips a bad record", "tree", tree, "seq", e.Seq, "err", e.Err)
+		case e.Marker:
+		default:
+			f.sink.Publish(e.Event)
+			if event.FamilyOf(e.Event.Type) == event.Catalog {
+				fd.catalog.Store(e.Seq)
+			}
+		}
+		fd.delivered.Store(e.Seq)
+		return nil
+	})
+	if err != nil {
+		f.logger.Error("cluster: feed stopped", "tree", tree, "err", err)
+	}
+}
+
+// Delivered returns, for a tree with a running feed, the stream
+// sequence of the last message its feed handled and of the last catalog
+// event it handed to the sink. A node that builds a snapshot for a
+// client of the tree waits until its projection applied the latter.
+func (f *Feeds) Delivered(tree string) (last, catalog uint64, ok bool) {
+	f.mu.Lock()
+	fd := f.trees[tree]
+	f.mu.Unlock()
+	if fd == nil {
+		return 0, 0, false
+	}
+	return fd.delivered.Load(), fd.catalog.Load(), true
+}
+
+// Close stops every feed and waits for them.
+func (f *Feeds) Close() {
+	f.mu.Lock()
+	for tree, fd := range f.trees {
+		fd.cancel()
+		delete(f.trees, tree)
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+}

@@ -1,0 +1,116 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+
+	"github.com/metis-agent/metis/internal/cluster"
+	"github.com/metis-agent/metis/internal/event"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// startServer runs an in-process NATS server with JetStream on a
+// temporary directory, reachable only in process; it shuts down when
+// the test ends.
+func startServer(t testing.TB) *server.Server {
+	t.Helper()
+	opts := &server.Options{
+		ServerName: "metis-test",
+		JetStream:  true,
+		StoreDir:   t.TempDir(),
+		DontListen: true,
+		NoLog:      true,
+		NoSigs:     true,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatalf("nats server: %v", err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		t.Fatal("nats server not ready")
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// connect opens a client connection to s, drained when the test ends
+// (registered after the server's cleanup, so it runs first).
+func connect(t testing.TB, s *server.Server) *nats.Conn {
+	t.Helper()
+	closed := make(chan struct{})
+	nc, err := nats.Connect(s.ClientURL(), nats.InProcessServer(s), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := nc.Drain(); err != nil {
+			nc.Close()
+		}
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Error("nats connection did not close")
+		}
+	})
+	return nc
+}
+
+func openLog(t testing.TB, nc *nats.Conn, cfg cluster.LogConfig) *cluster.Log {
+	t.Helper()
+	l, err := cluster.OpenLog(ctx(t), nc, cfg)
+	if err != nil {
+		t.Fatalf("open log: %v", err)
+	}
+	return l
+}
+
+func ctx(t testing.TB) context.Context {
+	t.Helper()
+	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// events hands out sealed events of one tree in id order, as the
+// tree's emitter would.
+type events struct {
+	t         *testing.T
+	seq       *event.Sequencer
+	published []*event.Event // what publishTurn published
+}
+
+func newEvents(t *testing.T) *events {
+	seq, err := event.NewSequencer("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &events{t: t, seq: seq}
+}
+
+func (g *events) make(session string, typ event.Type, turn string, payload any) *event.Event {
+	g.t.Helper()
+	id, ts := g.seq.Next()
+	b, err := json.Marshal(payload)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	ev := &event.Event{ID: id, Type: typ, SessionID: session, TurnID: turn, TS: ts, Actor: event.ActorAgent, Payload: b}
+	if err := ev.Seal(); err != nil {
+		g.t.Fatal(err)
+	}
+	return ev
+}
+
+func newSessionID() string { return event.NewID("sess_") }

@@ -1,0 +1,190 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/store"
+)
+
+// LogConfig configures the event stream.
+type LogConfig struct {
+	// Stream is the JetStream stream's name (default METIS_EVENTS).
+	Stream string
+	// Replicas of the stream. 0 picks 3 when the server is part of a
+	// cluster and 1 otherwise. A single replica can lose acknowledged
+	// messages in an OS crash: the file store syncs on an interval.
+	Replicas int
+	// Retention is how long catalog events are kept (the stream's
+	// maximum age; default 168h, metis's --retention).
+	Retention time.Duration
+	// StreamingTTL is the per-message TTL of streaming events (default
+	// 15m): long enough for a turn's deltas to be replayed while it runs,
+	// short enough that the log does not keep every token.
+	StreamingTTL time.Duration
+	// Duplicates is the window in which a retried publish of the same
+	// event id is recognised and stored once (default 2m).
+	Duplicates time.Duration
+}
+
+// Defaults of LogConfig.
+const (
+	DefaultStream       = "METIS_EVENTS"
+	DefaultRetention    = 168 * time.Hour
+	DefaultStreamingTTL = 15 * time.Minute
+	DefaultDuplicates   = 2 * time.Minute
+)
+
+func (c LogConfig) withDefaults(nc *nats.Conn) LogConfig {
+	if c.Stream == "" {
+		c.Stream = DefaultStream
+	}
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+		if nc != nil && nc.ConnectedClusterName() != "" {
+			c.Replicas = 3
+		}
+	}
+	if c.Retention <= 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.StreamingTTL <= 0 {
+		c.StreamingTTL = DefaultStreamingTTL
+	}
+	if c.Duplicates <= 0 {
+		c.Duplicates = DefaultDuplicates
+	}
+	return c
+}
+
+// Log is the cluster's event log: one JetStream stream.
+type Log struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	cfg    LogConfig
+}
+
+// OpenLog creates the event stream, or updates its configuration, and
+// returns the log.
+func OpenLog(ctx context.Context, nc *nats.Conn, cfg LogConfig) (*Log, error) {
+	cfg = cfg.withDefaults(nc)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: jetstream: %w", err)
+	}
+	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        cfg.Stream,
+		Description: "metis events: metis.evt.<tree>.<session>.<c|s>",
+		Subjects:    []string{AllSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+		MaxAge:      cfg.Retention,
+		Duplicates:  cfg.Duplicates,
+		AllowMsgTTL: true,
+		AllowDirect: true,
+		Discard:     jetstream.DiscardOld,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: stream %s: %w", cfg.Stream, err)
+	}
+	return &Log{js: js, stream: st, cfg: cfg}, nil
+}
+
+// Config returns the log's configuration, defaults filled in.
+func (l *Log) Config() LogConfig { return l.cfg }
+
+// JetStream returns the JetStream context the log uses.
+func (l *Log) JetStream() jetstream.JetStream { return l.js }
+
+// Published is the stream's acknowledgement of one event.
+type Published struct {
+	Seq       uint64 // stream sequence of the event's message
+	Duplicate bool   // the stream already held this event id: nothing was added
+}
+
+// PublishStreaming appends a streaming event of tree with the log's
+// per-message TTL. Its id is the message id, so a retry is stored once.
+func (l *Log) PublishStreaming(ctx context.Context, tree string, ev *event.Event) (Published, error) {
+	if event.FamilyOf(ev.Type) != event.Streaming {
+		return Published{}, fmt.Errorf("cluster: publish %s: not a streaming event", ev)
+	}
+	if err := validIDs(tree, ev.SessionID); err != nil {
+		return Published{}, err
+	}
+	ack, err := l.js.PublishMsg(ctx, &nats.Msg{
+		Subject: Subject(tree, ev.SessionID, event.Streaming),
+		Data:    ev.JSON(),
+	}, jetstream.WithMsgID(ev.ID), jetstream.WithMsgTTL(l.cfg.StreamingTTL), jetstream.WithExpectStream(l.cfg.Stream))
+	if err != nil {
+		return Published{}, fmt.Errorf("cluster: publish %s: %w", ev, err)
+	}
+	return Published{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// PublishCatalog appends a catalog event of tree with the store ops of
+// its group, unfenced. Owners publish through their Fence instead; this
+// is for tools and tests that write a tree nobody owns.
+func (l *Log) PublishCatalog(ctx context.Context, tree string, ev *event.Event, ops []store.Op) (Published, error) {
+	return l.publishCatalog(ctx, tree, ev, ops)
+}
+
+func (l *Log) publishCatalog(ctx context.Context, tree string, ev *event.Event, ops []store.Op, opts ...jetstream.PublishOpt) (Published, error) {
+	if event.FamilyOf(ev.Type) != event.Catalog {
+		return Published{}, fmt.Errorf("cluster: publish %s: not a catalog event", ev)
+	}
+	if err := validIDs(tree, ev.SessionID); err != nil {
+		return Published{}, err
+	}
+	body, err := EncodeRecord(ev, ops)
+	if err != nil {
+		return Published{}, err
+	}
+	opts = append(opts, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(l.cfg.Stream))
+	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: Subject(tree, ev.SessionID, event.Catalog), Data: body}, opts...)
+	if err != nil {
+		return Published{}, fmt.Errorf("cluster: publish %s: %w", ev, err)
+	}
+	return Published{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// LastCatalogSeq returns the stream sequence of the newest message on
+// tree's catalog subjects (ownership markers included), 0 if none.
+func (l *Log) LastCatalogSeq(ctx context.Context, tree string) (uint64, error) {
+	if err := ValidToken(tree); err != nil {
+		return 0, err
+	}
+	m, err := l.stream.GetLastMsgForSubject(ctx, CatalogFilter(tree))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("cluster: last catalog sequence of %s: %w", tree, err)
+	}
+	return m.Sequence, nil
+}
+
+// LastSeq returns the stream's last sequence (0 when empty).
+func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: stream info: %w", err)
+	}
+	return info.State.LastSeq, nil
+}
+
+func validIDs(tree, session string) error {
+	if err := ValidToken(tree); err != nil {
+		return fmt.Errorf("cluster: tree: %w", err)
+	}
+	if err := ValidToken(session); err != nil {
+		return fmt.Errorf("cluster: session: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/store"
+)
+
+// Entry is one message of the log as a reader sees it.
+type Entry struct {
+	Seq     uint64 // stream sequence
+	Tree    string
+	Session string
+	// Marker is true for an ownership marker (see Fence): it holds no
+	// event and readers skip it, but it occupies a sequence.
+	Marker bool
+	Event  *event.Event // nil for a marker or a bad record
+	Ops    []store.Op   // the store ops committed with a catalog event
+	// Err is set when the message could not be decoded: the reader
+	// decides whether to skip it (it is counted and logged by the
+	// projection) or to stop.
+	Err error
+}
+
+// decodeEntry turns one stream message into an Entry.
+func decodeEntry(seq uint64, subject string, data []byte) Entry {
+	tree, session, catalog, err := parseSubject(subject)
+	e := Entry{Seq: seq, Tree: tree, Session: session}
+	if err != nil {
+		e.Err = err
+		return e
+	}
+	if session == ownerToken {
+		e.Marker = true
+		return e
+	}
+	ev, ops, err := DecodeRecord(data)
+	switch {
+	case err != nil:
+		e.Err = err
+	case ev.SessionID != session:
+		e.Err = fmt.Errorf("%w: event %s of session %s on subject %s", ErrRecord, ev.ID, ev.SessionID, subject)
+	case (event.FamilyOf(ev.Type) == event.Catalog) != catalog:
+		e.Err = fmt.Errorf("%w: event %s (%s) on subject %s of the other family", ErrRecord, ev.ID, ev.Type, subject)
+	default:
+		e.Event, e.Ops = ev, ops
+	}
+	return e
+}
+
+// ReadFrom positions a reader: the first stream sequence it may deliver
+// (0 or 1 for the start of the stream).
+type ReadFrom uint64
+
+func (l *Log) ordered(ctx context.Context, filter string, from ReadFrom) (jetstream.Consumer, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if from > 1 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = uint64(from)
+	}
+	c, err := l.stream.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: reader on %s: %w", filter, err)
+	}
+	return c, nil
+}
+
+// Replay calls fn, in stream order (which is id order within a tree),
+// with every message on filter from sequence from onwards that exists
+// when Replay starts (and any that arrive before it catches up), then
+// returns. Filters: TreeFilter, SessionFilter, CatalogFilter,
+// AllCatalog. An error from fn stops the replay and is returned.
+func (l *Log) Replay(ctx context.Context, filter string, from ReadFrom, fn func(Entry) error) error {
+	last, err := l.lastOn(ctx, filter)
+	if err != nil {
+		return err
+	}
+	if last == 0 || last < uint64(from) {
+		return nil
+	}
+	c, err := l.ordered(ctx, filter, from)
+	if err != nil {
+		return err
+	}
+	it, err := c.Messages()
+	if err != nil {
+		return fmt.Errorf("cluster: replay %s: %w", filter, err)
+	}
+	defer it.Stop()
+	for {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("cluster: replay %s: %w", filter, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("cluster: replay %s: %w", filter, err)
+		}
+		if err := fn(decodeEntry(md.Sequence.Stream, m.Subject(), m.Data())); err != nil {
+			return err
+		}
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// lastOn returns the sequence of the newest message on filter, 0 if
+// none.
+func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
+	m, err := l.stream.GetLastMsgForSubject(ctx, filter)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("cluster: last message on %s: %w", filter, err)
+	}
+	return m.Sequence, nil
+}
+
+// Follow calls fn, in stream order, with every message on filter from
+// sequence from onwards, existing and future, until ctx is done (it then
+// returns nil) or fn fails (its error is returned). fn runs on one
+// goroutine at a time; Follow returns only after its last call.
+func (l *Log) Follow(ctx context.Context, filter string, from ReadFrom, fn func(Entry) error) error {
+	c, err := l.ordered(ctx, filter, from)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	it, err := c.Messages()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("cluster: follow %s: %w", filter, err)
+	}
+	defer it.Stop()
+	for {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("cluster: follow %s: %w", filter, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("cluster: follow %s: %w", filter, err)
+		}
+		if err := fn(decodeEntry(md.Sequence.Stream, m.Subject(), m.Data())); err != nil {
+			return err
+		}
+	}
+}

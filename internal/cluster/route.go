@@ -1,0 +1,288 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Request/reply subjects that reach a tree's owner from any node:
+// metis.rpc.<tree>.submit and metis.rpc.<tree>.cancel. Only the owner
+// subscribes to them, while it holds the tree.
+const (
+	rpcPrefix = "metis.rpc."
+	rpcSubmit = "submit"
+	rpcCancel = "cancel"
+)
+
+func rpcSubject(tree, verb string) string { return rpcPrefix + tree + "." + verb }
+
+// SubmitRequest asks the owner to start a turn on a session of its tree.
+type SubmitRequest struct {
+	SessionID string `json:"session_id"`
+	Content   string `json:"content"`
+}
+
+// SubmitReply answers a SubmitRequest.
+type SubmitReply struct {
+	TurnID string `json:"turn_id"`
+}
+
+// CancelRequest asks the owner to cancel a turn. Cancels are idempotent:
+// the owner answers a repeated one as the session manager does
+// (already_cancelling, already_ended).
+type CancelRequest struct {
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// CancelReply answers a CancelRequest.
+type CancelReply struct {
+	Result string `json:"result"`
+}
+
+// RemoteError is an error the owner answered with. Handlers return one
+// to pass a code (for example turn_in_flight, session_not_found) to the
+// node that asked; any other handler error reaches it as code internal.
+type RemoteError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *RemoteError) Error() string { return "cluster: owner answered " + e.Code + ": " + e.Message }
+
+// ErrNoOwner is wrapped when no node serves a tree's requests: nobody
+// holds it, its owner just died and its lease has not expired yet, or
+// the node that answered has just lost it. The caller may retry.
+var ErrNoOwner = errors.New("cluster: no owner serves the tree")
+
+// codeNotOwner is the answer of a node that lost the tree while a
+// request was on its way.
+const codeNotOwner = "not_owner"
+
+// Handler is the owner's side of routed requests: the session manager
+// of the node that owns the tree.
+type Handler interface {
+	Submit(ctx context.Context, tree string, req SubmitRequest) (SubmitReply, error)
+	Cancel(ctx context.Context, tree string, req CancelRequest) (CancelReply, error)
+}
+
+// reply is the body of every answer: a result or an error.
+type reply struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *RemoteError    `json:"error,omitempty"`
+}
+
+// maxRequest bounds a request body.
+const maxRequest = 1 << 20
+
+// DecodeSubmitRequest decodes and checks a submit request body.
+func DecodeSubmitRequest(b []byte) (SubmitRequest, error) {
+	var r SubmitRequest
+	if err := decodeRequest(b, &r); err != nil {
+		return r, err
+	}
+	if err := ValidToken(r.SessionID); err != nil {
+		return r, &RemoteError{Code: "bad_request", Message: "session_id: " + err.Error()}
+	}
+	if r.Content == "" {
+		return r, &RemoteError{Code: "bad_request", Message: "empty content"}
+	}
+	return r, nil
+}
+
+// DecodeCancelRequest decodes and checks a cancel request body.
+func DecodeCancelRequest(b []byte) (CancelRequest, error) {
+	var r CancelRequest
+	if err := decodeRequest(b, &r); err != nil {
+		return r, err
+	}
+	if err := ValidToken(r.SessionID); err != nil {
+		return r, &RemoteError{Code: "bad_request", Message: "session_id: " + err.Error()}
+	}
+	if r.TurnID == "" {
+		return r, &RemoteError{Code: "bad_request", Message: "empty turn_id"}
+	}
+	return r, nil
+}
+
+func decodeRequest(b []byte, v any) error {
+	if len(b) > maxRequest {
+		return &RemoteError{Code: "bad_request", Message: fmt.Sprintf("request of %d bytes", len(b))}
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return &RemoteError{Code: "bad_request", Message: err.Error()}
+	}
+	return nil
+}
+
+// Router sends requests to trees' owners and serves the trees this node
+// owns.
+type Router struct {
+	nc      *nats.Conn
+	timeout time.Duration
+	log     *slog.Logger
+}
+
+// NewRouter returns a router on nc. timeout bounds one request when the
+// caller's context has no earlier deadline (default 10s).
+func NewRouter(nc *nats.Conn, timeout time.Duration, log *slog.Logger) *Router {
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Router{nc: nc, timeout: timeout, log: log}
+}
+
+// Submit sends a turn submission to tree's owner.
+func (r *Router) Submit(ctx context.Context, tree string, req SubmitRequest) (SubmitReply, error) {
+	var out SubmitReply
+	err := r.request(ctx, tree, rpcSubmit, req, &out)
+	return out, err
+}
+
+// Cancel sends a cancel to tree's owner.
+func (r *Router) Cancel(ctx context.Context, tree string, req CancelRequest) (CancelReply, error) {
+	var out CancelReply
+	err := r.request(ctx, tree, rpcCancel, req, &out)
+	return out, err
+}
+
+func (r *Router) request(ctx context.Context, tree, verb string, req, out any) error {
+	if err := ValidToken(tree); err != nil {
+		return err
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("cluster: %s to %s: %w", verb, tree, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	m, err := r.nc.RequestWithContext(ctx, rpcSubject(tree, verb), body)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return fmt.Errorf("%w: %s", ErrNoOwner, tree)
+		}
+		return fmt.Errorf("cluster: %s to %s: %w", verb, tree, err)
+	}
+	var rep reply
+	if err := json.Unmarshal(m.Data, &rep); err != nil {
+		return fmt.Errorf("cluster: %s to %s: bad reply: %w", verb, tree, err)
+	}
+	if rep.Error != nil {
+		if rep.Error.Code == codeNotOwner {
+			return fmt.Errorf("%w: %s: %w", ErrNoOwner, tree, rep.Error)
+		}
+		return rep.Error
+	}
+	if err := json.Unmarshal(rep.Result, out); err != nil {
+		return fmt.Errorf("cluster: %s to %s: bad reply: %w", verb, tree, err)
+	}
+	return nil
+}
+
+// Serving is a tree's request subscription on its owner.
+type Serving struct {
+	sub  *nats.Subscription
+	stop chan struct{}
+	once sync.Once
+	done chan struct{}
+}
+
+// Serve answers tree's requests with h until ctx is done (the owner's
+// context: a node that loses the tree stops answering for it) or Stop is
+// called. Each request's handler runs with a context derived from ctx.
+func (r *Router) Serve(ctx context.Context, tree string, h Handler) (*Serving, error) {
+	if err := ValidToken(tree); err != nil {
+		return nil, err
+	}
+	sub, err := r.nc.Subscribe(rpcPrefix+tree+".*", func(m *nats.Msg) { r.answer(ctx, tree, h, m) })
+	if err != nil {
+		return nil, fmt.Errorf("cluster: serve %s: %w", tree, err)
+	}
+	// Make sure the server has the subscription before anyone is told
+	// this node owns the tree.
+	fctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if err := r.nc.FlushWithContext(fctx); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("cluster: serve %s: %w", tree, err)
+	}
+	s := &Serving{sub: sub, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		select {
+		case <-ctx.Done():
+		case <-s.stop:
+		}
+		// Unsubscribe and flush, so that once Stop returns the server no
+		// longer routes the tree's requests here.
+		err := sub.Unsubscribe()
+		if err == nil {
+			err = r.nc.FlushTimeout(r.timeout)
+		}
+		if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			r.log.Warn("cluster: stop serving", "tree", tree, "err", err)
+		}
+	}()
+	return s, nil
+}
+
+// Stop stops answering and waits until the subscription is gone.
+func (s *Serving) Stop() {
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+func (r *Router) answer(ctx context.Context, tree string, h Handler, m *nats.Msg) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	var (
+		result any
+		err    error
+	)
+	switch verb := m.Subject[len(rpcPrefix)+len(tree)+1:]; {
+	case ctx.Err() != nil:
+		// No longer the owner (the subscription is on its way out).
+		err = &RemoteError{Code: codeNotOwner, Message: "this node no longer owns the tree"}
+	case verb == rpcSubmit:
+		var req SubmitRequest
+		if req, err = DecodeSubmitRequest(m.Data); err == nil {
+			result, err = h.Submit(ctx, tree, req)
+		}
+	case verb == rpcCancel:
+		var req CancelRequest
+		if req, err = DecodeCancelRequest(m.Data); err == nil {
+			result, err = h.Cancel(ctx, tree, req)
+		}
+	default:
+		err = &RemoteError{Code: "bad_request", Message: "unknown request " + verb}
+	}
+	var rep reply
+	if err != nil {
+		var re *RemoteError
+		if !errors.As(err, &re) {
+			r.log.Error("cluster: routed request failed", "tree", tree, "subject", m.Subject, "err", err)
+			re = &RemoteError{Code: "internal", Message: err.Error()}
+		}
+		rep.Error = re
+	} else if rep.Result, err = json.Marshal(result); err != nil {
+		rep.Error = &RemoteError{Code: "internal", Message: err.Error()}
+	}
+	b, _ := json.Marshal(rep) // cannot fail: strings and raw JSON
+	if err := m.Respond(b); err != nil {
+		r.log.Warn("cluster: reply", "tree", tree, "err", err)
+	}
+}

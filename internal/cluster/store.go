@@ -1,0 +1,245 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/store"
+)
+
+// LocalStore is a node's trace store, the projection's target, as the
+// bus reads it.
+type LocalStore interface {
+	ProjectionStore
+	LastEventID(ctx context.Context, sessionID string) (string, error)
+	EventsAfterSeq(ctx context.Context, afterSeq int64, limit int) ([]*event.Event, error)
+	Session(ctx context.Context, id string) (store.Session, error)
+}
+
+// OwnerFunc returns this node's owner of a tree, taking the tree if the
+// node does not own it yet; it fails if another node does.
+type OwnerFunc func(ctx context.Context, tree string) (*Owner, error)
+
+// Store is the bus's store in cluster mode (it implements bus.Store):
+// a group of ops is published to the log, fenced, by the tree's owner,
+// and its done is called only once the stream acknowledged it and the
+// node's own projection applied it. So a catalog event reaches the live
+// sink and the subscribers only after it is in the log ("committed
+// before seen", with the quorum of the stream's replicas instead of a
+// local COMMIT), and the node's store shows it by then.
+//
+// Groups of one tree are published in Submit order by one goroutine per
+// tree; trees do not wait for each other.
+type Store struct {
+	local LocalStore
+	proj  *Projection
+	owner OwnerFunc
+
+	mu     sync.Mutex
+	trees  map[string]*publisher
+	roots  map[string]string // session -> tree, learned from the groups and the store
+	closed bool
+	wg     sync.WaitGroup
+}
+
+type group struct {
+	ev   *event.Event
+	ops  []store.Op
+	done func(error)
+}
+
+// publisher publishes one tree's groups in order.
+type publisher struct {
+	mu    sync.Mutex
+	queue []group
+	wake  chan struct{} // one slot: there is work
+	stop  chan struct{}
+}
+
+// ownTimeout bounds taking a tree before its first publish.
+const ownTimeout = 30 * time.Second
+
+// ErrStoreClosed is given to the done of a group submitted after Close.
+var ErrStoreClosed = errors.New("cluster: store closed")
+
+// NewStore returns the cluster store of a node. proj must be running on
+// local.
+func NewStore(local LocalStore, proj *Projection, owner OwnerFunc) *Store {
+	return &Store{local: local, proj: proj, owner: owner, trees: map[string]*publisher{}, roots: map[string]string{}}
+}
+
+// Submit queues a group: the ops of one catalog event, its AppendEvent
+// last. done is called once, after the stream acknowledged the event and
+// the local projection applied it, or with the reason it was not
+// committed (a fenced publish: another node owns the tree now).
+func (s *Store) Submit(ops []store.Op, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	var ev *event.Event
+	for _, op := range ops {
+		if a, ok := op.(store.AppendEvent); ok {
+			if ev != nil {
+				done(errors.New("cluster: a group appends more than one event"))
+				return
+			}
+			ev = a.Event
+		}
+	}
+	if ev == nil {
+		done(errors.New("cluster: a group without an event cannot be published"))
+		return
+	}
+	tree, err := s.treeOf(context.Background(), ev.SessionID, ops)
+	if err != nil {
+		done(err)
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		done(ErrStoreClosed)
+		return
+	}
+	p := s.trees[tree]
+	if p == nil {
+		p = &publisher{wake: make(chan struct{}, 1), stop: make(chan struct{})}
+		s.trees[tree] = p
+		s.wg.Add(1)
+		go s.run(tree, p)
+	}
+	p.mu.Lock()
+	p.queue = append(p.queue, group{ev: ev, ops: ops, done: done})
+	p.mu.Unlock()
+	s.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// treeOf returns the root of session's delegation tree: a session
+// created by this group names its parent; others are read from the
+// store once and remembered.
+func (s *Store) treeOf(ctx context.Context, session string, ops []store.Op) (string, error) {
+	orig, parent, known := session, "", false
+	for _, op := range ops {
+		if c, ok := op.(store.CreateSession); ok && c.Session.ID == session {
+			parent, known = c.Session.ParentSessionID, true
+		}
+	}
+	s.mu.Lock()
+	tree, ok := s.roots[session]
+	s.mu.Unlock()
+	if ok {
+		return tree, nil
+	}
+	for range 64 { // delegation depth is small; this bounds a corrupt chain
+		if !known {
+			row, err := s.local.Session(ctx, session)
+			if err != nil {
+				return "", fmt.Errorf("cluster: tree of %s: %w", session, err)
+			}
+			parent = row.ParentSessionID
+		}
+		if parent == "" {
+			tree = session
+			break
+		}
+		s.mu.Lock()
+		t, ok := s.roots[parent]
+		s.mu.Unlock()
+		if ok {
+			tree = t
+			break
+		}
+		session, known = parent, false
+	}
+	if tree == "" {
+		return "", fmt.Errorf("cluster: tree of %s: delegation chain too deep", session)
+	}
+	s.mu.Lock()
+	s.roots[orig], s.roots[session] = tree, tree
+	s.mu.Unlock()
+	return tree, nil
+}
+
+func (s *Store) run(tree string, p *publisher) {
+	defer s.wg.Done()
+	for {
+		p.mu.Lock()
+		batch := p.queue
+		p.queue = nil
+		p.mu.Unlock()
+		for _, g := range batch {
+			g.done(s.publish(tree, g))
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		select {
+		case <-p.wake:
+		case <-p.stop:
+			p.mu.Lock()
+			rest := p.queue
+			p.queue = nil
+			p.mu.Unlock()
+			for _, g := range rest {
+				g.done(s.publish(tree, g))
+			}
+			return
+		}
+	}
+}
+
+func (s *Store) publish(tree string, g group) error {
+	actx, cancel := context.WithTimeout(context.Background(), ownTimeout)
+	o, err := s.owner(actx, tree)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("cluster: commit %s: %w", g.ev.ID, err)
+	}
+	ctx := o.Context()
+	p, err := o.PublishCatalog(ctx, g.ev, g.ops)
+	if err != nil {
+		return err
+	}
+	if err := s.proj.WaitApplied(ctx, p.Seq); err != nil {
+		return fmt.Errorf("cluster: commit %s: %w", g.ev.ID, err)
+	}
+	return nil
+}
+
+// Close stops taking groups, publishes those queued and waits for the
+// per-tree goroutines.
+func (s *Store) Close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		for _, p := range s.trees {
+			close(p.stop)
+		}
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// LastEventID returns the newest event id of a session in the local
+// projection.
+func (s *Store) LastEventID(ctx context.Context, sessionID string) (string, error) {
+	return s.local.LastEventID(ctx, sessionID)
+}
+
+// EventsAfterSeq reads the local projection.
+func (s *Store) EventsAfterSeq(ctx context.Context, afterSeq int64, limit int) ([]*event.Event, error) {
+	return s.local.EventsAfterSeq(ctx, afterSeq, limit)
+}
+
+// Session reads the local projection.
+func (s *Store) Session(ctx context.Context, id string) (store.Session, error) {
+	return s.local.Session(ctx, id)
+}
