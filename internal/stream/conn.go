@@ -147,15 +147,12 @@ func (c *conn) writeAttachment(ctx context.Context, att *hub.Attachment) bool {
 		return false
 	}
 	errWrite := errors.New("write failed")
-	n := 0
-	err := att.StreamReplay(ctx, func(it *hub.Item) error {
-		if c.w.hurried.Load() || !c.writeItem(it) {
+	err := att.StreamReplayBatches(ctx, func(items []*hub.Item) error {
+		if !c.writeBatch(items) {
 			return errWrite
 		}
-		n++
 		return nil
 	})
-	c.countSent(n)
 	if err != nil && !errors.Is(err, errWrite) {
 		c.s.log.Error("replay", "session", c.sid, "err", err)
 	}
@@ -241,17 +238,6 @@ func (c *conn) writeBatch(items []*hub.Item) bool {
 func (c *conn) write(frame []byte) bool {
 	c.hb.active()
 	return c.w.write(frame)
-}
-
-func (c *conn) writeItem(it *hub.Item) bool {
-	c.hb.active()
-	if !c.w.write(it.Frame) {
-		return false
-	}
-	if c.s.m != nil && it.Type == "text.delta" {
-		c.s.m.DeltaLatency.Observe(time.Since(it.TS).Seconds())
-	}
-	return true
 }
 
 func (c *conn) countSent(n int) {
