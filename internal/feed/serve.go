@@ -11,10 +11,6 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// replayFlush is how many replayed frames a transport may buffer
-// before the feed flushes them.
-const replayFlush = 64
-
 // errStop stops a replay whose write failed.
 var errStop = errors.New("feed: write failed")
 
@@ -52,18 +48,12 @@ func (f *Feed) attach(ctx context.Context, att *hub.Attachment) bool {
 	if att.Snapshot != nil && !f.Send(att.Seam, att.Snapshot) {
 		return false
 	}
-	n := 0
-	err := att.StreamReplay(ctx, func(it *hub.Item) error {
-		if f.dl.hurried.Load() || !f.writeItem(it) {
-			return errStop
-		}
-		n++
-		if n%replayFlush == 0 && !f.flushArmed() {
+	err := att.StreamReplayBatches(ctx, func(items []*hub.Item) error {
+		if !f.writeBatch(items, false) {
 			return errStop
 		}
 		return nil
 	})
-	f.countSent(n)
 	if err != nil {
 		if !errors.Is(err, errStop) {
 			f.log.Error("replay", "session", f.sid, "err", err)
@@ -71,26 +61,7 @@ func (f *Feed) attach(ctx context.Context, att *hub.Attachment) bool {
 		}
 		return false
 	}
-	return n%replayFlush == 0 || f.flushArmed()
-}
-
-// writeItem writes one replayed event under its own deadline: the
-// store is read between events, and that is no write's time.
-func (f *Feed) writeItem(it *hub.Item) bool {
-	f.wrote = true
-	f.dl.arm()
-	ok := f.write(it.ID, it.Frame)
-	f.dl.disarm()
-	if ok && f.m != nil && it.Type == event.TextDelta {
-		f.m.DeltaLatency.Observe(time.Since(it.TS).Seconds())
-	}
-	return ok
-}
-
-func (f *Feed) flushArmed() bool {
-	f.dl.arm()
-	defer f.dl.disarm()
-	return f.flush()
+	return true
 }
 
 // live drains the client's queue until the feed ends.
@@ -116,7 +87,7 @@ func (f *Feed) live(ctx context.Context, shutdown <-chan struct{}) End {
 			if f.m != nil {
 				f.m.QueueDepth.Observe(float64(len(batch)))
 			}
-			if !f.writeBatch(batch) {
+			if !f.writeBatch(batch, true) {
 				return f.broken()
 			}
 		case in := <-inbox:
@@ -137,17 +108,20 @@ func (f *Feed) live(ctx context.Context, shutdown <-chan struct{}) End {
 			return End{Err: f.err}
 		case <-shutdown:
 			if items, overflown := f.client.Drain(batch); !overflown {
-				f.writeBatch(items) // flush what is queued before going away
+				f.writeBatch(items, true) // flush what is queued before going away
 			}
 			return f.close(protocol.CloseGoingAway, protocol.CloseDetail{CloseReason: protocol.ReasonShutdown})
 		}
 	}
 }
 
-// writeBatch writes queued items in order under one deadline (a batch
-// that cannot go out within the write timeout means the client stopped
-// reading), flushes them, and counts them.
-func (f *Feed) writeBatch(items []*hub.Item) bool {
+// writeBatch writes items in order under one deadline (a batch that
+// cannot go out within the write timeout means the client stopped
+// reading), flushes them, and counts them. Live batches observe the
+// delta latency; a replay's batches (read from the store a batch at a
+// time, so the reads are no write's time) do not: their deltas are old
+// by design.
+func (f *Feed) writeBatch(items []*hub.Item, live bool) bool {
 	if len(items) == 0 {
 		return true
 	}
@@ -160,7 +134,7 @@ func (f *Feed) writeBatch(items []*hub.Item) bool {
 			f.countSent(i)
 			return false
 		}
-		if f.m != nil && it.Type == event.TextDelta {
+		if live && f.m != nil && it.Type == event.TextDelta {
 			if now.IsZero() {
 				now = time.Now()
 			}

@@ -22,6 +22,7 @@ type Store interface {
 	Events(ctx context.Context, q store.EventQuery) ([]*event.Event, error)
 	CountEvents(ctx context.Context, q store.EventQuery) (int, error)
 	ScanEvents(ctx context.Context, q store.EventQuery, fn func(store.EventRow) error) error
+	ScanEventBatch(ctx context.Context, q store.EventQuery, limit int, fn func(*store.EventRow)) (int, error)
 	Session(ctx context.Context, id string) (store.Session, error)
 	MessagesAsOf(ctx context.Context, sessionID, eventID string, limit int) ([]message.Message, bool, error)
 	SummaryAsOf(ctx context.Context, sessionID, asOf string) (store.Session, error)

@@ -9,7 +9,8 @@ import (
 
 // Item is one event ready to write: its id, type, actor and emission
 // time (for filtering and latency), and its event frame, encoded once
-// and shared by every client.
+// and shared by every client. Items replayed from the trace store carry
+// no time: only streaming events (which come from the ring) are timed.
 type Item struct {
 	ID        string
 	SessionID string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -27,81 +26,6 @@ type Attachment struct {
 	// edge uses StreamReplay instead, which never holds them all.
 	Replay []*Item
 	plan   *replayPlan
-}
-
-// replayPlan is a replay decided at subscribe time: the store query for
-// the catalog events of (since, seam] and the ring's streaming events.
-type replayPlan struct {
-	h    *Hub
-	q    store.EventQuery
-	scan bool // the filter wants catalog events
-	ring []*Item
-}
-
-// replayBuffer bounds the events read ahead of the writer.
-const replayBuffer = 256
-
-// StreamReplay calls fn with each replayed event in id order: the
-// catalog events, read from the store on a goroutine of its own while
-// earlier ones are being written, merged with the ring's streaming
-// events. It stops at fn's first error and returns it; it returns only
-// once the reading goroutine has ended.
-func (a *Attachment) StreamReplay(ctx context.Context, fn func(*Item) error) error {
-	p := a.plan
-	if p == nil {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch := make(chan *Item, replayBuffer)
-	scanErr := make(chan error, 1)
-	go func() {
-		defer close(ch)
-		if !p.scan {
-			scanErr <- nil
-			return
-		}
-		scanErr <- p.h.store.ScanEvents(ctx, p.q, func(r store.EventRow) error {
-			it := &Item{ID: r.ID, SessionID: r.SessionID, Type: r.Type, Actor: r.Actor, TS: r.TS, Frame: protocol.EventFrame(r.Body)}
-			select {
-			case ch <- it:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-	}()
-	var err error
-	send := func(it *Item) {
-		if err == nil {
-			if err = fn(it); err != nil {
-				cancel() // stop reading; the loop drains what is left
-			}
-		}
-	}
-	ring, i := p.ring, 0
-	for it := range ch {
-		for ; i < len(ring) && ring[i].ID < it.ID; i++ {
-			send(ring[i])
-		}
-		send(it)
-	}
-	for ; i < len(ring); i++ {
-		send(ring[i])
-	}
-	if serr := <-scanErr; err == nil && serr != nil {
-		err = fmt.Errorf("hub: replay: %w", serr)
-	}
-	return err
-}
-
-// Collect reads the whole replay into Replay.
-func (a *Attachment) Collect(ctx context.Context) error {
-	a.Replay = a.Replay[:0]
-	return a.StreamReplay(ctx, func(it *Item) error {
-		a.Replay = append(a.Replay, it)
-		return nil
-	})
 }
 
 // Subscribe validates a subscribe for a session and attaches a client.
@@ -264,29 +188,6 @@ func (h *Hub) refuse(code, msg, offending string) *protocol.SubscribeError {
 func (h *Hub) internal(err error) *protocol.SubscribeError {
 	h.log.Error("subscribe failed", "err", err)
 	return h.refuse(protocol.CodeInternal, "the server could not read the session; try again", "")
-}
-
-// planReplay decides the replay of (since, seam] for a client: its
-// exact size (catalog events counted in the store with the client's
-// types and actors, plus the ring's matching streaming events) and the
-// query that StreamReplay will run. Past the limit it refuses with
-// replay_too_large.
-func (h *Hub) planReplay(ctx context.Context, c *Client, sessions []string, since, seam string, ringItems []*Item) (*replayPlan, int, *protocol.SubscribeError) {
-	p := &replayPlan{h: h, ring: ringItems,
-		q: store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: seam, Types: c.filter.catalogTypes(), Actors: c.filter.actorList()}}
-	n := 0
-	if p.scan = len(p.q.Types) > 0; p.scan {
-		var err error
-		if n, err = h.store.CountEvents(ctx, p.q); err != nil {
-			return nil, 0, h.internal(err)
-		}
-	}
-	n += len(ringItems)
-	if n > h.cfg.ReplayLimit {
-		return nil, 0, h.refuse(protocol.CodeReplayTooLarge,
-			fmt.Sprintf("Gap exceeds the replay limit of %d events. Reconnect with snapshot: true.", h.cfg.ReplayLimit), "")
-	}
-	return p, n, nil
 }
 
 // streamingGap reports whether streaming events the filter asks for,

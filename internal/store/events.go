@@ -136,6 +136,59 @@ func (s *Store) ScanEvents(ctx context.Context, q EventQuery, fn func(EventRow) 
 	return nil
 }
 
+// ScanEventBatch is one batch of a long ordered read of one session's
+// events, such as a replay: it calls fn for at most limit events
+// matching q (q.Limit is ignored), ascending by id, and returns how many
+// it read. Fewer than limit means the read reached the end; otherwise
+// the caller continues with q.AfterID set to the last id it got. Each
+// batch is one short query, so a slow consumer holds no read connection
+// between batches.
+//
+// q must name exactly one session: ordered by id across sessions, every
+// batch would sort what is left of the whole range (a reader of several
+// sessions merges one read per session instead). Only what a replay
+// needs is read: r.ID, r.Type, r.Actor and r.Body, with r.SessionID set
+// from q; r.Seq and r.TS are left zero. r.Body is only valid during
+// the call to fn (the driver's buffer, not a copy): fn must copy what it
+// keeps, and must not block.
+func (s *Store) ScanEventBatch(ctx context.Context, q EventQuery, limit int, fn func(r *EventRow)) (int, error) {
+	if err := s.readable(); err != nil {
+		return 0, err
+	}
+	if len(q.SessionIDs) != 1 || limit <= 0 {
+		return 0, fmt.Errorf("store: scan event batch: want one session and a positive limit, got %d sessions and limit %d",
+			len(q.SessionIDs), limit)
+	}
+	where, args, err := eventWhere(&q)
+	if err != nil {
+		return 0, fmt.Errorf("store: scan event batch: %w", err)
+	}
+	rows, err := s.rdb.QueryContext(ctx, "SELECT id, type, actor, body FROM events WHERE "+where+" ORDER BY id LIMIT ?",
+		append(args, limit)...)
+	if err != nil {
+		return 0, fmt.Errorf("store: scan event batch: %w", err)
+	}
+	defer rows.Close()
+	n := 0
+	var (
+		typ  string
+		body sql.RawBytes
+	)
+	r := EventRow{SessionID: q.SessionIDs[0]}
+	for rows.Next() {
+		if err := rows.Scan(&r.ID, &typ, &r.Actor, &body); err != nil {
+			return n, fmt.Errorf("store: scan event batch: %w", err)
+		}
+		r.Type, r.Body = event.Type(typ), body
+		fn(&r)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return n, fmt.Errorf("store: scan event batch: %w", err)
+	}
+	return n, nil
+}
+
 // Events returns the stored events matching q, ascending by id (across
 // sessions too: ids are ULIDs, so that is time order), at most q.Limit
 // of them when it is positive. Each event is sealed with its stored

@@ -165,7 +165,7 @@ var (
 	}
 	readerParams = []string{
 		fmt.Sprintf("_pragma=busy_timeout(%d)", busyTimeoutMS),
-		"_pragma=cache_size(-8000)",
+		"_pragma=cache_size(-2000)",
 		"_pragma=temp_store(MEMORY)",
 		"_query_only=1",
 	}

@@ -19,10 +19,11 @@ package stream_test
 //	    deltas emitted as fast as possible; frames delivered to all
 //	    clients / time until the last client read the last one. emit_ms
 //	    is the time the emitting goroutine took.
-//	BenchmarkReplay10k/{metis,floor}                   ms
-//	    a reconnecting client replays 10,000 stored catalog events
-//	    (metis: attach, dial, subscribe with since; floor: dial, then the
-//	    same 10,000 frame bytes); median of several reconnects.
+//	BenchmarkReplay10k                                  metis_ms floor_ms ratio
+//	    a reconnecting client replays 10,000 stored catalog events of
+//	    real builtin:demo turns, the client in a child process so the
+//	    server's CPU per replayed event is measured too; see
+//	    bench_replay_test.go.
 //	BenchmarkOverflowClose/clients=10                   overflow_to_close_ms
 //	    metis only (the floor has no slow-client policy): the latency
 //	    run at 1,000 deltas/s with the default client queue, once with 10
@@ -39,7 +40,8 @@ package stream_test
 //	    runtime.GC), the clients living in a child process (this test
 //	    binary re-executed) so the delta is server-side only.
 //
-// Clients and servers of the first three share this process (and its
+// Clients and servers of the latency, fan-out and overflow benchmarks
+// share this process (and its
 // cores); the client code is the same for metis and the floor. cpu_*
 // metrics are this process's CPU time (getrusage, every thread) per
 // unit of work: on a shared machine they move far less with other
@@ -113,14 +115,6 @@ type benchTextDelta struct {
 	MessageID string `json:"message_id"`
 	Index     int    `json:"content_block_index"`
 	Text      string `json:"text"`
-}
-
-// benchToolCalled is the agent's tool.called payload.
-type benchToolCalled struct {
-	ToolUseID string          `json:"tool_use_id"`
-	ToolName  string          `json:"tool_name"`
-	MessageID string          `json:"message_id"`
-	Input     json.RawMessage `json:"input"`
 }
 
 // benchText is delta seq's text: a sequence number the clients parse,
@@ -596,149 +590,6 @@ func runFanout(b *testing.B, name string, nClients int) {
 	b.ReportMetric(median(cpuNs), "cpu_ns/frame")
 	b.ReportMetric(median(allocB), "alloc_B/frame")
 	b.ReportMetric(median(gcs), "GCs")
-}
-
-// ---------------------------------------------------------------------------
-// replay
-
-func BenchmarkReplay10k(b *testing.B) {
-	// One metis session holding 10,000 tool.called events; its replayed
-	// frames, byte for byte, are what the floor writes.
-	m := startBenchMetis(b, 0)
-	ctx := context.Background()
-	since := m.em.LastDelivered()
-	input := json.RawMessage(`{"path":"src/main.go"}`)
-	for i := range benchReplay {
-		if _, err := m.em.Emit(bus.Spec{Type: event.ToolCalled, TurnID: benchTurn, Actor: event.ActorTool,
-			Payload: benchToolCalled{ToolUseID: fmt.Sprintf("toolu_%08d", i), ToolName: "read_file", MessageID: benchMsgID, Input: input}}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := m.em.Barrier(ctx); err != nil {
-		b.Fatal(err)
-	}
-	// Warm up (store page cache, first-use allocations) and keep the
-	// frames for the floor.
-	frames, _, err := metisReplay(m, since, true)
-	if err != nil {
-		b.Fatal(err)
-	}
-
-	f := startFloor(frames)
-	defer f.Close()
-	if _, _, err := floorReplay(f, false); err != nil { // warm-up
-		b.Fatal(err)
-	}
-	for _, name := range benchSystems() {
-		b.Run(name, func(b *testing.B) {
-			var ms, cpuMs []float64
-			for b.Loop() {
-				for range benchReps {
-					var d time.Duration
-					var err error
-					runtime.GC()
-					cpu0 := cpuTime()
-					if name == "metis" {
-						_, d, err = metisReplay(m, since, false)
-					} else {
-						_, d, err = floorReplay(f, false)
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-					ms = append(ms, float64(d)/1e6)
-					cpuMs = append(cpuMs, float64(cpuTime()-cpu0)/1e6)
-				}
-			}
-			b.ReportMetric(median(ms), "ms")
-			b.ReportMetric(median(cpuMs), "cpu_ms")
-		})
-	}
-}
-
-// metisReplay reconnects to the session with since and reads the replay;
-// the time runs from the attach request to the last replayed frame.
-func metisReplay(m *benchMetis, since string, keep bool) ([][]byte, time.Duration, error) {
-	ctx := context.Background()
-	start := time.Now()
-	ws, ack, err := benchConnect(ctx, m.hc, m.url, m.sid, string(event.ToolCalled), since)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer ws.CloseNow()
-	if ack.ReplayEventCount != benchReplay {
-		return nil, 0, fmt.Errorf("replay_event_count %d, want %d", ack.ReplayEventCount, benchReplay)
-	}
-	frames, err := readEvents(ws, benchReplay, keep)
-	d := time.Since(start)
-	if err != nil {
-		return nil, 0, err
-	}
-	ws.CloseNow()
-	// Let the server detach before the next reconnect.
-	deadline := time.Now().Add(10 * time.Second)
-	for m.srv.Hub.Clients(m.sid) != 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Microsecond)
-	}
-	return frames, d, nil
-}
-
-// floorReplay dials the floor and reads its replay frames.
-func floorReplay(f *floorServer, keep bool) ([][]byte, time.Duration, error) {
-	ctx := context.Background()
-	start := time.Now()
-	ws, _, err := websocket.Dial(ctx, f.URL(), nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer ws.CloseNow()
-	frames, err := readEvents(ws, len(f.replay), keep)
-	d := time.Since(start)
-	if err != nil {
-		return nil, 0, err
-	}
-	ws.CloseNow()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.Clients() != 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Microsecond)
-	}
-	return frames, d, nil
-}
-
-var benchEventPrefix = []byte(`{"type":"event"`)
-
-// readEvents reads n event frames (the same way for both systems).
-func readEvents(ws *websocket.Conn, n int, keep bool) ([][]byte, error) {
-	var frames [][]byte
-	buf := make([]byte, 4096)
-	for got := 0; got < n; {
-		_, rd, err := ws.Reader(context.Background())
-		if err != nil {
-			return nil, fmt.Errorf("after %d events: %w", got, err)
-		}
-		m := 0
-		for {
-			if m == len(buf) {
-				buf = append(buf, make([]byte, len(buf))...)
-			}
-			k, err := rd.Read(buf[m:])
-			m += k
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		if !bytes.HasPrefix(buf[:m], benchEventPrefix) {
-			continue
-		}
-		got++
-		if keep {
-			frames = append(frames, bytes.Clone(buf[:m]))
-		}
-	}
-	return frames, nil
 }
 
 // ---------------------------------------------------------------------------
