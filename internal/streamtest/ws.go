@@ -1,10 +1,3 @@
-// Package streamtest is a small WebSocket client of the metis stream for
-// tests and benchmarks: attach (GET /sessions/{id} then dial ws_url),
-// subscribe, and read decoded frames. Event frames of a type the client
-// does not know are skipped with a debug log, as spec §9.2 asks of every
-// client.
-//
-// Only tests import it.
 package streamtest
 
 import (
@@ -23,19 +16,7 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// Frame is one decoded server frame.
-type Frame struct {
-	Type  string
-	Raw   []byte
-	Event *protocol.EventEnvelope // event frames
-	Ack   *protocol.SubscribeAck  // subscribe_ack
-	Err   *protocol.SubscribeError
-	Snap  *protocol.Snapshot
-	Nonce string // ping, pong
-	Code  string // error frames
-}
-
-// Client is one stream connection.
+// Client is one WebSocket connection to the stream.
 type Client struct {
 	T         testing.TB
 	WS        *websocket.Conn
@@ -45,13 +26,23 @@ type Client struct {
 	Skipped int
 	// AutoPong answers server pings (default true).
 	AutoPong bool
+
+	lastID string
 }
+
+var _ Conn = (*Client)(nil)
 
 // Attach performs the handshake of spec §3.1 against base (http://…)
 // and dials the returned ws_url.
 func Attach(t testing.TB, base, sessionID string) *Client {
 	t.Helper()
-	ws, err := Dial(context.Background(), base, sessionID, nil)
+	return AttachWith(t, base, sessionID, nil)
+}
+
+// AttachWith is Attach dialing through hc (nil: the default client).
+func AttachWith(t testing.TB, base, sessionID string, hc *http.Client) *Client {
+	t.Helper()
+	ws, err := DialWith(context.Background(), base, sessionID, hc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +54,12 @@ func Attach(t testing.TB, base, sessionID string) *Client {
 
 // Dial fetches an attach token and dials the stream with extra headers.
 func Dial(ctx context.Context, base, sessionID string, header http.Header) (*websocket.Conn, error) {
+	return DialWith(ctx, base, sessionID, nil, header)
+}
+
+// DialWith is Dial with the WebSocket dialed through hc (nil: the
+// default client).
+func DialWith(ctx context.Context, base, sessionID string, hc *http.Client, header http.Header) (*websocket.Conn, error) {
 	resp, err := http.Get(base + "/sessions/" + sessionID)
 	if err != nil {
 		return nil, err
@@ -77,9 +74,12 @@ func Dial(ctx context.Context, base, sessionID string, header http.Header) (*web
 	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
 		return nil, err
 	}
-	ws, _, err := websocket.Dial(ctx, info.WSURL, &websocket.DialOptions{HTTPHeader: header})
+	ws, _, err := websocket.Dial(ctx, info.WSURL, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: header})
 	return ws, err
 }
+
+// Transport implements Conn.
+func (c *Client) Transport() string { return WebSocket.Name }
 
 // Send writes a client frame (any JSON-encodable value, or raw bytes).
 func (c *Client) Send(v any) {
@@ -116,7 +116,8 @@ func (c *Client) Read(timeout time.Duration) Frame {
 }
 
 // TryRead is Read returning the error (a *websocket.CloseError-wrapping
-// error when the server closed).
+// error when the server closed). A read that times out closes the
+// connection (the WebSocket library's rule).
 func (c *Client) TryRead(timeout time.Duration) (Frame, error) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -132,52 +133,27 @@ func (c *Client) TryRead(timeout time.Duration) (Frame, error) {
 		if err != nil {
 			return Frame{}, err
 		}
-		if f.Type == protocol.TypeEvent && !event.Known(event.Type(f.Event.Type)) {
-			c.Skipped++
-			c.Log.Debug("skipping event of unknown type", "type", f.Event.Type, "id", f.Event.ID)
-			continue
-		}
-		if f.Type == protocol.TypePing && c.AutoPong {
-			// Not Send: TryRead reports errors rather than failing the
-			// test, and a pong that cannot be written (the server is
-			// closing) shows up as the next read's error anyway.
-			pong, _ := json.Marshal(protocol.Heartbeat{Type: protocol.TypePong, Nonce: f.Nonce})
-			_ = c.WS.Write(context.Background(), websocket.MessageText, pong)
+		switch f.Type {
+		case protocol.TypeEvent:
+			if !event.Known(event.Type(f.Event.Type)) {
+				c.Skipped++
+				c.Log.Debug("skipping event of unknown type", "type", f.Event.Type, "id", f.Event.ID)
+				continue
+			}
+			c.lastID = f.Event.ID
+		case protocol.TypeSnapshot:
+			c.lastID = f.Snap.SnapshotAtEventID
+		case protocol.TypePing:
+			if c.AutoPong {
+				// Not Send: TryRead reports errors rather than failing the
+				// test, and a pong that cannot be written (the server is
+				// closing) shows up as the next read's error anyway.
+				pong, _ := json.Marshal(protocol.Heartbeat{Type: protocol.TypePong, Nonce: f.Nonce})
+				_ = c.WS.Write(context.Background(), websocket.MessageText, pong)
+			}
 		}
 		return f, nil
 	}
-}
-
-// Decode decodes one server frame.
-func Decode(data []byte) (Frame, error) {
-	var head struct {
-		Type  string `json:"type"`
-		Nonce string `json:"nonce"`
-		Code  string `json:"code"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return Frame{}, fmt.Errorf("decode frame %q: %w", data, err)
-	}
-	f := Frame{Type: head.Type, Raw: data, Nonce: head.Nonce, Code: head.Code}
-	var err error
-	switch head.Type {
-	case protocol.TypeEvent:
-		var w struct {
-			Event protocol.EventEnvelope `json:"event"`
-		}
-		err = json.Unmarshal(data, &w)
-		f.Event = &w.Event
-	case protocol.TypeSubscribeAck:
-		f.Ack = new(protocol.SubscribeAck)
-		err = json.Unmarshal(data, f.Ack)
-	case protocol.TypeSubscribeError:
-		f.Err = new(protocol.SubscribeError)
-		err = json.Unmarshal(data, f.Err)
-	case protocol.TypeSnapshot:
-		f.Snap = new(protocol.Snapshot)
-		err = json.Unmarshal(data, f.Snap)
-	}
-	return f, err
 }
 
 // Events reads frames until pred returns true for an event (inclusive)
@@ -185,30 +161,11 @@ func Decode(data []byte) (Frame, error) {
 // than pings.
 func (c *Client) Events(timeout time.Duration, until func(*protocol.EventEnvelope) bool) []*protocol.EventEnvelope {
 	c.T.Helper()
-	var out []*protocol.EventEnvelope
-	for {
-		f := c.Read(timeout)
-		switch f.Type {
-		case protocol.TypePing, protocol.TypePong:
-			continue
-		case protocol.TypeEvent:
-			out = append(out, f.Event)
-			if until(f.Event) {
-				return out
-			}
-		default:
-			c.T.Fatalf("unexpected %s frame while reading events: %s", f.Type, f.Raw)
-		}
-	}
+	return eventsOf(c.T, c, timeout, until)
 }
 
-// UntilType returns a predicate matching an event type (and turn, if
-// turn is not empty).
-func UntilType(typ event.Type, turn string) func(*protocol.EventEnvelope) bool {
-	return func(e *protocol.EventEnvelope) bool {
-		return e.Type == string(typ) && (turn == "" || (e.TurnID != nil && *e.TurnID == turn))
-	}
-}
+// LastEventID implements Conn.
+func (c *Client) LastEventID() string { return c.lastID }
 
-// CloseStatus returns the close code of a read error (-1 if none).
-func CloseStatus(err error) websocket.StatusCode { return websocket.CloseStatus(err) }
+// Close implements Conn.
+func (c *Client) Close() { _ = c.WS.CloseNow() }
