@@ -1,4 +1,4 @@
-package stream_test
+package spectest_test
 
 // Connection lifecycle beyond §11.1: cleanup on disconnect (§3.6),
 // shutdown (contract §1), and the write deadline.

@@ -1,4 +1,4 @@
-package stream_test
+package spectest_test
 
 // Spec §11.1 items 1, 2, 3, 6 and 16: what a client sees through a real
 // WebSocket on loopback, compared with what the session delivered live

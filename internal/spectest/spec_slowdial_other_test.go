@@ -1,6 +1,6 @@
 //go:build !linux
 
-package stream_test
+package spectest_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package stream_test
+package spectest_test
 
 import (
 	"testing"

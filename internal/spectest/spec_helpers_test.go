@@ -1,4 +1,4 @@
-package stream_test
+package spectest_test
 
 // Helpers shared by the executable spec tests (spec §11.1): starting a
 // server with the limits a test needs, attaching and subscribing,

@@ -1,4 +1,4 @@
-package stream_test
+package spectest_test
 
 // Spec §11.1 items 10, 13 and 14, and the protocol's edges through the
 // socket: refused client frames, the read limit, the subscribe timeout,

@@ -1,4 +1,4 @@
-package stream_test
+package spectest_test
 
 // Spec §11.1 items 4, 5, 11 and 15: the limits of the protocol (replay
 // bound, cursor retention, slow clients, heartbeats), through a real
