@@ -1,23 +1,36 @@
 // Package spectest holds the streaming spec's §11 suite, run over every
-// transport of the stream: each numbered requirement of §11.1 that is
-// about what a client sees is a test named after it
-// (TestSpec11_1_3_ReconnectWithReplay), with one subtest per transport
-// ("ws", "sse") driving a whole server (internal/servertest) through the
-// clients of internal/streamtest. The package has no code of its own;
-// it is tests only.
+// transport of the stream. Each numbered requirement of §11.1 about what
+// a client sees is a test named after it
+// (TestSpec11_1_3_ReconnectWithReplay), with one subtest per transport,
+// "ws" and "sse", driving a whole server (internal/servertest) through
+// the clients of internal/streamtest; so are the lifecycle tests
+// (disconnect, shutdown, write timeout, overflow, resync). Where a test
+// needs a costly setup (a 15,000-event gap), the transports share it.
+// The package has no code of its own: it is tests only.
 //
-// Some tests are WebSocket-only by nature, because SSE has no such
-// thing: client frames in general (binary frames, malformed and unknown
-// frames, the 1 MiB frame limit, two subscribes back to back on one
-// connection, the cancel frame and its errors), client pings and pongs
-// (SSE's heartbeats are comments a client never answers, so there is no
-// heartbeat_timeout), the subscribe timeout (an SSE request is its
-// subscribe), and attach tokens (the SSE stream is a plain API route).
-// Others are SSE-only: Last-Event-ID, refusals as HTTP statuses, the
-// close event, comment heartbeats, and one WebSocket and one SSE client
-// of a session seeing the same frames.
+// WebSocket-only, because SSE has no such thing:
+//   - client frames: malformed, unknown and binary frames, the 1 MiB
+//     frame limit, two subscribes back to back on one connection, the
+//     cancel frame and its errors (TestProtocol*, TestCancelIsScoped…);
+//     over SSE the client sends nothing on the stream, and cancels with
+//     POST …/cancel, which TestSpec11_1_10_IdempotentCancel/sse uses;
+//   - client pings and pongs and heartbeat_timeout: SSE's heartbeats are
+//     comment lines no client answers (TestSpec11_1_15_Heartbeat/sse
+//     checks them), and a dead SSE peer is found by a failing write;
+//   - the subscribe timeout: an SSE request is its subscribe;
+//   - attach tokens and the upgrade's guard: the SSE stream is a plain
+//     API route (TestSSE_RouteGuards checks its guard and token).
 //
-// Tests in other packages cover §11.1 items 7, 8, 8b and 9
-// (cancellation sequences, in internal/agent and internal/server), which
-// do not depend on the transport.
+// SSE-only (TestSSE_*): the response's headers and framing, Last-Event-ID
+// overriding the URL's since and snapshot, refusals as HTTP statuses
+// with the JSON error body, the route's guards, a WebSocket client and
+// an SSE client seeing byte-identical frames, and curl as a client. The
+// close event that ends an SSE response (overflow, shutdown, resync) is
+// checked in the sse halves of the tests of those ends, and the client
+// resumes from it with Last-Event-ID in TestSpec11_1_11_SlowClientClosed.
+//
+// §11.1 items 7, 8, 8b and 9 (cancellation sequences) do not depend on
+// the transport and are tested in internal/agent and internal/server.
+// The seam over random interleavings of subscribes and emission is a
+// property test of the hub (internal/hub, TestSeamExactlyOnce).
 package spectest

@@ -315,8 +315,23 @@ func testSlowClientClosed(t *testing.T, tr streamtest.Transport) {
 	t.Logf("slow client read %d buffered events before the close", len(got))
 
 	cursor := got[len(got)-1].ID
-	again, ack, _ := attachSub(t, tr, h, sid, "preset:chat", &cursor, false)
-	if ack.StreamingGap {
+	var again streamtest.Conn
+	var ack *protocol.SubscribeAck
+	if s, ok := slow.(*streamtest.SSEClient); ok {
+		// SSE: the client's own reconnect, the same URL with
+		// Last-Event-ID.
+		if s.LastEventID() != cursor {
+			t.Fatalf("last event id %q, want %q", s.LastEventID(), cursor)
+		}
+		s.Resume()
+		again, ack = s, readSkippingPings(t, s).Ack
+		if ack == nil {
+			t.Fatal("no ack after the resume")
+		}
+	} else {
+		again, ack, _ = attachSub(t, tr, h, sid, "preset:chat", &cursor, false)
+	}
+	if ack.StreamingGap || ack.Since == nil || *ack.Since != cursor {
 		t.Fatalf("ack %+v", ack)
 	}
 	rest := until(t, again, event.TurnCompleted, turn)
