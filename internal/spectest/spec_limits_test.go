@@ -189,12 +189,19 @@ func TestSpec11_1_5_CursorExpired(t *testing.T) {
 					t.Fatalf("since %q: %+v", since, serr)
 				}
 			}
-			// An empty or oversized since is a malformed frame (or
-			// request), not a cursor.
+			// An oversized since is a malformed frame (or request), not
+			// a cursor; so is an empty one in a frame, while an empty
+			// since= in a query is no cursor (an unfilled form field).
 			for _, since := range []string{"", "evt_" + strings.Repeat("0", 61)} {
 				if ws, ok := c.(*streamtest.Client); ok {
 					ws.Subscribe("preset:chat", ptr(since), false)
 					expectErrorFrame(t, ws, protocol.CodeInvalidFrame)
+				} else if since == "" {
+					ack, _ := subscribeOn(t, c, "preset:chat", ptr(since), false)
+					if ack.Since != nil || ack.ReplayEventCount != 0 {
+						t.Fatalf("since= answered with %+v", ack)
+					}
+					c.Close()
 				} else if serr := subscribeErr(t, c, "preset:chat", ptr(since), false); serr.Code != api.CodeInvalidRequest {
 					t.Fatalf("since %q: %+v", since, serr)
 				}
