@@ -35,7 +35,9 @@ type ClientFrame struct {
 // Subscribe is the subscribe frame after decoding. Preset is set when the
 // client named a preset instead of a filter object.
 type Subscribe struct {
-	Filter   Filter
+	Filter Filter
+	// Preset, when set, replaces Filter's types and actors; its
+	// IncludeWorkerSessions still applies.
 	Preset   string
 	Since    *string
 	Snapshot bool
@@ -190,7 +192,8 @@ func (e *FilterError) Error() string { return e.Message }
 // Resolve turns a subscribe's filter or preset into a filter with an
 // explicit type list, checked strictly against the catalog (spec §9.3):
 // every entry must be a catalog or streaming-only type; an unknown preset
-// or type, or an empty type list, is refused.
+// or type, or an empty type list, is refused. A preset keeps
+// Filter.IncludeWorkerSessions (the SSE query can ask for both).
 func (s *Subscribe) Resolve() (Filter, error) {
 	if s.Preset != "" {
 		types, ok := event.Preset(s.Preset)
@@ -198,7 +201,7 @@ func (s *Subscribe) Resolve() (Filter, error) {
 			return Filter{}, &FilterError{Offending: truncate(s.Preset, 128),
 				Message: fmt.Sprintf("unknown preset %q (known: preset:chat, preset:full)", truncate(s.Preset, 64))}
 		}
-		return Filter{EventTypes: typeNames(types)}, nil
+		return Filter{EventTypes: typeNames(types), IncludeWorkerSessions: s.Filter.IncludeWorkerSessions}, nil
 	}
 	f := s.Filter
 	if f.EventTypes == nil {

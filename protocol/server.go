@@ -16,6 +16,7 @@ type ServerFrame struct {
 	Event     *EventEnvelope  // event
 	Heartbeat *Heartbeat      // ping, pong
 	Error     *Error          // error
+	Close     *CloseFrame     // close (SSE)
 }
 
 // DecodeServerFrame decodes a frame the server sent. It is lenient, as a
@@ -60,6 +61,9 @@ func DecodeServerFrame(b []byte) (ServerFrame, error) {
 	case TypeError:
 		f.Error = new(Error)
 		into = f.Error
+	case TypeClose:
+		f.Close = new(CloseFrame)
+		into = f.Close
 	default:
 		return f, nil
 	}

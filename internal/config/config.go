@@ -34,6 +34,7 @@ type Config struct {
 	PingInterval     time.Duration // spec §3.8
 	PingMisses       int           // spec §3.8
 	ClientQueue      int           // spec §8.1, events
+	ClientQueueBytes int           // the same queue's bound in bytes of frames
 	ReplayLimit      int           // spec §3.6, events
 	Retention        time.Duration // trace store retention
 	SnapshotMessages int           // spec §3.4
@@ -86,6 +87,7 @@ func Defaults() Config {
 		PingInterval:     30 * time.Second,
 		PingMisses:       3,
 		ClientQueue:      1000,
+		ClientQueueBytes: 8 << 20,
 		ReplayLimit:      10000,
 		Retention:        168 * time.Hour,
 		SnapshotMessages: 50,
@@ -164,6 +166,7 @@ var fields = []field{
 	durField("ping-interval", "idle time before the server pings a client", func(c *Config) *time.Duration { return &c.PingInterval }),
 	intField("ping-misses", "unanswered pings before a client is dropped", 1, func(c *Config) *int { return &c.PingMisses }),
 	intField("client-queue", "events queued per client before it is dropped as too slow", 1, func(c *Config) *int { return &c.ClientQueue }),
+	intField("client-queue-bytes", "bytes of frames queued per client before it is dropped as too slow (a single larger frame is still sent)", 1, func(c *Config) *int { return &c.ClientQueueBytes }),
 	intField("replay-limit", "most events replayed to a reconnecting client", 1, func(c *Config) *int { return &c.ReplayLimit }),
 	durField("retention", "how long the trace store keeps events", func(c *Config) *time.Duration { return &c.Retention }),
 	intField("snapshot-messages", "messages in a snapshot", 0, func(c *Config) *int { return &c.SnapshotMessages }),

@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -205,5 +206,58 @@ func TestUnsubscribe(t *testing.T) {
 	e.h.Unsubscribe(b.Client)
 	if e.h.Clients(e.sid) != 0 || e.h.Clients("sess_unknown") != 0 {
 		t.Fatal("clients left")
+	}
+}
+
+// TestSlowClientByBytes: Config.ClientQueueBytes bounds a client's
+// queue by bytes: with a generous event bound, an undrained client
+// overflows once its frames' bytes would pass the byte bound, and the
+// client_too_slow warning carries the queue's events and bytes at that
+// moment with both bounds.
+func TestSlowClientByBytes(t *testing.T) {
+	st := openStore(t)
+	const maxBytes = 4096
+	e := newEnv(t, st, hub.Config{ClientQueue: 100000, ClientQueueBytes: maxBytes})
+	slow := e.subscribe(protocol.Subscribe{Filter: protocol.Filter{EventTypes: []string{string(event.TextDelta)}}})
+	e.barrier()
+	sent := 0
+	for !slow.Client.Overflown() {
+		if sent > maxBytes {
+			t.Fatalf("no overflow after %d events of at least one byte each", sent)
+		}
+		queued := slow.Client.Bytes()
+		e.mustEmit(event.TextDelta, event.ActorModel, "t")
+		e.barrier()
+		sent++
+		if !slow.Client.Overflown() && slow.Client.Bytes() > maxBytes {
+			t.Fatalf("queue holds %d bytes, over the bound of %d (had %d)", slow.Client.Bytes(), maxBytes, queued)
+		}
+	}
+	o, _ := slow.Client.Overflow()
+	if o.Events != sent-1 || o.Bytes <= 0 || o.Bytes > maxBytes || o.Resync {
+		t.Fatalf("overflow %+v after %d events", o, sent)
+	}
+	warns := e.waitMeta(event.BusHandlerWarning, slow.Client.Name)
+	if len(warns) != 1 || warns[0]["queue_events"] != float64(o.Events) || warns[0]["queue_bytes"] != float64(o.Bytes) ||
+		warns[0]["queue_capacity_bytes"] != float64(maxBytes) {
+		t.Fatalf("warning %v, overflow %+v", warns, o)
+	}
+}
+
+// TestClientQueueBytesDefault: a hub configured without a byte bound
+// still bounds its clients' queues by bytes, with the default.
+func TestClientQueueBytesDefault(t *testing.T) {
+	st := openStore(t)
+	e := newEnv(t, st, hub.Config{ClientQueue: 1 << 30})
+	a := e.subscribe(protocol.Subscribe{Preset: event.PresetFull})
+	big := strings.Repeat("x", 1<<20)
+	for range hub.DefaultClientQueueBytes>>20 + 2 {
+		if _, err := e.em.EmitWait(e.ctx, bus.Spec{Type: event.TextDelta, Actor: event.ActorModel, Payload: map[string]string{"text": big}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.barrier()
+	if o, ok := a.Client.Overflow(); !ok || o.Bytes > hub.DefaultClientQueueBytes {
+		t.Fatalf("overflow %+v, %v with the default byte bound", o, ok)
 	}
 }

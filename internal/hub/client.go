@@ -10,40 +10,65 @@ import (
 // append under the client's own lock and never blocks; Drain swaps the
 // queue with the writer's previous batch, so nothing is copied under the
 // lock and the two buffers are reused. An idle client holds no buffer.
+//
+// The queue is bounded twice: by events (Config.ClientQueue) and by the
+// bytes of their frames (Config.ClientQueueBytes). An offer that would
+// cross either bound overflows the client, except that an item offered
+// to an empty queue is always taken: a single frame larger than the byte
+// bound would otherwise drop every client that asked for it, forever.
 type Client struct {
 	// Name identifies the client in warnings and logs
 	// (subscription_name), e.g. "stream-17".
 	Name      string
 	SessionID string
 
-	hub    *Hub
-	filter filter
-	after  string // the cursor: live items at or before it are not queued
-	max    int
-	notify chan struct{}
+	hub      *Hub
+	filter   filter
+	after    string // the cursor: live items at or before it are not queued
+	max      int
+	maxBytes int64 // 0: no byte bound
+	notify   chan struct{}
 
 	mu         sync.Mutex
 	q          []*Item
+	bytes      int64 // the frames' bytes in q
 	overflown  bool
+	overflow   Overflow // why, once overflown
 	closed     bool
 	onOverflow func()
 }
 
+// Overflow says why a client's queue was given up: what it held when
+// the offer that did not fit came (Events, Bytes), or that an event of
+// the session was lost and the client must resynchronise (Resync; the
+// queue is then dropped whatever it held).
+type Overflow struct {
+	Events int   // items queued at the overflow
+	Bytes  int64 // bytes of their frames
+	Resync bool  // an event could not be committed (Hub.Resync), not a full queue
+}
+
 func newClient(h *Hub, name, sessionID string, f filter, max int) *Client {
-	return &Client{Name: name, SessionID: sessionID, hub: h, filter: f, max: max, notify: make(chan struct{}, 1)}
+	c := &Client{Name: name, SessionID: sessionID, hub: h, filter: f, max: max, notify: make(chan struct{}, 1)}
+	if h != nil {
+		c.maxBytes = h.cfg.ClientQueueBytes
+	}
+	return c
 }
 
 // offer enqueues it and reports whether this call overflowed the queue
 // (true once; later offers are dropped silently).
 func (c *Client) offer(it *Item) bool {
+	size := int64(len(it.Frame))
 	c.mu.Lock()
 	if c.closed || c.overflown {
 		c.mu.Unlock()
 		return false
 	}
-	if len(c.q) == c.max {
+	if len(c.q) == c.max || (c.maxBytes > 0 && len(c.q) > 0 && c.bytes+size > c.maxBytes) {
 		c.overflown = true
-		c.q = nil
+		c.overflow = Overflow{Events: len(c.q), Bytes: c.bytes}
+		c.q, c.bytes = nil, 0
 		hook := c.onOverflow
 		c.mu.Unlock()
 		if hook != nil {
@@ -53,6 +78,7 @@ func (c *Client) offer(it *Item) bool {
 		return true
 	}
 	c.q = append(c.q, it)
+	c.bytes += size
 	c.mu.Unlock()
 	c.signal()
 	return false
@@ -102,11 +128,26 @@ func (c *Client) Drain(prev []*Item) (items []*Item, overflown bool) {
 	if cap(prev) > keepBatch && len(items) < keepBatch/4 {
 		prev = nil
 	}
-	c.q = prev[:0]
+	c.q, c.bytes = prev[:0], 0
 	return items, false
 }
 
-func (c *Client) clearLocked() { c.q = nil }
+// resync drops the client's queue and marks it for closing, as an
+// overflow does; the transport's writer closes it when it wakes.
+func (c *Client) resync() {
+	c.mu.Lock()
+	if c.closed || c.overflown {
+		c.mu.Unlock()
+		return
+	}
+	c.overflown = true
+	c.overflow = Overflow{Events: len(c.q), Bytes: c.bytes, Resync: true}
+	c.q, c.bytes = nil, 0
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *Client) clearLocked() { c.q, c.bytes = nil, 0 }
 
 // Len returns the number of queued items.
 func (c *Client) Len() int {
@@ -115,11 +156,27 @@ func (c *Client) Len() int {
 	return len(c.q)
 }
 
-// Overflown reports whether the queue overflowed.
+// Bytes returns the bytes of the queued items' frames.
+func (c *Client) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
+// Overflown reports whether the queue overflowed (or the client was
+// resynchronised).
 func (c *Client) Overflown() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.overflown
+}
+
+// Overflow reports why the client's queue was given up, and whether it
+// was.
+func (c *Client) Overflow() (Overflow, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.overflow, c.overflown
 }
 
 func (c *Client) close() {

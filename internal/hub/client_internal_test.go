@@ -141,3 +141,94 @@ func TestClientOnOverflow(t *testing.T) {
 	closed.offer(&Item{ID: "a"})
 	closed.offer(&Item{ID: "b"})
 }
+
+// TestClientQueueByteModel drives a Client bounded by events and by
+// bytes against a plain model: an offer overflows when the queue holds
+// max items, or when it is not empty and the item's frame would take
+// the queued bytes past the byte bound (an item offered to an empty
+// queue is always taken, however large); the overflow records what the
+// queue held at that moment; Drain empties the byte count with the
+// queue.
+func TestClientQueueByteModel(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		limit := rapid.IntRange(1, 30).Draw(rt, "limit")
+		maxBytes := rapid.Int64Range(1, 400).Draw(rt, "maxBytes")
+		c := newClient(nil, "stream-test", "sess", filter{}, limit)
+		c.maxBytes = maxBytes
+		var model []string
+		var modelBytes int64
+		overflown := false
+		var want Overflow
+		var dst []*Item
+		for step := range rapid.IntRange(1, 150).Draw(rt, "steps") {
+			if rapid.IntRange(0, 4).Draw(rt, fmt.Sprintf("op%d", step)) > 0 {
+				size := rapid.IntRange(0, 120).Draw(rt, fmt.Sprintf("size%d", step))
+				id := fmt.Sprintf("evt_%06d", step)
+				got := c.offer(&Item{ID: id, Frame: make([]byte, size)})
+				over := false
+				switch {
+				case overflown:
+				case len(model) == limit || (len(model) > 0 && modelBytes+int64(size) > maxBytes):
+					overflown, over = true, true
+					want = Overflow{Events: len(model), Bytes: modelBytes}
+					model, modelBytes = nil, 0
+				default:
+					model = append(model, id)
+					modelBytes += int64(size)
+				}
+				if got != over {
+					rt.Fatalf("offer of %d bytes: overflowed=%v, want %v (queued %d items, %d bytes; bounds %d, %d)",
+						size, got, over, len(model), modelBytes, limit, maxBytes)
+				}
+				if !overflown && (c.Len() != len(model) || c.Bytes() != modelBytes) {
+					rt.Fatalf("queue holds %d items, %d bytes; want %d, %d", c.Len(), c.Bytes(), len(model), modelBytes)
+				}
+				if o, ok := c.Overflow(); ok != overflown || (ok && o != want) {
+					rt.Fatalf("Overflow() = %+v, %v; want %+v, %v", o, ok, want, overflown)
+				}
+				continue
+			}
+			var over bool
+			dst, over = c.Drain(dst)
+			if over != overflown || (!over && len(dst) != len(model)) {
+				rt.Fatalf("Drain: %d items, overflown=%v; want %d, %v", len(dst), over, len(model), overflown)
+			}
+			model, modelBytes = model[:0], 0
+			if c.Bytes() != 0 {
+				rt.Fatalf("Bytes=%d after Drain", c.Bytes())
+			}
+		}
+	})
+}
+
+// TestClientLargeFrameAlone: a frame larger than the byte bound is
+// queued when the queue is empty (the client is not dropped for
+// asking for it), and the next offer then overflows.
+func TestClientLargeFrameAlone(t *testing.T) {
+	c := newClient(nil, "stream-test", "sess", filter{}, 10)
+	c.maxBytes = 100
+	if c.offer(&Item{ID: "a", Frame: make([]byte, 1000)}) {
+		t.Fatal("a large frame offered to an empty queue overflowed it")
+	}
+	if !c.offer(&Item{ID: "b", Frame: make([]byte, 1)}) {
+		t.Fatal("an offer past the byte bound did not overflow")
+	}
+	if o, ok := c.Overflow(); !ok || o != (Overflow{Events: 1, Bytes: 1000}) {
+		t.Fatalf("Overflow() = %+v, %v", o, ok)
+	}
+}
+
+// TestClientResyncOverflow: a resync gives the queue up like an
+// overflow, recording what it held and that it was a resync.
+func TestClientResyncOverflow(t *testing.T) {
+	c := newClient(nil, "stream-test", "sess", filter{}, 10)
+	c.offer(&Item{ID: "a", Frame: []byte("12345")})
+	c.resync()
+	o, ok := c.Overflow()
+	if !ok || o != (Overflow{Events: 1, Bytes: 5, Resync: true}) {
+		t.Fatalf("Overflow() = %+v, %v", o, ok)
+	}
+	if items, over := c.Drain(nil); !over || len(items) != 0 || c.Bytes() != 0 {
+		t.Fatalf("Drain after resync: %d items, overflown=%v", len(items), over)
+	}
+}

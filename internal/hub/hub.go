@@ -30,7 +30,10 @@ type Store interface {
 
 // Config sets the hub's limits (contract §1 names them).
 type Config struct {
-	ClientQueue      int           // per-client queue bound, events (default 1000)
+	ClientQueue int // per-client queue bound, events (default 1000)
+	// ClientQueueBytes bounds each client's queue by the bytes of its
+	// frames too (default 8 MiB); see Client.
+	ClientQueueBytes int64
 	ReplayLimit      int           // most events one replay may carry (default 10000)
 	Retention        time.Duration // cursors older than this are expired (default 168h)
 	SnapshotMessages int           // messages in a snapshot (0: none)
@@ -51,6 +54,11 @@ type Config struct {
 	// the snapshot's routing_policy_version (as GET /sessions does).
 	PolicyVersion func() string
 }
+
+// DefaultClientQueueBytes is the default byte bound of a client's
+// queue: about a thousand large events (8 KiB each), far more than a
+// thousand deltas.
+const DefaultClientQueueBytes = 8 << 20
 
 // Hub fans events out to attached clients. It implements bus.LiveSink.
 type Hub struct {
@@ -96,6 +104,9 @@ type sessionState struct {
 func New(st Store, b *bus.Bus, cfg Config) *Hub {
 	if cfg.ClientQueue <= 0 {
 		cfg.ClientQueue = 1000
+	}
+	if cfg.ClientQueueBytes <= 0 {
+		cfg.ClientQueueBytes = DefaultClientQueueBytes
 	}
 	if cfg.ReplayLimit <= 0 {
 		cfg.ReplayLimit = 10000
@@ -255,8 +266,12 @@ func (h *Hub) Sweep(idle time.Duration) int {
 // slow reports a client whose queue overflowed (spec §8.2, step 2): the
 // transport closes it when its writer wakes.
 func (h *Hub) slow(c *Client) {
-	h.bus.Warn(c.SessionID, c.Name, "client_too_slow", map[string]any{"queue_capacity": c.max})
-	h.log.Warn("client too slow; closing", "subscription", c.Name, "session", c.SessionID, "queue", c.max)
+	o, _ := c.Overflow()
+	h.bus.Warn(c.SessionID, c.Name, "client_too_slow", map[string]any{"queue_capacity": c.max,
+		"queue_capacity_bytes": c.maxBytes, "queue_events": o.Events, "queue_bytes": o.Bytes})
+	// The transport logs the close, with these numbers (one line per
+	// slow client).
+	h.log.Debug("client too slow", "subscription", c.Name, "session", c.SessionID, "queue_events", o.Events, "queue_bytes", o.Bytes)
 }
 
 // Unsubscribe detaches a client (spec §3.6): its queue is dropped and a

@@ -29,17 +29,3 @@ func (h *Hub) Resync(sessionID string) {
 		}
 	}
 }
-
-// resync drops the client's queue and marks it for closing, as an
-// overflow does; the transport's writer closes it when it wakes.
-func (c *Client) resync() {
-	c.mu.Lock()
-	if c.closed || c.overflown {
-		c.mu.Unlock()
-		return
-	}
-	c.overflown = true
-	c.q = nil
-	c.mu.Unlock()
-	c.signal()
-}

@@ -41,7 +41,7 @@ func New() *Registry {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s := &Stream{
 		Clients: prometheus.NewGauge(prometheus.GaugeOpts{Name: "metis_stream_clients",
-			Help: "WebSocket clients currently attached."}),
+			Help: "Stream clients (WebSocket and SSE) currently attached."}),
 		EventsSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "metis_stream_events_sent_total",
 			Help: "Event frames written to clients, replay included."}),
 		SlowCloses: prometheus.NewCounter(prometheus.CounterOpts{Name: "metis_stream_slow_client_closes_total",

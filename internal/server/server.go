@@ -34,6 +34,7 @@ import (
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/session"
+	"github.com/metis-agent/metis/internal/sse"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/stream"
 	"github.com/metis-agent/metis/internal/tool"
@@ -55,6 +56,7 @@ type Server struct {
 	API      *api.API
 	Hub      *hub.Hub
 	Stream   *stream.Server
+	SSE      *sse.Server
 	Metrics  *metrics.Registry
 
 	handler  http.Handler
@@ -102,7 +104,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.Bus = bus.New(st, bus.Options{Logger: log})
 	s.Metrics = metrics.New()
 	s.httpMetrics = s.Metrics.NewHTTP()
-	s.Hub = hub.New(st, s.Bus, hub.Config{ClientQueue: cfg.ClientQueue, ReplayLimit: cfg.ReplayLimit,
+	s.Hub = hub.New(st, s.Bus, hub.Config{ClientQueue: cfg.ClientQueue, ClientQueueBytes: int64(cfg.ClientQueueBytes), ReplayLimit: cfg.ReplayLimit,
 		Retention: cfg.Retention, SnapshotMessages: cfg.SnapshotMessages, RingSize: cfg.StreamRing,
 		RingBytes: int64(cfg.StreamRingBytes),
 		Logger:    log, Metrics: s.Metrics.Stream,
@@ -146,6 +148,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.Stream = stream.New(s.Hub, s.Tokens, mgr, stream.Config{PingInterval: cfg.PingInterval, PingMisses: cfg.PingMisses,
 		WriteTimeout: cfg.WriteTimeout, Logger: log, Metrics: s.Metrics.Stream})
 	s.API.Route("/sessions/{id}/stream", map[string]http.HandlerFunc{"GET": s.Stream.ServeHTTP})
+	// The SSE stream: the same subscription over plain HTTP (docs/protocol.md).
+	s.SSE = sse.New(s.Hub, sse.Config{PingInterval: cfg.PingInterval, WriteTimeout: cfg.WriteTimeout,
+		Logger: log, Metrics: s.Metrics.Stream})
+	s.API.Route("/sessions/{id}/events", map[string]http.HandlerFunc{"GET": s.SSE.ServeHTTP})
 	s.API.Route("/metrics", map[string]http.HandlerFunc{"GET": s.Metrics.Handler().ServeHTTP})
 	// The dashboard answers "/" and its assets; every other path is the
 	// API's. Everything on this chain passes the guard and then the token
@@ -225,6 +231,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// then each connection flushes its queue and closes with 1001.
 		step("bus flush", func() error { return s.Bus.Flush(ctx) })
 		step("stream close", func() error { return s.Stream.Close(ctx) })
+		step("sse close", func() error { return s.SSE.Close(ctx) })
 		if s.http != nil {
 			step("http shutdown", func() error {
 				err := s.http.Shutdown(ctx)

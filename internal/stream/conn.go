@@ -2,38 +2,35 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/metis-agent/metis/internal/feed"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/protocol"
 )
 
 // conn is one WebSocket client. Its run goroutine (the HTTP handler's)
-// owns the connection: it decodes and answers client frames and is the
-// only writer. A small reader goroutine only reads raw frames and hands
-// them over, so its stack stays small on an idle connection.
+// owns the connection: it waits for the subscribe, then hands the
+// client to the feed, which writes everything and hands client frames
+// back to conn (Receive) between writes. A small reader goroutine only
+// reads raw frames and hands them over, so its stack stays small on an
+// idle connection.
+//
+// conn is the feed's transport: Write, Flush, Heartbeat, Close, Kill,
+// Gone, and, as a Receiver, Inbox and Receive.
 type conn struct {
-	s      *Server
-	ws     *websocket.Conn
-	sid    string
-	in     chan frameIn  // reader → run: raw client frames
-	done   chan struct{} // closed when the reader stops
-	client *hub.Client   // set once subscribed
-	hb     heartbeat
-	w      *writer
+	s          *Server
+	ws         *websocket.Conn
+	sid        string
+	in         chan feed.Inbound // reader → run: raw client frames
+	done       chan struct{}     // closed when the reader stops
+	f          *feed.Feed
+	subscribed bool
 
 	rctx       context.Context // the reader's; cancelling it tears a reading conn down
 	stopReader context.CancelFunc
-	closed     bool // a close was attempted (run goroutine only)
-}
-
-// frameIn is one client frame as read.
-type frameIn struct {
-	typ  websocket.MessageType
-	data []byte
 }
 
 // inQueue bounds client frames read ahead of the run goroutine; past it
@@ -41,73 +38,39 @@ type frameIn struct {
 const inQueue = 4
 
 func newConn(s *Server, ws *websocket.Conn, sid string) *conn {
-	c := &conn{s: s, ws: ws, sid: sid, in: make(chan frameIn, inQueue), done: make(chan struct{})}
+	c := &conn{s: s, ws: ws, sid: sid, in: make(chan feed.Inbound, inQueue), done: make(chan struct{})}
 	c.rctx, c.stopReader = context.WithCancel(context.Background())
-	c.w = newWriter(ws, s.cfg.WriteTimeout, c.kill)
-	c.hb.misses = s.cfg.PingMisses
+	c.f = feed.New(c, "websocket", sid, feed.Config{PingInterval: s.cfg.PingInterval, PingMisses: s.cfg.PingMisses,
+		WriteTimeout: s.cfg.WriteTimeout, Logger: s.log, Metrics: s.m})
 	return c
 }
 
 // run owns the connection until it closes.
 func (c *conn) run() {
-	ws := c.ws
-	ws.SetReadLimit(protocol.MaxClientFrame)
-	rctx := c.rctx
-	go c.read(rctx)
+	c.ws.SetReadLimit(protocol.MaxClientFrame)
+	go c.read(c.rctx)
 	defer func() {
 		c.stopReader()
-		_ = ws.CloseNow()
+		_ = c.ws.CloseNow()
 		<-c.done
-		c.w.stop()
-		if c.client != nil {
-			c.s.hub.Unsubscribe(c.client)
-			if c.s.m != nil {
-				c.s.m.Clients.Dec()
-			}
-		}
+		c.f.Stop()
 	}()
-
-	if c.subscribe(rctx) {
-		c.live(rctx)
-	}
-	if c.w.hurried.Load() {
-		c.closeTooSlow()
+	if att := c.subscribe(c.rctx); att != nil {
+		c.f.Serve(c.rctx, c.s.hub, att, c.s.ctx.Done())
 	}
 }
 
-// kill tears the connection down at once, from any goroutine, even while
-// a close handshake is under way (the library's CloseNow is a no-op then,
-// but cancelling the reader's context closes a connection it is reading).
-func (c *conn) kill() {
-	c.stopReader()
-	_ = c.ws.CloseNow()
-}
-
-// closeTooSlow ends an overflowed client (spec §10.5): the 1008
-// client_too_slow close frame is tried within what is left of
-// overflowGrace, then the connection is dropped either way.
-func (c *conn) closeTooSlow() {
-	if c.closed {
-		return
-	}
-	if c.s.m != nil {
-		c.s.m.SlowCloses.Inc()
-	}
-	c.close(protocol.ClosePolicyViolation, protocol.ReasonClientTooSlow)
-}
-
-// subscribe handles client frames until a subscribe is accepted, then
-// writes the ack and the snapshot or replay. It reports false if the
-// connection ended.
-func (c *conn) subscribe(ctx context.Context) bool {
+// subscribe handles client frames until a subscribe is accepted, and
+// returns the attachment; nil if the connection ended first.
+func (c *conn) subscribe(ctx context.Context) *hub.Attachment {
 	timeout := time.NewTimer(c.s.cfg.SubscribeTimeout)
 	defer timeout.Stop()
 	for {
 		select {
-		case f := <-c.in:
-			sub, ok := c.handle(ctx, f)
+		case in := <-c.in:
+			sub, ok := c.handle(ctx, in)
 			if !ok {
-				return false
+				return nil
 			}
 			if sub == nil {
 				continue
@@ -116,158 +79,65 @@ func (c *conn) subscribe(ctx context.Context) bool {
 			if serr != nil {
 				// The connection stays open: the client may subscribe again
 				// (with a fixed filter, or snapshot: true).
-				if !c.write(protocol.Marshal(serr)) {
-					return false
+				if !c.f.Send("", protocol.Marshal(serr)) {
+					return nil
 				}
 				continue
 			}
-			c.client = att.Client
-			c.client.OnOverflow(c.w.hurry)
-			if c.s.m != nil {
-				c.s.m.Clients.Inc()
-			}
-			return c.writeAttachment(ctx, att)
+			c.subscribed = true
+			return att
 		case <-timeout.C:
-			c.close(protocol.ClosePolicyViolation, protocol.ReasonSubscribeTimeout)
-			return false
+			c.f.Close(protocol.ClosePolicyViolation, protocol.ReasonSubscribeTimeout)
+			return nil
 		case <-c.done:
-			return false
+			return nil
 		case <-c.s.ctx.Done():
-			c.close(protocol.CloseGoingAway, protocol.ReasonShutdown)
-			return false
+			c.f.Close(protocol.CloseGoingAway, protocol.ReasonShutdown)
+			return nil
 		}
 	}
 }
 
-func (c *conn) writeAttachment(ctx context.Context, att *hub.Attachment) bool {
-	if !c.write(protocol.Marshal(att.Ack)) {
-		return false
-	}
-	if att.Snapshot != nil && !c.write(att.Snapshot) {
-		return false
-	}
-	errWrite := errors.New("write failed")
-	n := 0
-	err := att.StreamReplay(ctx, func(it *hub.Item) error {
-		if c.w.hurried.Load() || !c.writeItem(it) {
-			return errWrite
-		}
-		n++
-		return nil
-	})
-	c.countSent(n)
-	if err != nil && !errors.Is(err, errWrite) {
-		c.s.log.Error("replay", "session", c.sid, "err", err)
-	}
-	return err == nil
+// Write sends one text frame. Writes use a background context, so a
+// write costs no context or timer allocation (coder/websocket arms its
+// own timeout only for cancellable contexts); the feed's deadline kills
+// the connection instead.
+func (c *conn) Write(_ string, frame []byte) error {
+	return c.ws.Write(context.Background(), websocket.MessageText, frame)
 }
 
-// live drains the client's queue until the connection ends.
-func (c *conn) live(ctx context.Context) {
-	var batch []*hub.Item
-	ticker := time.NewTicker(c.s.cfg.PingInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-c.client.Notify():
-			var overflown bool
-			batch, overflown = c.client.Drain(batch)
-			if overflown {
-				// An overflow hurried the writer already; a resync (a
-				// lost event) marks the queue the same way without it.
-				c.w.hurry()
-				return // run closes it as too slow
-			}
-			if c.s.m != nil {
-				c.s.m.QueueDepth.Observe(float64(len(batch)))
-			}
-			if !c.writeBatch(batch) {
-				return
-			}
-		case f := <-c.in:
-			if _, ok := c.handle(ctx, f); !ok {
-				return
-			}
-		case <-ticker.C:
-			switch c.hb.tick() {
-			case hbDead:
-				c.close(protocol.ClosePolicyViolation, protocol.ReasonHeartbeatTimeout)
-				return
-			case hbPing:
-				if !c.w.write(protocol.Marshal(protocol.Heartbeat{Type: protocol.TypePing, Nonce: c.hb.nonce()})) {
-					return
-				}
-			}
-		case <-c.done:
-			return
-		case <-c.s.ctx.Done():
-			if items, overflown := c.client.Drain(batch); !overflown {
-				c.writeBatch(items) // flush what is queued before going away
-			}
-			c.close(protocol.CloseGoingAway, protocol.ReasonShutdown)
-			return
-		}
-	}
+// Flush does nothing: every Write is sent at once.
+func (c *conn) Flush() error { return nil }
+
+// Heartbeat sends a ping frame (spec §3.8); any pong answers it.
+func (c *conn) Heartbeat(nonce string) error {
+	return c.Write("", protocol.Marshal(protocol.Heartbeat{Type: protocol.TypePing, Nonce: nonce}))
 }
 
-// writeBatch writes queued items in order under one deadline (a batch
-// that cannot go out within --write-timeout means the client stopped
-// reading) and counts them.
-func (c *conn) writeBatch(items []*hub.Item) bool {
-	if len(items) == 0 {
-		return true
-	}
-	c.hb.active()
-	c.w.arm()
-	defer c.w.disarm()
-	var now time.Time
-	for i, it := range items {
-		if c.w.hurried.Load() || !c.w.raw(it.Frame) {
-			c.countSent(i)
-			return false
-		}
-		if c.s.m != nil && it.Type == "text.delta" {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			c.s.m.DeltaLatency.Observe(now.Sub(it.TS).Seconds())
-		}
-	}
-	c.countSent(len(items))
-	return true
+// Close performs the close handshake with the code and the reason's
+// JSON, cut to 123 bytes.
+func (c *conn) Close(code int, reason protocol.CloseDetail) error {
+	return c.ws.Close(websocket.StatusCode(code), reason.Encode())
 }
 
-// write sends a control frame and counts it as activity.
-func (c *conn) write(frame []byte) bool {
-	c.hb.active()
-	return c.w.write(frame)
+// Kill tears the connection down at once, from any goroutine, even
+// while a close handshake is under way (the library's CloseNow is a
+// no-op then, but cancelling the reader's context closes a connection
+// it is reading).
+func (c *conn) Kill() {
+	c.stopReader()
+	_ = c.ws.CloseNow()
 }
 
-func (c *conn) writeItem(it *hub.Item) bool {
-	c.hb.active()
-	if !c.w.write(it.Frame) {
-		return false
-	}
-	if c.s.m != nil && it.Type == "text.delta" {
-		c.s.m.DeltaLatency.Observe(time.Since(it.TS).Seconds())
-	}
-	return true
-}
+// Gone is closed when the reader stops: the client closed or dropped
+// the connection.
+func (c *conn) Gone() <-chan struct{} { return c.done }
 
-func (c *conn) countSent(n int) {
-	if c.s.m != nil && n > 0 {
-		c.s.m.EventsSent.Add(float64(n))
-	}
-}
+// Inbox delivers the client's frames to the feed.
+func (c *conn) Inbox() <-chan feed.Inbound { return c.in }
 
-// close ends the connection with a code and a JSON reason.
-func (c *conn) close(code websocket.StatusCode, reason protocol.CloseReason) {
-	c.closed = true
-	if c.s.m != nil {
-		c.s.m.Closes.WithLabelValues(reason.Code).Inc()
-	}
-	err := c.w.close(code, reason.Encode())
-	if err != nil && !errors.Is(err, context.Canceled) {
-		c.s.log.Debug("close", "session", c.sid, "code", code, "err", err)
-	}
+// Receive handles a client frame of a subscribed connection.
+func (c *conn) Receive(ctx context.Context, in feed.Inbound) bool {
+	_, ok := c.handle(ctx, in)
+	return ok
 }

@@ -1,14 +1,17 @@
 // Package stream is the WebSocket edge of the streaming protocol (spec
 // §3–§4, §8): it redeems attach tokens, upgrades the connection, reads
-// and answers client frames, and writes each client's frames in order,
-// one writer per connection, with a write deadline, heartbeats and the
-// close codes of the protocol. What to send, and the seam between replay
-// and live events, is the hub's business.
+// client frames and answers them, and waits for the subscribe. Once
+// subscribed, the client is served by the transport-neutral core
+// (internal/feed): the ack, the snapshot or replay, live events,
+// heartbeats, overflow and the close codes. This package is the feed's
+// WebSocket transport: frames, pings, the close handshake, and the
+// teardown that unblocks a stalled write.
 //
-// Files: server.go (the handler and shutdown), conn.go (one connection's
-// lifecycle), read.go (the reader goroutine), write.go (frame writing
-// with the deadline), heartbeat.go (pings).
+// Files: server.go (the handler and shutdown), conn.go (one
+// connection's lifecycle, and the feed's transport), read.go (the
+// reader goroutine and the client frames).
 //
-// stream is an edge: it imports hub, attach, protocol, metrics and the
-// session manager's cancel; nothing in the core imports it.
+// stream is an edge: it imports feed, hub, attach, api (its JSON error
+// body), protocol, metrics and the session manager's cancel; nothing in
+// the core imports it.
 package stream

@@ -6,6 +6,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/metis-agent/metis/internal/feed"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -21,7 +22,7 @@ func (c *conn) read(ctx context.Context) {
 			return
 		}
 		select {
-		case c.in <- frameIn{typ, data}:
+		case c.in <- feed.Inbound{Binary: typ != websocket.MessageText, Data: data}:
 		case <-ctx.Done():
 			return
 		}
@@ -33,11 +34,11 @@ func (c *conn) read(ctx context.Context) {
 // §9: bad input never crashes anything). It returns the subscribe to
 // process, if the frame was one and the connection is not subscribed
 // yet, and false if a reply could not be written.
-func (c *conn) handle(ctx context.Context, f frameIn) (*protocol.Subscribe, bool) {
-	if f.typ != websocket.MessageText {
+func (c *conn) handle(ctx context.Context, f feed.Inbound) (*protocol.Subscribe, bool) {
+	if f.Binary {
 		return nil, c.reply(protocol.CodeInvalidFrame, "binary frames are not accepted; send JSON text frames")
 	}
-	fr, err := protocol.DecodeClientFrame(f.data)
+	fr, err := protocol.DecodeClientFrame(f.Data)
 	if err != nil {
 		var de *protocol.DecodeError
 		errors.As(err, &de)
@@ -45,16 +46,16 @@ func (c *conn) handle(ctx context.Context, f frameIn) (*protocol.Subscribe, bool
 	}
 	switch fr.Type {
 	case protocol.TypeSubscribe:
-		if c.client != nil {
+		if c.subscribed {
 			return nil, c.reply(protocol.CodeAlreadySubscribe, alreadySubscribed)
 		}
 		return fr.Subscribe, true
 	case protocol.TypeCancel:
 		return nil, c.cancelTurn(ctx, fr.Cancel)
 	case protocol.TypePing:
-		return nil, c.w.write(protocol.Marshal(protocol.Heartbeat{Type: protocol.TypePong, Nonce: fr.Ping.Nonce}))
+		return nil, c.f.Send("", protocol.Marshal(protocol.Heartbeat{Type: protocol.TypePong, Nonce: fr.Ping.Nonce}))
 	case protocol.TypePong:
-		c.hb.pong()
+		c.f.Pong()
 	}
 	return nil, true
 }
@@ -78,5 +79,5 @@ const alreadySubscribed = "this connection is already subscribed; open another t
 
 // reply writes an error frame.
 func (c *conn) reply(code, msg string) bool {
-	return c.write(protocol.Marshal(protocol.Error{Type: protocol.TypeError, Code: code, Message: msg}))
+	return c.f.Send("", protocol.Marshal(protocol.Error{Type: protocol.TypeError, Code: code, Message: msg}))
 }

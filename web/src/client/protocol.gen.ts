@@ -160,6 +160,8 @@ export const MaxReason = 200;
 export const MaxTurnID = 128;
 export const MaxCursor = 64;
 export const MaxFilterItems = 256;
+export const TypeClose = "close";
+export const MaxCloseReason = 123;
 export const TypeSnapshot = "snapshot";
 export const TypeEvent = "event";
 export const TypeSubscribeAck = "subscribe_ack";
@@ -192,6 +194,20 @@ export const ReasonHeartbeatTimeout = { code: "heartbeat_timeout", message: "No 
 export const ReasonSubscribeTimeout = { code: "subscribe_timeout", message: "No subscribe frame after connecting." } as const;
 export const ReasonShutdown = { code: "server_shutdown", message: "The server is shutting down; reconnect later." } as const;
 export const ReasonWriteTimeout = { code: "write_timeout", message: "A write did not complete in time; reconnect with replay." } as const;
+/** an event id: replay what came after it */
+export const QuerySince = "since";
+/** true: a snapshot first */
+export const QuerySnapshot = "snapshot";
+/** filter.event_types */
+export const QueryTypes = "types";
+/** filter.actors */
+export const QueryActors = "actors";
+/** a preset name, "chat" or "preset:chat" */
+export const QueryPreset = "preset";
+/** filter.include_worker_sessions */
+export const QueryWorkers = "include_worker_sessions";
+/** HeaderLastEventID is the header an SSE client sends on reconnect: the id of the last event it received. It overrides since and snapshot: the client resumes after it. */
+export const HeaderLastEventID = "Last-Event-ID";
 
 // ---- Structures (by reflection over their json tags) ----
 

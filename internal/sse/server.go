@@ -1,0 +1,114 @@
+package sse
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	gosse "github.com/tmaxmax/go-sse"
+
+	"github.com/metis-agent/metis/internal/feed"
+	"github.com/metis-agent/metis/internal/hub"
+	"github.com/metis-agent/metis/internal/metrics"
+	"github.com/metis-agent/metis/protocol"
+)
+
+// Config holds the stream's limits.
+type Config struct {
+	PingInterval time.Duration // idle time before a heartbeat comment (default 30s)
+	WriteTimeout time.Duration // longest a write may take (default 10s)
+	// Retry is the reconnection delay the stream asks clients for (its
+	// retry: field; default 2s).
+	Retry   time.Duration
+	Logger  *slog.Logger
+	Metrics *metrics.Stream
+}
+
+// DefaultRetry is the reconnection delay a stream asks for by default.
+const DefaultRetry = 2 * time.Second
+
+// Server serves GET /sessions/{id}/events.
+type Server struct {
+	cfg Config
+	hub *hub.Hub
+	log *slog.Logger
+
+	ctx    context.Context // cancelled by Close
+	stop   context.CancelFunc
+	mu     sync.Mutex
+	closed bool
+	conns  sync.WaitGroup
+}
+
+// New returns an SSE server over the hub.
+func New(h *hub.Hub, cfg Config) *Server {
+	if cfg.Retry <= 0 {
+		cfg.Retry = DefaultRetry
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, hub: h, log: cfg.Logger, ctx: ctx, stop: stop}
+}
+
+// ServeHTTP subscribes with the request's query and Last-Event-ID and
+// streams until the client goes, falls behind, or the server closes.
+// The request has passed the local-safety guard and the token check.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sid := r.PathValue("id")
+	sess, err := gosse.Upgrade(w, r)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "this connection cannot stream", "")
+		return
+	}
+	sub, err := protocol.DecodeSubscribeQuery(r.URL.Query(), sess.LastEventID.String())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, codeInvalidRequest, err.Error(), "")
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		writeError(w, http.StatusServiceUnavailable, codeShuttingDown, "the server is shutting down", "")
+		return
+	}
+	s.conns.Add(1)
+	s.mu.Unlock()
+	defer s.conns.Done()
+
+	att, serr := s.hub.Subscribe(r.Context(), sid, sub)
+	if serr != nil {
+		refuse(w, serr)
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	t := &transport{sess: sess, rc: http.NewResponseController(w), gone: r.Context().Done(), retry: s.cfg.Retry}
+	defer t.finish()
+	f := feed.New(t, "sse", sid, feed.Config{PingInterval: s.cfg.PingInterval, WriteTimeout: s.cfg.WriteTimeout,
+		Logger: s.log, Metrics: s.cfg.Metrics})
+	defer f.Stop()
+	f.Serve(r.Context(), s.hub, att, s.ctx.Done())
+}
+
+// Close makes every stream flush what is queued and end with the
+// server_shutdown close frame, refuses new ones, and waits for them
+// (bounded by ctx).
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stop()
+	done := make(chan struct{})
+	go func() { s.conns.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
