@@ -51,22 +51,7 @@ func heartbeat(interval time.Duration, misses int) servertest.Option {
 func eachTransport(t *testing.T, f func(t *testing.T, tr streamtest.Transport)) {
 	t.Helper()
 	for _, tr := range streamtest.Transports {
-		t.Run(tr.Name, func(t *testing.T) {
-			if tr.Name == streamtest.SSE.Name {
-				requireSSE(t)
-			}
-			f(t, tr)
-		})
-	}
-}
-
-// sseMerged is false until the SSE edge is on this branch.
-// TODO(spec): remove with the merge.
-const sseMerged = false
-
-func requireSSE(t *testing.T) {
-	if !sseMerged {
-		t.Skip("the SSE edge is not merged yet")
+		t.Run(tr.Name, func(t *testing.T) { f(t, tr) })
 	}
 }
 

@@ -30,7 +30,9 @@ func TestSpec10_5_NeverReadingClientCutAtOverflow(t *testing.T) {
 }
 
 func testNeverReadingClientCutAtOverflow(t *testing.T, tr streamtest.Transport) {
-	h := servertest.Start(t, "", clientQueue(20))
+	// A delay between deltas: the queue then overflows because the
+	// socket is full, not because a burst outran the writer.
+	h := servertest.Start(t, "", clientQueue(20), demoDelay(300*time.Microsecond))
 	sid := h.CreateSession()
 	stalled := connectNarrow(t, tr, h, sid)
 	subscribeOn(t, stalled, "preset:chat", nil, false)
@@ -66,7 +68,9 @@ func testNeverReadingClientCutAtOverflow(t *testing.T, tr streamtest.Transport) 
 	}
 	took := goneAt.Sub(overflowAt)
 	t.Logf("overflow to unregistered: %v", took)
-	if took < 0 || took > overflowCloseBound {
+	// The bus emits the warning from its own goroutine, after the
+	// overflow: a client cut at once may be unregistered first.
+	if took > overflowCloseBound {
 		t.Fatalf("the never-reading client was released %v after its overflow; want within %v", took, overflowCloseBound)
 	}
 

@@ -79,7 +79,6 @@ func errorBody(t *testing.T, hdr http.Header, body string) (code, message string
 // snapshot_at_event_id, events with theirs (the client checks every id
 // on every read).
 func TestSSE_WireFormat(t *testing.T) {
-	requireSSE(t)
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
 	c := streamtest.NewSSE(t, h.URL, sid, nil)
@@ -111,7 +110,6 @@ func TestSSE_WireFormat(t *testing.T) {
 // snapshot say: no duplicate of what it had, nothing missing, no second
 // snapshot.
 func TestSSE_LastEventIDOverridesSince(t *testing.T) {
-	requireSSE(t)
 	h := servertest.Start(t, "", demoDelay(time.Millisecond))
 	sid := h.CreateSession()
 	created := lastDelivered(h, sid)
@@ -170,7 +168,6 @@ func TestSSE_LastEventIDOverridesSince(t *testing.T) {
 // the limit, both of whose messages tell the client to reconnect with
 // snapshot=true; which then works.
 func TestSSE_RefusedBeforeTheStreamOpens(t *testing.T) {
-	requireSSE(t)
 	h := servertest.Start(t, "", replayLimit(5))
 	sid := h.CreateSession()
 	created := lastDelivered(h, sid)
@@ -216,25 +213,23 @@ func TestSSE_RefusedBeforeTheStreamOpens(t *testing.T) {
 
 // TestSSE_MixedTransportsIdenticalStreams: a WebSocket client and an
 // SSE client of the same session, with the same subscription, receive
-// byte-identical frames: the ack, the snapshot and every event of a
-// turn.
+// the same ack (but for its seam: each subscribe is itself an event of
+// the session) and byte-identical frames for every event of a turn.
 func TestSSE_MixedTransportsIdenticalStreams(t *testing.T) {
-	requireSSE(t)
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
 	h.Submit(sid, "/echo some history")
 	h.WaitTurn(sid)
 	filter := protocol.Filter{EventTypes: []string{"turn.started", "text.delta", "tool.called", "tool.completed", "turn.completed"}}
 	conns := []streamtest.Conn{streamtest.Attach(t, h.URL, sid), streamtest.NewSSE(t, h.URL, sid, nil)}
-	head := make([][][]byte, len(conns))
-	for i, c := range conns {
-		c.Subscribe(filter, nil, true)
-		head[i] = [][]byte{readSkippingPings(t, c).Raw, readSkippingPings(t, c).Raw}
+	var acks []protocol.SubscribeAck
+	for _, c := range conns {
+		ack, _ := subscribeOn(t, c, filter, nil, false)
+		ack.SeamEventID = ""
+		acks = append(acks, *ack)
 	}
-	for k, what := range []string{"ack", "snapshot"} {
-		if string(head[0][k]) != string(head[1][k]) {
-			t.Fatalf("the %s differs:\nws  %s\nsse %s", what, head[0][k], head[1][k])
-		}
+	if a, b := protocol.Marshal(acks[0]), protocol.Marshal(acks[1]); string(a) != string(b) {
+		t.Fatalf("the acks differ:\nws  %s\nsse %s", a, b)
 	}
 	turn := h.Submit(sid, "what is in my workspace?")
 	frames := make([][]string, len(conns))
@@ -263,7 +258,6 @@ func TestSSE_MixedTransportsIdenticalStreams(t *testing.T) {
 // with 403 before anything else, and a server that requires its token
 // answers 401 without it.
 func TestSSE_RouteGuards(t *testing.T) {
-	requireSSE(t)
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
 	u := h.URL + "/sessions/" + sid + "/events?preset=chat"
@@ -306,7 +300,6 @@ func TestSSE_RouteGuards(t *testing.T) {
 // TestSSE_CurlIsAClient: `curl -N` follows a session: the ack's data
 // line, then each event with its id: line, as a turn runs.
 func TestSSE_CurlIsAClient(t *testing.T) {
-	requireSSE(t)
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		t.Skip("no curl")

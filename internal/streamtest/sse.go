@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,6 +69,7 @@ type SSEClient struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	once    *sync.Once
+	dropped atomic.Bool // Close was called on the open response
 }
 
 var _ Conn = (*SSEClient)(nil)
@@ -123,7 +125,7 @@ func Query(filter any, since *string, snapshot bool) url.Values {
 // subscription in the query.
 func (c *SSEClient) Subscribe(filter any, since *string, snapshot bool) {
 	c.T.Helper()
-	if c.recs != nil && c.end == nil {
+	if c.recs != nil && c.end == nil && !c.dropped.Load() {
 		c.T.Fatal("sse: subscribe while a stream is open; Close or Resume first")
 	}
 	c.Open(Query(filter, since, snapshot), "")
@@ -179,6 +181,7 @@ func (c *SSEClient) Open(q url.Values, lastEventID string) {
 		c.T.Fatalf("GET %s: 200 with Content-Type %q", req.URL, resp.Header.Get("Content-Type"))
 	}
 	c.recs, c.stop, c.done, c.once = make(chan sseRecord), stop, make(chan struct{}), new(sync.Once)
+	c.dropped.Store(false)
 	go c.read(ctx, resp.Body, c.recs, c.done)
 }
 
@@ -330,7 +333,7 @@ func (c *SSEClient) frame(rec sseRecord) (Frame, error) {
 	case protocol.TypeSnapshot:
 		want = f.Snap.SnapshotAtEventID
 	}
-	if f.Type != TypeClose && (rec.hasID != (want != "") || f.ID != want) {
+	if f.Type != protocol.TypeClose && (rec.hasID != (want != "") || f.ID != want) {
 		return Frame{}, fmt.Errorf("sse: %s frame with id: %q (present %v), want %q", f.Type, f.ID, rec.hasID, want)
 	}
 	c.lastID = rec.id
@@ -343,7 +346,11 @@ func (c *SSEClient) ended() error {
 	err := c.readErr
 	switch {
 	case c.closed != nil && errors.Is(err, io.EOF):
-		return &EndError{End: End{Code: c.closed.Close.Code, Reason: string(c.closed.Close.Reason)}}
+		var raw struct {
+			Reason json.RawMessage `json:"reason"`
+		}
+		_ = json.Unmarshal(c.closed.Raw, &raw) // it decoded once already
+		return &EndError{End: End{Code: c.closed.Close.Code, Reason: string(raw.Reason)}}
 	case errors.Is(err, io.EOF):
 		return ErrNoClose
 	case c.closed != nil:
@@ -369,6 +376,7 @@ func (c *SSEClient) Close() {
 		return
 	}
 	c.once.Do(func() {
+		c.dropped.Store(true)
 		c.stop()
 		<-c.done
 	})

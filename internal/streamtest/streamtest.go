@@ -87,27 +87,15 @@ type Frame struct {
 	Ack   *protocol.SubscribeAck  // subscribe_ack
 	Err   *protocol.SubscribeError
 	Snap  *protocol.Snapshot
-	Close *CloseFrame // SSE's final close event
-	Nonce string      // ping, pong
-	Code  string      // error frames
+	Close *protocol.CloseFrame // SSE's final close event
+	Nonce string               // ping, pong
+	Code  string               // error frames
 	// ID is the SSE event's id: field ("" when it had none, and on the
 	// WebSocket).
 	ID string
 	// Status is the HTTP status of an SSE subscribe that was refused
 	// before the stream opened (0 otherwise).
 	Status int
-}
-
-// TypeClose is the type of SSE's final close event.
-// TODO(spec): protocol.TypeClose once the SSE edge is merged.
-const TypeClose = "close"
-
-// CloseFrame is the close event that ends an SSE stream: the code and
-// reason a WebSocket close frame would carry.
-type CloseFrame struct {
-	Type   string          `json:"type"`
-	Code   int             `json:"code"`
-	Reason json.RawMessage `json:"reason"`
 }
 
 // Decode decodes one server frame.
@@ -138,8 +126,8 @@ func Decode(data []byte) (Frame, error) {
 	case protocol.TypeSnapshot:
 		f.Snap = new(protocol.Snapshot)
 		err = json.Unmarshal(data, f.Snap)
-	case TypeClose:
-		f.Close = new(CloseFrame)
+	case protocol.TypeClose:
+		f.Close = new(protocol.CloseFrame)
 		err = json.Unmarshal(data, f.Close)
 	case protocol.TypeError:
 		if len(head.Code) > 0 {
