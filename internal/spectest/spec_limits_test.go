@@ -451,6 +451,9 @@ func TestSpec11_1_15_Heartbeat(t *testing.T) {
 		const comments = 6 // twice the misses that close a WebSocket
 		start := time.Now()
 		for c.Comments < comments {
+			if time.Since(start) > readTimeout {
+				t.Fatalf("%d comments in %v", c.Comments, time.Since(start))
+			}
 			f, err := c.TryRead(readTimeout / comments)
 			if err == nil {
 				t.Fatalf("idle stream sent %s", f.Raw)
