@@ -6,7 +6,10 @@
 // the clients of internal/streamtest; so are the lifecycle tests
 // (disconnect, shutdown, write timeout, overflow, resync). Where a test
 // needs a costly setup (a 15,000-event gap), the transports share it.
-// The package has no code of its own: it is tests only.
+// The package has no code of its own: it is tests only. Its tests import
+// servertest and streamtest, and what they check the server against:
+// event, store, message, protocol, the API's error codes, config, and
+// stream (to mount a WebSocket server with a short subscribe timeout).
 //
 // WebSocket-only, because SSE has no such thing:
 //   - client frames: malformed, unknown and binary frames, the 1 MiB
