@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// OverflowGrace bounds what an overflowed client still gets: the write
-// in progress and the client_too_slow close must go out within it, or
-// the connection is killed without a close. A client that still reads
-// drains a few kilobytes well within it; one that stopped reading is
-// gone this long after its queue overflowed.
+// OverflowGrace is the default Config.OverflowGrace. It bounds what an
+// overflowed client still gets: the write in progress and the
+// client_too_slow close must go out within it, or the connection is
+// killed without a close. A client that still reads drains a few
+// kilobytes well within it; one that stopped reading is gone this long
+// after its queue overflowed.
 const OverflowGrace = 300 * time.Millisecond
 
 // deadline guards every write of a feed with one timer: it is armed
@@ -18,9 +19,10 @@ const OverflowGrace = 300 * time.Millisecond
 // killed, which unblocks the write. hurry, called from any goroutine
 // when the client's queue overflows, shortens the deadline of the write
 // in progress (and of every later one, the close included) to
-// OverflowGrace.
+// the grace (Config.OverflowGrace).
 type deadline struct {
 	timeout time.Duration
+	grace   time.Duration
 	timer   *time.Timer
 	hurried atomic.Bool
 	expired atomic.Bool // the timer fired: the transport was killed
@@ -31,8 +33,8 @@ type deadline struct {
 	stalled time.Duration // at hurry: how long the write in progress had been going
 }
 
-func newDeadline(timeout time.Duration, kill func()) *deadline {
-	d := &deadline{timeout: timeout}
+func newDeadline(timeout, grace time.Duration, kill func()) *deadline {
+	d := &deadline{timeout: timeout, grace: grace}
 	d.timer = time.AfterFunc(time.Hour, func() {
 		d.expired.Store(true)
 		kill()
@@ -48,7 +50,7 @@ func (d *deadline) arm() {
 	d.armed, d.since = true, time.Now()
 	t := d.timeout
 	if d.hurried.Load() {
-		t = min(t, OverflowGrace)
+		t = min(t, d.grace)
 	}
 	d.timer.Reset(t)
 	d.mu.Unlock()
@@ -62,12 +64,12 @@ func (d *deadline) disarm() {
 }
 
 // hurry marks the client as overflowed: the write in progress, if any,
-// now has OverflowGrace left. It never blocks on the connection.
+// now has the grace left. It never blocks on the connection.
 func (d *deadline) hurry() {
 	d.mu.Lock()
 	if !d.hurried.Swap(true) && d.armed {
 		d.stalled = time.Since(d.since)
-		d.timer.Reset(min(d.timeout, OverflowGrace))
+		d.timer.Reset(min(d.timeout, d.grace))
 	}
 	d.mu.Unlock()
 }

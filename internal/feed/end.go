@@ -40,7 +40,8 @@ func (f *Feed) broken() End {
 }
 
 // tooSlow closes an overflowed client with client_too_slow, within
-// what the deadline leaves (OverflowGrace), with what its queue held.
+// what the deadline leaves (the overflow grace), with what its queue
+// held.
 func (f *Feed) tooSlow() End {
 	o, _ := f.client.Overflow()
 	d := protocol.CloseDetail{CloseReason: protocol.ReasonClientTooSlow}

@@ -17,8 +17,11 @@ type Config struct {
 	// never answers (SSE: a dead client is found by a failing write).
 	PingMisses   int
 	WriteTimeout time.Duration // longest a write may take (default 10s)
-	Logger       *slog.Logger
-	Metrics      *metrics.Stream // nil: none
+	// OverflowGrace is what an overflowed client still gets to take the
+	// write in progress and the close (default OverflowGrace).
+	OverflowGrace time.Duration
+	Logger        *slog.Logger
+	Metrics       *metrics.Stream // nil: none
 }
 
 // Feed serves one client over one transport. Its methods, except what
@@ -50,13 +53,16 @@ func New(t Transport, kind, sessionID string, cfg Config) *Feed {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 10 * time.Second
 	}
+	if cfg.OverflowGrace <= 0 {
+		cfg.OverflowGrace = OverflowGrace
+	}
 	cfg.PingMisses = max(cfg.PingMisses, 0)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	f := &Feed{t: t, cfg: cfg, kind: kind, sid: sessionID, log: cfg.Logger, m: cfg.Metrics}
 	f.recv, _ = t.(Receiver)
-	f.dl = newDeadline(cfg.WriteTimeout, t.Kill)
+	f.dl = newDeadline(cfg.WriteTimeout, cfg.OverflowGrace, t.Kill)
 	return f
 }
 

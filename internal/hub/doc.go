@@ -15,7 +15,8 @@
 //
 // Each event is framed once, in Publish, and the same bytes are queued
 // for every client. Enqueueing is O(1) and never blocks; a full queue
-// marks the client too slow, and the transport closes it.
+// (by events, or by the bytes of their frames) marks the client too
+// slow, and the feed serving it (internal/feed) closes it.
 //
 // hub imports bus, event, message, protocol, session (for the summary
 // shape) and store; it never imports a transport.

@@ -30,18 +30,19 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // env is one session on a real store, bus and hub, served over SSE by
 // an httptest server.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	h      *hub.Hub
 	em     *bus.Emitter
 	sid    string
+	st     *store.Store
 	m      *metrics.Stream
 	srv    *sse.Server
 	http   *httptest.Server
 	client *http.Client
 }
 
-func newEnv(t *testing.T, hcfg hub.Config, scfg sse.Config) *env {
+func newEnv(t testing.TB, hcfg hub.Config, scfg sse.Config) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
@@ -87,7 +88,7 @@ func newEnv(t *testing.T, hcfg hub.Config, scfg sse.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, ctx: ctx, h: h, em: em, sid: sid, m: m, srv: srv, http: hs, client: &http.Client{Transport: tr}}
+	return &env{t: t, ctx: ctx, h: h, em: em, sid: sid, st: st, m: m, srv: srv, http: hs, client: &http.Client{Transport: tr}}
 }
 
 func (e *env) emit(typ event.Type) *event.Event {

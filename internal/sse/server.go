@@ -19,6 +19,8 @@ import (
 type Config struct {
 	PingInterval time.Duration // idle time before a heartbeat comment (default 30s)
 	WriteTimeout time.Duration // longest a write may take (default 10s)
+	// OverflowGrace: see feed.Config (default feed.OverflowGrace).
+	OverflowGrace time.Duration
 	// Retry is the reconnection delay the stream asks clients for (its
 	// retry: field; default 2s).
 	Retry   time.Duration
@@ -90,7 +92,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := &transport{sess: sess, rc: http.NewResponseController(w), gone: r.Context().Done(), retry: s.cfg.Retry}
 	defer t.finish()
 	f := feed.New(t, "sse", sid, feed.Config{PingInterval: s.cfg.PingInterval, WriteTimeout: s.cfg.WriteTimeout,
-		Logger: s.log, Metrics: s.cfg.Metrics})
+		OverflowGrace: s.cfg.OverflowGrace, Logger: s.log, Metrics: s.cfg.Metrics})
 	defer f.Stop()
 	f.Serve(r.Context(), s.hub, att, s.ctx.Done())
 }

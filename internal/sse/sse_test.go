@@ -1,6 +1,7 @@
 package sse_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -20,6 +21,7 @@ import (
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/internal/sse"
+	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -280,6 +282,66 @@ func TestNeverReadingClientDropped(t *testing.T) {
 			t.Fatalf("slow closes %v, clients %v", value(t, e.m.SlowCloses), value(t, e.m.Clients))
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestOverflowCloseFrame: a client that stopped reading long enough
+// for its queue to overflow (here by its byte bound, the default 8 MiB),
+// and then reads again within the overflow grace (made long here, so
+// that the test does not race it), gets what was written, then a last
+// close frame: 1008 client_too_slow with what its queue held; then the
+// response ends.
+func TestOverflowCloseFrame(t *testing.T) {
+	e := newEnv(t, hub.Config{ClientQueue: 100000, RingSize: -1},
+		sse.Config{WriteTimeout: 2 * time.Minute, OverflowGrace: time.Minute})
+	conn, err := net.Dial("tcp", e.http.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req, _ := http.NewRequest(http.MethodGet, e.url("types=text.delta"), nil)
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	for e.h.Clients(e.sid) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	big := strings.Repeat("x", 256<<10)
+	warned := func() bool {
+		evs, err := e.st.Events(e.ctx, store.EventQuery{SessionIDs: []string{e.sid}, Types: []event.Type{event.BusHandlerWarning}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs) > 0
+	}
+	for i := 0; !warned(); i++ {
+		if i > 2000 {
+			t.Fatal("the queue never overflowed")
+		}
+		if _, err := e.em.EmitWait(e.ctx, bus.Spec{Type: event.TextDelta, Actor: event.ActorModel, Payload: map[string]string{"text": big}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := newReader(t, resp.Body)
+	var last sseEvent
+	n := 0
+	for {
+		ev, err := r.next()
+		if err != nil {
+			break
+		}
+		last = ev
+		n++
+	}
+	f := last.frame(t)
+	if f.Type != protocol.TypeClose || f.Close.Code != protocol.ClosePolicyViolation || f.Close.Reason.Code != protocol.ReasonClientTooSlow.Code ||
+		f.Close.Reason.QueueEvents == 0 || f.Close.Reason.QueueBytes <= 0 || f.Close.Reason.QueueBytes > hub.DefaultClientQueueBytes {
+		t.Fatalf("after %d events, the last is %.300s", n, last.data)
 	}
 }
 
