@@ -1,18 +1,26 @@
-// Package streamtest is a small WebSocket client of the metis stream for
-// tests and benchmarks: attach (GET /sessions/{id} then dial ws_url),
-// subscribe, and read decoded frames. Event frames of a type the client
-// does not know are skipped with a debug log, as spec §9.2 asks of every
-// client.
+// Package streamtest holds small clients of the metis stream for tests
+// and benchmarks, one per transport, behind one interface (Conn):
 //
-// Only tests import it.
+//   - Client, over the WebSocket: attach (GET /sessions/{id}, then dial
+//     ws_url), send a subscribe frame, read frames;
+//   - SSEClient, over server-sent events: GET /sessions/{id}/events with
+//     the subscription in the query, read the frames from the data:
+//     lines; a refused subscribe is an HTTP error status with the JSON
+//     error body, which it hands back as a subscribe_error frame.
+//
+// Both skip event frames of a type they do not know, with a debug log, as
+// spec §9.2 asks of every client, and both report how the stream ended
+// (EndOf): the close code and the JSON reason of the WebSocket's close
+// frame, or of the SSE stream's final close event.
+//
+// It imports protocol, event and the WebSocket library; only tests
+// import it.
 package streamtest
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
@@ -23,6 +31,54 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
+// Conn is one client of a session's stream, over whichever transport:
+// what the spec's tests need of it.
+type Conn interface {
+	// Transport names the transport: "ws" or "sse".
+	Transport() string
+	// Subscribe subscribes. filter is a preset name ("preset:chat") or a
+	// protocol.Filter; nil is the default (preset:full). The answer is
+	// the next frame read: subscribe_ack, or subscribe_error.
+	Subscribe(filter any, since *string, snapshot bool)
+	// Read returns the next frame, failing the test on an error.
+	Read(timeout time.Duration) Frame
+	// TryRead returns the next frame, or the error that ended the
+	// stream: EndOf tells a clean close (with its code and reason) from
+	// a connection torn down.
+	TryRead(timeout time.Duration) (Frame, error)
+	// Events reads event frames until until returns true (inclusive),
+	// failing on any other frame but pings and pongs.
+	Events(timeout time.Duration, until func(*protocol.EventEnvelope) bool) []*protocol.EventEnvelope
+	// LastEventID is the cursor a reconnecting client resumes from: the
+	// id of the last event (or snapshot) received, "" before any.
+	LastEventID() string
+	// Close drops the connection at once, without a goodbye. It may be
+	// called while another goroutine is in TryRead.
+	Close()
+}
+
+// Transport opens Conns of one kind.
+type Transport struct {
+	Name string
+	// Connect returns a client of sessionID's stream on the server at
+	// base (http://host:port), closed when the test ends. hc, when not
+	// nil, carries its HTTP requests (for a dialer with small socket
+	// buffers). The WebSocket connects at once; SSE connects on
+	// Subscribe.
+	Connect func(t testing.TB, base, sessionID string, hc *http.Client) Conn
+}
+
+// The transports, in the order tests run them.
+var (
+	WebSocket = Transport{Name: "ws", Connect: func(t testing.TB, base, sid string, hc *http.Client) Conn {
+		return AttachWith(t, base, sid, hc)
+	}}
+	SSE = Transport{Name: "sse", Connect: func(t testing.TB, base, sid string, hc *http.Client) Conn {
+		return NewSSE(t, base, sid, hc)
+	}}
+	Transports = []Transport{WebSocket, SSE}
+)
+
 // Frame is one decoded server frame.
 type Frame struct {
 	Type  string
@@ -31,134 +87,28 @@ type Frame struct {
 	Ack   *protocol.SubscribeAck  // subscribe_ack
 	Err   *protocol.SubscribeError
 	Snap  *protocol.Snapshot
-	Nonce string // ping, pong
-	Code  string // error frames
-}
-
-// Client is one stream connection.
-type Client struct {
-	T         testing.TB
-	WS        *websocket.Conn
-	SessionID string
-	Log       *slog.Logger
-	// Skipped counts event frames of unknown types.
-	Skipped int
-	// AutoPong answers server pings (default true).
-	AutoPong bool
-}
-
-// Attach performs the handshake of spec §3.1 against base (http://…)
-// and dials the returned ws_url.
-func Attach(t testing.TB, base, sessionID string) *Client {
-	t.Helper()
-	ws, err := Dial(context.Background(), base, sessionID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &Client{T: t, WS: ws, SessionID: sessionID, Log: slog.Default(), AutoPong: true}
-	ws.SetReadLimit(64 << 20)
-	t.Cleanup(func() { _ = ws.CloseNow() })
-	return c
-}
-
-// Dial fetches an attach token and dials the stream with extra headers.
-func Dial(ctx context.Context, base, sessionID string, header http.Header) (*websocket.Conn, error) {
-	resp, err := http.Get(base + "/sessions/" + sessionID)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /sessions/%s: %s", sessionID, resp.Status)
-	}
-	var info struct {
-		WSURL string `json:"ws_url"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
-		return nil, err
-	}
-	ws, _, err := websocket.Dial(ctx, info.WSURL, &websocket.DialOptions{HTTPHeader: header})
-	return ws, err
-}
-
-// Send writes a client frame (any JSON-encodable value, or raw bytes).
-func (c *Client) Send(v any) {
-	c.T.Helper()
-	b, ok := v.([]byte)
-	if !ok {
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			c.T.Fatal(err)
-		}
-	}
-	if err := c.WS.Write(context.Background(), websocket.MessageText, b); err != nil {
-		c.T.Fatalf("send: %v", err)
-	}
-}
-
-// Subscribe sends a subscribe frame. filter is a preset name or a
-// protocol.Filter.
-func (c *Client) Subscribe(filter any, since *string, snapshot bool) {
-	c.T.Helper()
-	c.Send(map[string]any{"type": "subscribe", "filter": filter, "since": since, "snapshot": snapshot})
-}
-
-// Read returns the next frame, skipping unknown event types and
-// answering pings when AutoPong is set. It fails the test on timeout or
-// connection error.
-func (c *Client) Read(timeout time.Duration) Frame {
-	c.T.Helper()
-	f, err := c.TryRead(timeout)
-	if err != nil {
-		c.T.Fatalf("read: %v", err)
-	}
-	return f
-}
-
-// TryRead is Read returning the error (a *websocket.CloseError-wrapping
-// error when the server closed).
-func (c *Client) TryRead(timeout time.Duration) (Frame, error) {
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		typ, data, err := c.WS.Read(ctx)
-		cancel()
-		if err != nil {
-			return Frame{}, err
-		}
-		if typ != websocket.MessageText {
-			return Frame{}, errors.New("binary frame from the server")
-		}
-		f, err := Decode(data)
-		if err != nil {
-			return Frame{}, err
-		}
-		if f.Type == protocol.TypeEvent && !event.Known(event.Type(f.Event.Type)) {
-			c.Skipped++
-			c.Log.Debug("skipping event of unknown type", "type", f.Event.Type, "id", f.Event.ID)
-			continue
-		}
-		if f.Type == protocol.TypePing && c.AutoPong {
-			// Not Send: TryRead reports errors rather than failing the
-			// test, and a pong that cannot be written (the server is
-			// closing) shows up as the next read's error anyway.
-			pong, _ := json.Marshal(protocol.Heartbeat{Type: protocol.TypePong, Nonce: f.Nonce})
-			_ = c.WS.Write(context.Background(), websocket.MessageText, pong)
-		}
-		return f, nil
-	}
+	Close *protocol.CloseFrame // SSE's final close event
+	Nonce string               // ping, pong
+	Code  string               // error frames
+	// ID is the SSE event's id: field ("" when it had none, and on the
+	// WebSocket).
+	ID string
+	// Status is the HTTP status of an SSE subscribe that was refused
+	// before the stream opened (0 otherwise).
+	Status int
 }
 
 // Decode decodes one server frame.
 func Decode(data []byte) (Frame, error) {
 	var head struct {
-		Type  string `json:"type"`
-		Nonce string `json:"nonce"`
-		Code  string `json:"code"`
+		Type  string          `json:"type"`
+		Nonce string          `json:"nonce"`
+		Code  json.RawMessage `json:"code"` // a string in error frames, a number in close events
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
 		return Frame{}, fmt.Errorf("decode frame %q: %w", data, err)
 	}
-	f := Frame{Type: head.Type, Raw: data, Nonce: head.Nonce, Code: head.Code}
+	f := Frame{Type: head.Type, Raw: data, Nonce: head.Nonce}
 	var err error
 	switch head.Type {
 	case protocol.TypeEvent:
@@ -176,15 +126,23 @@ func Decode(data []byte) (Frame, error) {
 	case protocol.TypeSnapshot:
 		f.Snap = new(protocol.Snapshot)
 		err = json.Unmarshal(data, f.Snap)
+	case protocol.TypeClose:
+		f.Close = new(protocol.CloseFrame)
+		err = json.Unmarshal(data, f.Close)
+	case protocol.TypeError:
+		if len(head.Code) > 0 {
+			err = json.Unmarshal(head.Code, &f.Code)
+		}
 	}
-	return f, err
+	if err != nil {
+		return Frame{}, fmt.Errorf("decode %s frame %q: %w", head.Type, data, err)
+	}
+	return f, nil
 }
 
-// Events reads frames until pred returns true for an event (inclusive)
-// and returns the events read, failing on any non-event frame other
-// than pings.
-func (c *Client) Events(timeout time.Duration, until func(*protocol.EventEnvelope) bool) []*protocol.EventEnvelope {
-	c.T.Helper()
+// eventsOf is Conn.Events over Read.
+func eventsOf(t testing.TB, c Conn, timeout time.Duration, until func(*protocol.EventEnvelope) bool) []*protocol.EventEnvelope {
+	t.Helper()
 	var out []*protocol.EventEnvelope
 	for {
 		f := c.Read(timeout)
@@ -197,7 +155,7 @@ func (c *Client) Events(timeout time.Duration, until func(*protocol.EventEnvelop
 				return out
 			}
 		default:
-			c.T.Fatalf("unexpected %s frame while reading events: %s", f.Type, f.Raw)
+			t.Fatalf("unexpected %s frame while reading events: %s", f.Type, f.Raw)
 		}
 	}
 }
@@ -210,5 +168,39 @@ func UntilType(typ event.Type, turn string) func(*protocol.EventEnvelope) bool {
 	}
 }
 
+// End is how the server ended a stream: the close code and the JSON
+// reason (a WebSocket close frame's, or an SSE close event's).
+type End struct {
+	Code   int
+	Reason string
+}
+
+// EndError is the error TryRead returns once an SSE stream has ended
+// cleanly: a close event, then the end of the response.
+type EndError struct{ End End }
+
+func (e *EndError) Error() string {
+	return fmt.Sprintf("stream closed with %d %s", e.End.Code, e.End.Reason)
+}
+
+// EndOf returns the close code and reason of a read error, and false if
+// the stream did not end with one (a connection torn down, a timeout).
+func EndOf(err error) (End, bool) {
+	var ce websocket.CloseError
+	if errors.As(err, &ce) {
+		return End{Code: int(ce.Code), Reason: ce.Reason}, true
+	}
+	var ee *EndError
+	if errors.As(err, &ee) {
+		return ee.End, true
+	}
+	return End{}, false
+}
+
 // CloseStatus returns the close code of a read error (-1 if none).
-func CloseStatus(err error) websocket.StatusCode { return websocket.CloseStatus(err) }
+func CloseStatus(err error) websocket.StatusCode {
+	if e, ok := EndOf(err); ok {
+		return websocket.StatusCode(e.Code)
+	}
+	return -1
+}

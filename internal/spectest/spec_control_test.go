@@ -1,8 +1,9 @@
-package stream_test
+package spectest_test
 
-// Spec §11.1 items 10, 13 and 14, and the protocol's edges through the
-// socket: refused client frames, the read limit, the subscribe timeout,
-// attach tokens and the local-safety guard on the upgrade.
+// Spec §11.1 items 10, 13 and 14 over each transport, and the
+// WebSocket's own edges: refused client frames, the read limit, the
+// subscribe timeout, attach tokens and the local-safety guard on the
+// upgrade.
 
 import (
 	"context"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/metis-agent/metis/internal/api"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/servertest"
@@ -25,18 +27,25 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// TestSpec11_1_10_IdempotentCancel: two cancel frames for a turn that is
-// streaming give one cancellation (§6.2.1: message.complete cancelled
-// with the partial text, llm.call_failed cancelled, turn.cancelled with
-// the frame's reason, no tool.failed), seen identically by both clients
-// (§10.4), and one bus.handler_warning for the redundant cancel (§6.5).
-// Cancelling an unknown turn is answered with an error frame and the
-// connection stays open; cancelling an ended turn is a silent no-op.
+// TestSpec11_1_10_IdempotentCancel: two cancels for a turn that is
+// streaming (cancel frames on the WebSocket; on SSE, whose clients send
+// nothing on the stream, two POST …/cancel) give one cancellation
+// (§6.2.1: message.complete cancelled with the partial text,
+// llm.call_failed cancelled, turn.cancelled with the cancel's reason, no
+// tool.failed), seen identically by both clients (§10.4), and one
+// bus.handler_warning for the redundant cancel (§6.5). Cancelling an
+// unknown turn is refused (an error frame, the connection stays open;
+// 404 turn_not_found over HTTP); cancelling an ended turn changes
+// nothing.
 func TestSpec11_1_10_IdempotentCancel(t *testing.T) {
+	eachTransport(t, testIdempotentCancel)
+}
+
+func testIdempotentCancel(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "", demoDelay(5*time.Millisecond))
 	sid := h.CreateSession()
-	a, _, _ := attachSub(t, h, sid, "preset:full", nil, false)
-	b, _, _ := attachSub(t, h, sid, "preset:full", nil, false)
+	a, _, _ := attachSub(t, tr, h, sid, "preset:full", nil, false)
+	b, _, _ := attachSub(t, tr, h, sid, "preset:full", nil, false)
 	turn := h.Submit(sid, "/long 400")
 
 	var seen []*protocol.EventEnvelope
@@ -44,11 +53,11 @@ func TestSpec11_1_10_IdempotentCancel(t *testing.T) {
 		seen = append(seen, a.Events(readTimeout, func(*protocol.EventEnvelope) bool { return true })...)
 	}
 	const reason = "user_pressed_ctrl_c"
-	for range 2 {
-		a.Send(cancelFrame(turn, reason))
+	for _, want := range []string{"cancelling", "already_cancelling"} {
+		cancelTurn(t, h, a, sid, turn, reason, want)
 	}
-	evA := append(seen, until(a, event.TurnCancelled, turn)...)
-	evB := until(b, event.TurnCancelled, turn)
+	evA := append(seen, until(t, a, event.TurnCancelled, turn)...)
+	evB := until(t, b, event.TurnCancelled, turn)
 	h.WaitTurn(sid)
 
 	// Both clients: the same events, up to the cancellation.
@@ -143,24 +152,33 @@ func TestSpec11_1_10_IdempotentCancel(t *testing.T) {
 		a.Events(readTimeout, isRedundant)
 	}
 
-	// An unknown turn: an error frame, and the connection goes on.
-	a.Send(cancelFrame("turn_unknown", reason))
-	for {
-		f := readSkippingPings(a)
-		if f.Type == protocol.TypeEvent {
-			continue // meta-events of the session
+	// An unknown turn: refused, and the connection goes on.
+	if ws, ok := a.(*streamtest.Client); ok {
+		ws.Send(cancelFrame("turn_unknown", reason))
+		for {
+			f := readSkippingPings(t, a)
+			if f.Type == protocol.TypeEvent {
+				continue // meta-events of the session
+			}
+			if f.Type != protocol.TypeError || f.Code != protocol.CodeCancelFailed {
+				t.Fatalf("want error cancel_failed, got %s", f.Raw)
+			}
+			break
 		}
-		if f.Type != protocol.TypeError || f.Code != protocol.CodeCancelFailed {
-			t.Fatalf("want error cancel_failed, got %s", f.Raw)
+	} else {
+		var e struct {
+			Error struct{ Code string } `json:"error"`
 		}
-		break
+		if st := h.Do("POST", "/sessions/"+sid+"/turns/turn_unknown/cancel", map[string]string{"reason": reason}, &e); st != http.StatusNotFound || e.Error.Code != api.CodeTurnNotFound {
+			t.Fatalf("cancel of an unknown turn: %d %+v", st, e)
+		}
 	}
-	// A turn that completed: nothing to say, nothing happens.
+	// A turn that completed: nothing happens.
 	done := h.Submit(sid, "/echo done")
 	h.WaitTurn(sid)
-	b.Send(cancelFrame(done, ""))
+	cancelTurn(t, h, b, sid, done, "", "already_ended")
 	for {
-		f := readSkippingPings(b)
+		f := readSkippingPings(t, b)
 		if f.Event != nil && f.Event.Type == string(event.TurnCompleted) && *f.Event.TurnID == done {
 			break
 		}
@@ -168,7 +186,7 @@ func TestSpec11_1_10_IdempotentCancel(t *testing.T) {
 			t.Fatalf("unexpected %s", f.Raw)
 		}
 	}
-	pingPong(t, b, "after-late-cancel")
+	alive(t, b, "after-late-cancel")
 	if redundant() != 1 {
 		t.Fatalf("%d redundant-cancel warnings", redundant())
 	}
@@ -177,16 +195,38 @@ func TestSpec11_1_10_IdempotentCancel(t *testing.T) {
 	}
 }
 
+// cancelTurn cancels a turn the way a client of the transport does: a
+// cancel frame on the WebSocket (whose answer, if any, is events), POST
+// …/cancel beside an SSE stream (answered with status).
+func cancelTurn(t *testing.T, h *servertest.Harness, c streamtest.Conn, sid, turn, reason, status string) {
+	t.Helper()
+	if ws, ok := c.(*streamtest.Client); ok {
+		ws.Send(cancelFrame(turn, reason))
+		return
+	}
+	var r struct {
+		Status string `json:"status"`
+	}
+	if st := h.Do("POST", "/sessions/"+sid+"/turns/"+turn+"/cancel", map[string]string{"reason": reason}, &r); st != http.StatusAccepted || r.Status != status {
+		t.Fatalf("cancel: %d %q, want 202 %q", st, r.Status, status)
+	}
+}
+
 // TestSpec11_1_13_FilterValidation: an unknown event type, an unknown
 // preset, an empty type list or a bad actor is refused with
 // invalid_filter naming the offending entry, and the same connection can
 // subscribe again; streaming-only and catalog types mix in one filter;
-// an actors filter delivers only that actor's events.
+// an actors filter delivers only that actor's events. On SSE the filter
+// is the query (types=, actors=, preset=), refused with 400.
 func TestSpec11_1_13_FilterValidation(t *testing.T) {
+	eachTransport(t, testFilterValidation)
+}
+
+func testFilterValidation(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
 
-	c := streamtest.Attach(t, h.URL, sid)
+	c := connect(t, tr, h, sid)
 	for _, tc := range []struct {
 		filter    any
 		offending string
@@ -211,13 +251,13 @@ func TestSpec11_1_13_FilterValidation(t *testing.T) {
 	}
 
 	tools := protocol.Filter{Actors: []string{event.ActorTool}}
-	ct, ackTools, _ := attachSub(t, h, sid, tools, nil, false)
+	ct, ackTools, _ := attachSub(t, tr, h, sid, tools, nil, false)
 	if len(ackTools.ResolvedFilter.EventTypes) != len(event.All()) || !slices.Equal(ackTools.ResolvedFilter.Actors, tools.Actors) {
 		t.Fatalf("resolved actors filter %+v", ackTools.ResolvedFilter)
 	}
 	presets := map[string]any{"preset:chat": "preset:chat", "preset:full": "preset:full"}
 	for name, p := range presets {
-		cp, ackP, _ := attachSub(t, h, sid, p, nil, false)
+		cp, ackP, _ := attachSub(t, tr, h, sid, p, nil, false)
 		want := typeSet(name)
 		if len(ackP.ResolvedFilter.EventTypes) != len(want) {
 			t.Fatalf("%s resolved to %d types, want %d", name, len(ackP.ResolvedFilter.EventTypes), len(want))
@@ -227,11 +267,11 @@ func TestSpec11_1_13_FilterValidation(t *testing.T) {
 				t.Fatalf("%s resolved to %s", name, ty)
 			}
 		}
-		_ = cp.WS.CloseNow()
+		cp.Close()
 	}
 
 	t1 := h.Submit(sid, "what is in my workspace?")
-	mixedEvs := until(c, event.TurnCompleted, t1)
+	mixedEvs := until(t, c, event.TurnCompleted, t1)
 	h.WaitTurn(sid)
 	t2 := h.Submit(sid, `/tool list_dir {"path": "src"}`)
 	h.WaitTurn(sid)
@@ -262,9 +302,10 @@ func TestSpec11_1_13_FilterValidation(t *testing.T) {
 
 // TestSpec11_1_14_UnknownEventTypeSkipped: the test client (the
 // reference behaviour of spec §9.2) skips an event frame of a type it
-// does not know, without an error, and goes on with the next frame. The
-// real server never sends an unknown type (every filter is a list of
-// known types), so a stub server plays a newer server here.
+// does not know, without an error, and goes on with the next frame, on
+// either transport. The real server never sends an unknown type (every
+// filter is a list of known types), so a stub server plays a newer
+// server here.
 func TestSpec11_1_14_UnknownEventTypeSkipped(t *testing.T) {
 	frames := []string{
 		`{"type":"subscribe_ack","resolved_filter":{"event_types":["turn.started"],"actors":null,"include_worker_sessions":false},"since":null,"snapshot":false,"replay_event_count":0,"streaming_gap":false}`,
@@ -272,43 +313,73 @@ func TestSpec11_1_14_UnknownEventTypeSkipped(t *testing.T) {
 		`{"type":"event","event":{"id":"evt_01J0000000000000000000000B","type":"made.up.thing","session_id":"sess_1","turn_id":null,"ts":"2026-05-08T14:23:11.001Z","actor":"future","payload":{}}}`,
 		`{"type":"event","event":{"id":"evt_01J0000000000000000000000C","type":"turn.started","session_id":"sess_1","turn_id":"turn_1","ts":"2026-05-08T14:23:11.002Z","actor":"user","payload":{"user_message":null}}}`,
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
+	check := func(t *testing.T, c streamtest.Conn, skipped func() int) {
+		t.Helper()
+		c.Subscribe(protocol.Filter{EventTypes: []string{"turn.started"}}, nil, false)
+		if f := c.Read(readTimeout); f.Ack == nil {
+			t.Fatalf("want ack, got %s", f.Raw)
 		}
-		defer ws.CloseNow()
-		ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
-		defer cancel()
-		if _, _, err := ws.Read(ctx); err != nil { // the subscribe
-			return
+		f := c.Read(readTimeout)
+		if f.Event == nil || f.Event.Type != "turn.started" || f.Event.ID != "evt_01J0000000000000000000000C" {
+			t.Fatalf("want the known event after the unknown ones, got %s", f.Raw)
 		}
-		for _, f := range frames {
-			if ws.Write(ctx, websocket.MessageText, []byte(f)) != nil {
+		if skipped() != 2 {
+			t.Fatalf("skipped %d frames, want 2", skipped())
+		}
+	}
+
+	t.Run("ws", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ws, err := websocket.Accept(w, r, nil)
+			if err != nil {
 				return
 			}
-		}
-		_, _, _ = ws.Read(ctx) // until the client goes
-	}))
-	defer srv.Close()
+			defer ws.CloseNow()
+			ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+			defer cancel()
+			if _, _, err := ws.Read(ctx); err != nil { // the subscribe
+				return
+			}
+			for _, f := range frames {
+				if ws.Write(ctx, websocket.MessageText, []byte(f)) != nil {
+					return
+				}
+			}
+			_, _, _ = ws.Read(ctx) // until the client goes
+		}))
+		defer srv.Close()
 
-	ws, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	c := &streamtest.Client{T: t, WS: ws, SessionID: "sess_1", Log: discardLog, AutoPong: true}
-	c.Subscribe(protocol.Filter{EventTypes: []string{"turn.started"}}, nil, false)
-	if f := c.Read(readTimeout); f.Ack == nil {
-		t.Fatalf("want ack, got %s", f.Raw)
-	}
-	f := c.Read(readTimeout)
-	if f.Event == nil || f.Event.Type != "turn.started" || f.Event.ID != "evt_01J0000000000000000000000C" {
-		t.Fatalf("want the known event after the unknown ones, got %s", f.Raw)
-	}
-	if c.Skipped != 2 {
-		t.Fatalf("skipped %d frames, want 2", c.Skipped)
-	}
+		ws, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.CloseNow()
+		c := &streamtest.Client{T: t, WS: ws, SessionID: "sess_1", Log: discardLog, AutoPong: true}
+		check(t, c, func() int { return c.Skipped })
+	})
+
+	t.Run("sse", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i, f := range frames {
+				if i > 0 {
+					var e struct {
+						Event struct{ ID string } `json:"event"`
+					}
+					servertest.Must(t, json.Unmarshal([]byte(f), &e))
+					_, _ = io.WriteString(w, "id: "+e.Event.ID+"\n")
+				}
+				_, _ = io.WriteString(w, "data: "+f+"\n\n")
+			}
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // until the client goes
+		}))
+		defer srv.Close()
+		c := streamtest.NewSSE(t, srv.URL, "sess_1", nil)
+		c.Log = discardLog
+		check(t, c, func() int { return c.Skipped })
+		c.Close()
+	})
 }
 
 // TestProtocolRefusedFrames: a frame the server cannot use gets an error
@@ -346,7 +417,7 @@ func TestProtocolRefusedFrames(t *testing.T) {
 
 	// The connection still streams.
 	turn := h.Submit(sid, "/echo still streaming")
-	until(c, event.TurnCompleted, turn)
+	until(t, c, event.TurnCompleted, turn)
 }
 
 // TestProtocolBackToBackSubscribes: two subscribes sent without waiting
@@ -361,7 +432,7 @@ func TestProtocolBackToBackSubscribes(t *testing.T) {
 		c.Subscribe("preset:chat", nil, false)
 		var acks, errs int
 		for acks+errs < 2 {
-			f := readSkippingPings(c)
+			f := readSkippingPings(t, c)
 			switch {
 			case f.Ack != nil:
 				acks++
@@ -390,7 +461,7 @@ func TestProtocolFrameSizeLimit(t *testing.T) {
 		return []byte(head + strings.Repeat("x", n-len(head)-len(tail)) + tail)
 	}
 	c.Send(frame(protocol.MaxClientFrame))
-	f := readFrame(c)
+	f := readFrame(t, c)
 	if f.Type != protocol.TypePong || f.Nonce != "big" {
 		t.Fatalf("1 MiB frame: got %s", f.Raw)
 	}
@@ -449,7 +520,7 @@ func TestProtocolSubscribeTimeout(t *testing.T) {
 	c3 := dial()
 	subscribeOn(t, c3, "preset:chat", nil, false)
 	turn := h.Submit(sid, "/echo after the timeout")
-	until(c3, event.TurnCompleted, turn)
+	until(t, c3, event.TurnCompleted, turn)
 	servertest.WaitFor(t, "the subscribe timeout to pass", func() bool { return time.Since(start) > 1500*time.Millisecond })
 	pingPong(t, c3, "subscribed")
 }
@@ -595,7 +666,8 @@ func TestCancelIsScopedToTheSession(t *testing.T) {
 	h := servertest.Start(t, "", demoDelay(time.Millisecond))
 	victim := h.CreateSession()
 	other := h.CreateSession()
-	c, _, _ := attachSub(t, h, other, "preset:chat", nil, false)
+	c := streamtest.Attach(t, h.URL, other)
+	subscribeOn(t, c, "preset:chat", nil, false)
 	turn := h.Submit(victim, "/long 50")
 	c.Send(cancelFrame(turn, "not yours"))
 	expectErrorFrame(t, c, protocol.CodeCancelFailed)

@@ -1,6 +1,6 @@
 //go:build race
 
-package stream_test
+package spectest_test
 
 // raceEnabled scales down the tests whose cost is dominated by
 // per-event work, which the race detector multiplies.

@@ -1,5 +1,5 @@
 //go:build !race
 
-package stream_test
+package spectest_test
 
 const raceEnabled = false

@@ -1,7 +1,7 @@
-package stream_test
+package spectest_test
 
-// Connection lifecycle beyond §11.1: cleanup on disconnect (§3.6),
-// shutdown (contract §1), and the write deadline.
+// Connection lifecycle beyond §11.1, over each transport: cleanup on
+// disconnect (§3.6), shutdown (contract §1), and the write deadline.
 
 import (
 	"slices"
@@ -29,13 +29,17 @@ func subscriptionNames(t *testing.T, h *servertest.Harness, sid string, typ even
 
 // TestSpec3_6_DisconnectUnregisters: a subscribed client that goes away
 // is detached and announced with bus.subscriber_unregistered under the
-// name it registered with; a connection that never subscribed, or whose
-// subscribe was refused, leaves no meta-events.
+// name it registered with; a connection that never subscribed (the
+// WebSocket's), or whose subscribe was refused, leaves no meta-events.
 func TestSpec3_6_DisconnectUnregisters(t *testing.T) {
+	eachTransport(t, testDisconnectUnregisters)
+}
+
+func testDisconnectUnregisters(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
 
-	c, _, _ := attachSub(t, h, sid, "preset:chat", nil, false)
+	c, _, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
 	servertest.WaitFor(t, "registration", func() bool {
 		return len(subscriptionNames(t, h, sid, event.BusSubscriberRegistered)) == 1
 	})
@@ -43,7 +47,11 @@ func TestSpec3_6_DisconnectUnregisters(t *testing.T) {
 	if h.Server.Hub.Clients(sid) != 1 {
 		t.Fatalf("%d clients attached", h.Server.Hub.Clients(sid))
 	}
-	_ = c.WS.Close(websocket.StatusNormalClosure, "bye")
+	if ws, ok := c.(*streamtest.Client); ok {
+		_ = ws.WS.Close(websocket.StatusNormalClosure, "bye")
+	} else {
+		c.Close()
+	}
 	servertest.WaitFor(t, "unregistration", func() bool {
 		return slices.Equal(subscriptionNames(t, h, sid, event.BusSubscriberUnregister), []string{name})
 	})
@@ -51,15 +59,17 @@ func TestSpec3_6_DisconnectUnregisters(t *testing.T) {
 		t.Fatalf("%d clients attached after the disconnect", h.Server.Hub.Clients(sid))
 	}
 
-	refused := streamtest.Attach(t, h.URL, sid)
+	refused := connect(t, tr, h, sid)
 	subscribeErr(t, refused, "preset:nope", nil, false)
-	_ = refused.WS.CloseNow()
-	silent := streamtest.Attach(t, h.URL, sid)
-	pingPong(t, silent, "never subscribes")
-	_ = silent.WS.CloseNow()
+	refused.Close()
+	if tr.Name == streamtest.WebSocket.Name {
+		silent := streamtest.Attach(t, h.URL, sid)
+		pingPong(t, silent, "never subscribes")
+		silent.Close()
+	}
 	// A last client, dropped abruptly, marks the end.
-	last, _, _ := attachSub(t, h, sid, "preset:chat", nil, false)
-	_ = last.WS.CloseNow()
+	last, _, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
+	last.Close()
 	servertest.WaitFor(t, "the last unregistration", func() bool {
 		return len(subscriptionNames(t, h, sid, event.BusSubscriberUnregister)) == 2
 	})
@@ -72,18 +82,22 @@ func TestSpec3_6_DisconnectUnregisters(t *testing.T) {
 
 // TestShutdownFlushesAndCloses: on shutdown the turn in flight is
 // cancelled with reason server_shutdown, every event of it reaches the
-// attached client, and the connection then closes with 1001 and reason
-// server_shutdown.
+// attached client, and the stream then closes with 1001 and reason
+// server_shutdown (on SSE, in the close event that ends the response).
 func TestShutdownFlushesAndCloses(t *testing.T) {
+	eachTransport(t, testShutdownFlushesAndCloses)
+}
+
+func testShutdownFlushesAndCloses(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "", demoDelay(2*time.Millisecond))
 	sid := h.CreateSession()
-	c, _, _ := attachSub(t, h, sid, "preset:chat", nil, false)
+	c, _, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
 	turn := h.Submit(sid, "/long 400")
-	first := until(c, event.TextDelta, turn)
+	first := until(t, c, event.TextDelta, turn)
 
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); h.Stop() }()
-	frames := expectClose(t, c, websocket.StatusGoingAway, "server_shutdown")
+	frames := expectClose(t, c, protocol.CloseGoingAway, "server_shutdown")
 	<-stopped
 
 	evs := first
@@ -110,9 +124,13 @@ func TestShutdownFlushesAndCloses(t *testing.T) {
 // timeout, even though its (large) queue never overflowed; the turn is
 // not held up, and no client_too_slow warning is emitted.
 func TestWriteTimeoutDropsStalledClient(t *testing.T) {
+	eachTransport(t, testWriteTimeoutDropsStalledClient)
+}
+
+func testWriteTimeoutDropsStalledClient(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "", writeTimeout(300*time.Millisecond), clientQueue(100000))
 	sid := h.CreateSession()
-	stalled := attachNarrow(t, h, sid)
+	stalled := connectNarrow(t, tr, h, sid)
 	subscribeOn(t, stalled, "preset:chat", nil, false)
 	servertest.WaitFor(t, "registration", func() bool {
 		return len(subscriptionNames(t, h, sid, event.BusSubscriberRegistered)) == 1
@@ -131,7 +149,7 @@ func TestWriteTimeoutDropsStalledClient(t *testing.T) {
 	}
 
 	// The client finds a prefix of the stream, then a connection torn
-	// down without a close frame.
+	// down without a close frame (or close event).
 	var got []*protocol.EventEnvelope
 	for {
 		f, err := stalled.TryRead(readTimeout)

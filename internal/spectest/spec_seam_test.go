@@ -1,12 +1,9 @@
-package stream_test
+package spectest_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/servertest"
@@ -14,36 +11,36 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// pumpClient is a stream connection whose frames a goroutine reads into
-// a channel, so many clients can subscribe at once while the test
-// goroutine checks them one after the other.
+// pumpClient is a stream client whose frames a goroutine reads into a
+// channel once it has subscribed, so many clients can subscribe at once
+// while the test goroutine checks them one after the other.
 type pumpClient struct {
-	t      *testing.T
-	ws     *websocket.Conn
-	frames chan streamtest.Frame
-	stop   chan struct{}
-	done   chan struct{}
-	err    error // set before frames is closed
+	t       *testing.T
+	c       streamtest.Conn
+	frames  chan streamtest.Frame
+	stop    chan struct{}
+	done    chan struct{}
+	err     error // set before frames is closed
+	started bool  // the reader runs
 }
 
-func dialPump(t *testing.T, h *servertest.Harness, sid string) *pumpClient {
+func dialPump(t *testing.T, tr streamtest.Transport, h *servertest.Harness, sid string) *pumpClient {
 	t.Helper()
-	ws, err := streamtest.Dial(context.Background(), h.URL, sid, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws.SetReadLimit(64 << 20)
-	p := &pumpClient{t: t, ws: ws, frames: make(chan streamtest.Frame, 1024), stop: make(chan struct{}), done: make(chan struct{})}
+	p := &pumpClient{t: t, c: connect(t, tr, h, sid), frames: make(chan streamtest.Frame, 1024), stop: make(chan struct{}), done: make(chan struct{})}
+	t.Cleanup(p.close)
+	return p
+}
+
+// subscribe subscribes and starts reading.
+func (p *pumpClient) subscribe(filter any, since *string, snapshot bool) {
+	p.t.Helper()
+	p.c.Subscribe(filter, since, snapshot)
+	p.started = true
 	go func() {
 		defer close(p.done)
 		defer close(p.frames)
 		for {
-			_, data, err := ws.Read(context.Background())
-			if err != nil {
-				p.err = err
-				return
-			}
-			f, err := streamtest.Decode(data)
+			f, err := p.c.TryRead(time.Hour) // until close
 			if err != nil {
 				p.err = err
 				return
@@ -55,15 +52,6 @@ func dialPump(t *testing.T, h *servertest.Harness, sid string) *pumpClient {
 			}
 		}
 	}()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *pumpClient) send(b []byte) {
-	p.t.Helper()
-	if err := p.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
-		p.t.Fatal(err)
-	}
 }
 
 func (p *pumpClient) next() streamtest.Frame {
@@ -106,8 +94,10 @@ func (p *pumpClient) close() {
 	default:
 		close(p.stop)
 	}
-	_ = p.ws.CloseNow()
-	<-p.done
+	p.c.Close()
+	if p.started {
+		<-p.done
+	}
 }
 
 // TestSpec11_1_16_SnapshotReplaySeam: while turns stream at full speed,
@@ -118,6 +108,10 @@ func (p *pumpClient) close() {
 // snapshot holds the messages committed as of its seam, and the events
 // are exactly those the session delivered after it.
 func TestSpec11_1_16_SnapshotReplaySeam(t *testing.T) {
+	eachTransport(t, testSnapshotReplaySeam)
+}
+
+func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {
 	// Queues large enough for the longest turn below: this test is about
 	// the seam, not about slow clients.
 	h := servertest.Start(t, "", demoDelay(0), clientQueue(100_000))
@@ -156,23 +150,24 @@ func TestSpec11_1_16_SnapshotReplaySeam(t *testing.T) {
 		}
 		clients := make([]*pumpClient, len(kinds))
 		for i := range kinds {
-			clients[i] = dialPump(t, h, sid)
+			clients[i] = dialPump(t, tr, h, sid)
 		}
 		turn := h.Submit(sid, prompt)
 		started := firstDelivered(t, h, sid, event.TurnStarted, turn).ID
 		sinces := make([]string, len(kinds))
 		for i, k := range kinds {
-			frame := map[string]any{"type": "subscribe", "filter": k.filter, "snapshot": k.snapshot, "since": nil}
 			switch k.since {
 			case "":
 			case "started":
 				sinces[i] = started
-				frame["since"] = started
 			default:
 				sinces[i] = k.since
-				frame["since"] = k.since
 			}
-			clients[i].send(protocol.Marshal(frame))
+			var since *string
+			if sinces[i] != "" {
+				since = &sinces[i]
+			}
+			clients[i].subscribe(k.filter, since, k.snapshot)
 		}
 		h.WaitTurn(sid)
 		end := firstDelivered(t, h, sid, event.TurnCompleted, turn).ID

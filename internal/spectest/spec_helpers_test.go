@@ -1,4 +1,4 @@
-package stream_test
+package spectest_test
 
 // Helpers shared by the executable spec tests (spec §11.1): starting a
 // server with the limits a test needs, attaching and subscribing,
@@ -19,6 +19,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/metis-agent/metis/internal/api"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
@@ -46,47 +47,79 @@ func heartbeat(interval time.Duration, misses int) servertest.Option {
 	return func(c *config.Config) { c.PingInterval, c.PingMisses = interval, misses }
 }
 
-// attachSub attaches to a session, subscribes, and reads the ack (and
-// the snapshot when asked for one). It fails on a subscribe_error.
-func attachSub(t *testing.T, h *servertest.Harness, sid string, filter any, since *string, snapshot bool) (*streamtest.Client, *protocol.SubscribeAck, *protocol.Snapshot) {
+// eachTransport runs f as one subtest per transport.
+func eachTransport(t *testing.T, f func(t *testing.T, tr streamtest.Transport)) {
 	t.Helper()
-	c := streamtest.Attach(t, h.URL, sid)
+	for _, tr := range streamtest.Transports {
+		t.Run(tr.Name, func(t *testing.T) { f(t, tr) })
+	}
+}
+
+// connect opens a client of a session's stream over a transport.
+func connect(t *testing.T, tr streamtest.Transport, h *servertest.Harness, sid string) streamtest.Conn {
+	t.Helper()
+	return tr.Connect(t, h.URL, sid, nil)
+}
+
+// attachSub connects to a session, subscribes, and reads the ack (and
+// the snapshot when asked for one). It fails on a subscribe_error.
+func attachSub(t *testing.T, tr streamtest.Transport, h *servertest.Harness, sid string, filter any, since *string, snapshot bool) (streamtest.Conn, *protocol.SubscribeAck, *protocol.Snapshot) {
+	t.Helper()
+	c := connect(t, tr, h, sid)
 	ack, snap := subscribeOn(t, c, filter, since, snapshot)
 	return c, ack, snap
 }
 
-// subscribeOn subscribes an attached client and reads the ack and, if
-// asked for, the snapshot.
-func subscribeOn(t *testing.T, c *streamtest.Client, filter any, since *string, snapshot bool) (*protocol.SubscribeAck, *protocol.Snapshot) {
+// subscribeOn subscribes a client and reads the ack and, if asked for,
+// the snapshot.
+func subscribeOn(t *testing.T, c streamtest.Conn, filter any, since *string, snapshot bool) (*protocol.SubscribeAck, *protocol.Snapshot) {
 	t.Helper()
 	c.Subscribe(filter, since, snapshot)
-	f := readSkippingPings(c)
+	f := readSkippingPings(t, c)
 	if f.Ack == nil {
 		t.Fatalf("want subscribe_ack, got %s", f.Raw)
 	}
 	if !snapshot {
 		return f.Ack, nil
 	}
-	s := readSkippingPings(c)
+	s := readSkippingPings(t, c)
 	if s.Snap == nil {
 		t.Fatalf("want snapshot, got %s", s.Raw)
 	}
 	return f.Ack, s.Snap
 }
 
-// subscribeErr subscribes and expects a subscribe_error.
-func subscribeErr(t *testing.T, c *streamtest.Client, filter any, since *string, snapshot bool) *protocol.SubscribeError {
+// sseStatus is the HTTP status an SSE subscribe is refused with, by the
+// code of its error body (docs/protocol.md).
+var sseStatus = map[string]int{
+	protocol.CodeSessionNotFound: http.StatusNotFound,
+	protocol.CodeInvalidFilter:   http.StatusBadRequest,
+	protocol.CodeInvalidCursor:   http.StatusBadRequest,
+	api.CodeInvalidRequest:       http.StatusBadRequest,
+	protocol.CodeCursorExpired:   http.StatusGone,
+	protocol.CodeReplayTooLarge:  http.StatusConflict,
+}
+
+// subscribeErr subscribes and expects a subscribe_error: a frame on the
+// WebSocket, an HTTP status with the JSON error body on SSE (whose
+// status must be the one for its code).
+func subscribeErr(t *testing.T, c streamtest.Conn, filter any, since *string, snapshot bool) *protocol.SubscribeError {
 	t.Helper()
 	c.Subscribe(filter, since, snapshot)
-	f := readSkippingPings(c)
+	f := readSkippingPings(t, c)
 	if f.Err == nil {
 		t.Fatalf("want subscribe_error, got %s", f.Raw)
+	}
+	if c.Transport() == streamtest.SSE.Name {
+		if want, ok := sseStatus[f.Err.Code]; !ok || f.Status != want {
+			t.Fatalf("SSE subscribe refused with %d %s, want %d", f.Status, f.Raw, want)
+		}
 	}
 	return f.Err
 }
 
-func readSkippingPings(c *streamtest.Client) streamtest.Frame {
-	c.T.Helper()
+func readSkippingPings(t *testing.T, c streamtest.Conn) streamtest.Frame {
+	t.Helper()
 	for {
 		f := c.Read(readTimeout)
 		if f.Type != protocol.TypePing && f.Type != protocol.TypePong {
@@ -96,15 +129,15 @@ func readSkippingPings(c *streamtest.Client) streamtest.Frame {
 }
 
 // readFrame reads the next frame of any type, pings included.
-func readFrame(c *streamtest.Client) streamtest.Frame {
-	c.T.Helper()
+func readFrame(t *testing.T, c streamtest.Conn) streamtest.Frame {
+	t.Helper()
 	return c.Read(readTimeout)
 }
 
 // until reads events up to and including the first of type typ (of turn,
 // if not empty).
-func until(c *streamtest.Client, typ event.Type, turn string) []*protocol.EventEnvelope {
-	c.T.Helper()
+func until(t *testing.T, c streamtest.Conn, typ event.Type, turn string) []*protocol.EventEnvelope {
+	t.Helper()
 	return c.Events(readTimeout, streamtest.UntilType(typ, turn))
 }
 
@@ -112,7 +145,7 @@ func until(c *streamtest.Client, typ event.Type, turn string) []*protocol.EventE
 // error frame with code.
 func expectErrorFrame(t *testing.T, c *streamtest.Client, code string) {
 	t.Helper()
-	f := readSkippingPings(c)
+	f := readSkippingPings(t, c)
 	if f.Type != protocol.TypeError || f.Code != code {
 		t.Fatalf("want error frame %s, got %s", code, f.Raw)
 	}
@@ -122,13 +155,14 @@ func expectErrorFrame(t *testing.T, c *streamtest.Client, code string) {
 	}
 }
 
-// pingPong checks the connection is alive and in order: a client ping
-// is answered by a pong with its nonce, after anything queued before it.
+// pingPong checks a WebSocket connection is alive and in order: a client
+// ping is answered by a pong with its nonce, after anything queued
+// before it.
 func pingPong(t *testing.T, c *streamtest.Client, nonce string) {
 	t.Helper()
 	c.Send(protocol.Heartbeat{Type: protocol.TypePing, Nonce: nonce})
 	for {
-		f := readFrame(c)
+		f := readFrame(t, c)
 		switch f.Type {
 		case protocol.TypePing:
 			continue
@@ -143,9 +177,19 @@ func pingPong(t *testing.T, c *streamtest.Client, nonce string) {
 	}
 }
 
-// expectClose reads until the connection ends and checks the close code
-// and the code in the JSON reason.
-func expectClose(t *testing.T, c *streamtest.Client, code websocket.StatusCode, reasonCode string) (frames []streamtest.Frame) {
+// alive checks that a client that was refused can still be used: on
+// the WebSocket, the connection answers a ping (an SSE client has no
+// connection between requests; its next subscribe is a new one).
+func alive(t *testing.T, c streamtest.Conn, nonce string) {
+	t.Helper()
+	if ws, ok := c.(*streamtest.Client); ok {
+		pingPong(t, ws, nonce)
+	}
+}
+
+// expectClose reads until the stream ends and checks the close code and
+// the code in the JSON reason.
+func expectClose(t *testing.T, c streamtest.Conn, code int, reasonCode string) (frames []streamtest.Frame) {
 	t.Helper()
 	for {
 		f, err := c.TryRead(readTimeout)
@@ -158,28 +202,25 @@ func expectClose(t *testing.T, c *streamtest.Client, code websocket.StatusCode, 
 	}
 }
 
-// checkClose checks that a read ended with a close frame of the code,
-// whose JSON reason carries reasonCode and a message.
-func checkClose(t *testing.T, err error, code websocket.StatusCode, reasonCode string) {
+// checkClose checks that a read ended with a close of the code (a
+// WebSocket close frame, or SSE's close event and then the end of the
+// response), whose JSON reason carries reasonCode and a message.
+func checkClose(t *testing.T, err error, code int, reasonCode string) {
 	t.Helper()
-	{
-		if got := streamtest.CloseStatus(err); got != code {
-			t.Fatalf("connection ended with %v (status %d), want close %d", err, got, code)
-		}
-		var ce websocket.CloseError
-		if !errors.As(err, &ce) {
-			t.Fatalf("no close error in %v", err)
-		}
-		if len(ce.Reason) > 123 {
-			t.Errorf("close reason is %d bytes", len(ce.Reason))
-		}
-		var r protocol.CloseReason
-		if err := json.Unmarshal([]byte(ce.Reason), &r); err != nil {
-			t.Fatalf("close reason %q is not JSON: %v", ce.Reason, err)
-		}
-		if r.Code != reasonCode || r.Message == "" {
-			t.Fatalf("close reason %q, want code %q with a message", ce.Reason, reasonCode)
-		}
+	end, ok := streamtest.EndOf(err)
+	if !ok || end.Code != code {
+		t.Fatalf("stream ended with %v (close %+v), want close %d", err, end, code)
+	}
+	var ce websocket.CloseError
+	if errors.As(err, &ce) && len(ce.Reason) > 123 {
+		t.Errorf("close reason is %d bytes", len(ce.Reason))
+	}
+	var r protocol.CloseReason
+	if err := json.Unmarshal([]byte(end.Reason), &r); err != nil {
+		t.Fatalf("close reason %q is not JSON: %v", end.Reason, err)
+	}
+	if r.Code != reasonCode || r.Message == "" {
+		t.Fatalf("close reason %q, want code %q with a message", end.Reason, reasonCode)
 	}
 }
 

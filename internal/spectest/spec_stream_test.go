@@ -1,4 +1,4 @@
-package stream_test
+package spectest_test
 
 // Spec §11.1 items 1, 2, 3, 6 and 16: what a client sees through a real
 // WebSocket on loopback, compared with what the session delivered live
@@ -37,9 +37,13 @@ var demoTurnChat = []string{
 // fragments parse to tool.use_end's final_input, and final_content is
 // what the messages endpoint persisted.
 func TestSpec11_1_1_HappyPathStream(t *testing.T) {
+	eachTransport(t, testHappyPathStream)
+}
+
+func testHappyPathStream(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
-	c, ack, _ := attachSub(t, h, sid, "preset:chat", nil, false)
+	c, ack, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
 	if ack.Snapshot || ack.Since != nil || ack.ReplayEventCount != 0 || ack.StreamingGap {
 		t.Fatalf("ack %+v", ack)
 	}
@@ -47,7 +51,7 @@ func TestSpec11_1_1_HappyPathStream(t *testing.T) {
 		t.Fatalf("resolved filter %v, want preset:chat's %d types", ack.ResolvedFilter.EventTypes, len(want))
 	}
 	turn := h.Submit(sid, "what is in my workspace?")
-	evs := until(c, event.TurnCompleted, turn)
+	evs := until(t, c, event.TurnCompleted, turn)
 
 	if got := collapse(types(evs)); !slices.Equal(got, demoTurnChat) {
 		t.Fatalf("event order\n got %v\nwant %v", got, demoTurnChat)
@@ -199,11 +203,15 @@ func TestSpec11_1_1_HappyPathStream(t *testing.T) {
 // events <= snapshot_at_event_id, name the turn in flight, and are
 // followed by exactly the events after that id, in order.
 func TestSpec11_1_2_SnapshotConsistency(t *testing.T) {
+	eachTransport(t, testSnapshotConsistency)
+}
+
+func testSnapshotConsistency(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "", demoDelay(time.Millisecond))
 	sid := h.CreateSession()
 
 	// An empty session: no messages, the seam is session.created.
-	_, _, snap0 := attachSub(t, h, sid, "preset:chat", nil, true)
+	_, _, snap0 := attachSub(t, tr, h, sid, "preset:chat", nil, true)
 	created := storedEvents(t, h, sid)[0]
 	if len(snap0.Messages) != 0 || snap0.HasMoreMessages || snap0.SnapshotAtEventID < created.ID {
 		t.Fatalf("snapshot of an empty session: %+v", snap0)
@@ -212,7 +220,7 @@ func TestSpec11_1_2_SnapshotConsistency(t *testing.T) {
 	h.Submit(sid, "what is in my workspace?")
 	h.WaitTurn(sid)
 
-	c1, ack1, snap1 := attachSub(t, h, sid, "preset:full", nil, true)
+	c1, ack1, snap1 := attachSub(t, tr, h, sid, "preset:full", nil, true)
 	if !ack1.Snapshot || ack1.ReplayEventCount != 0 {
 		t.Fatalf("ack %+v", ack1)
 	}
@@ -224,7 +232,7 @@ func TestSpec11_1_2_SnapshotConsistency(t *testing.T) {
 	// Mid-turn: a long answer is streaming.
 	long := h.Submit(sid, "/long 300")
 	servertest.WaitFor(t, "deltas of the long answer", func() bool { return countDelivered(h, sid, event.TextDelta) >= 100 })
-	c2, _, snap2 := attachSub(t, h, sid, "preset:full", nil, true)
+	c2, _, snap2 := attachSub(t, tr, h, sid, "preset:full", nil, true)
 	sum2 := snapshotSession(t, snap2)
 	if sum2.CurrentTurnID == nil || *sum2.CurrentTurnID != long || sum2.CurrentTurnStatus == nil || *sum2.CurrentTurnStatus != "in_flight" {
 		t.Fatalf("session mid-turn: %s", snap2.Session)
@@ -233,8 +241,8 @@ func TestSpec11_1_2_SnapshotConsistency(t *testing.T) {
 		t.Fatalf("mid-turn seam %s is not after turn.started %s", snap2.SnapshotAtEventID, started.ID)
 	}
 
-	ev1 := until(c1, event.TurnCompleted, long)
-	ev2 := until(c2, event.TurnCompleted, long)
+	ev1 := until(t, c1, event.TurnCompleted, long)
+	ev2 := until(t, c2, event.TurnCompleted, long)
 	end := ev1[len(ev1)-1].ID
 	for _, x := range []struct {
 		snap *protocol.Snapshot
@@ -284,10 +292,14 @@ func TestSpec11_1_2_SnapshotConsistency(t *testing.T) {
 // turn_count counts exactly the turn.started events <= the seam. A client
 // attaches the moment a turn has started.
 func TestSpec11_1_2_SnapshotSessionCountsAsOfSeam(t *testing.T) {
+	eachTransport(t, testSnapshotSessionCountsAsOfSeam)
+}
+
+func testSnapshotSessionCountsAsOfSeam(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "", demoDelay(time.Millisecond))
 	sid := h.CreateSession()
 	for i := range 15 {
-		c := streamtest.Attach(t, h.URL, sid)
+		c := connect(t, tr, h, sid)
 		turn := h.Submit(sid, "/echo counted")
 		_, snap := subscribeOn(t, c, "preset:chat", nil, true)
 		sum := snapshotSession(t, snap)
@@ -301,7 +313,7 @@ func TestSpec11_1_2_SnapshotSessionCountsAsOfSeam(t *testing.T) {
 			t.Fatalf("iteration %d: snapshot as of %s says turn_count %d; %d turn.started events are <= the seam (turn %s in flight)",
 				i, snap.SnapshotAtEventID, sum.TurnCount, n, turn)
 		}
-		_ = c.WS.CloseNow()
+		c.Close()
 		h.WaitTurn(sid)
 	}
 }
@@ -331,26 +343,30 @@ func snapshotSession(t *testing.T, s *protocol.Snapshot) sessionSummary {
 // live stream are exactly what an uninterrupted client with the same
 // filter saw after that id, without duplicates or gaps.
 func TestSpec11_1_3_ReconnectWithReplay(t *testing.T) {
+	eachTransport(t, testReconnectWithReplay)
+}
+
+func testReconnectWithReplay(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "", demoDelay(time.Millisecond))
 	sid := h.CreateSession()
-	b, _, _ := attachSub(t, h, sid, "preset:chat", nil, false)
-	a, _, _ := attachSub(t, h, sid, "preset:chat", nil, false)
+	b, _, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
+	a, _, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
 
 	t1 := h.Submit(sid, "what is in my workspace?")
-	before := until(a, event.ToolCalled, t1)
-	_ = a.WS.CloseNow()
+	before := until(t, a, event.ToolCalled, t1)
+	a.Close()
 	cursor := before[len(before)-1].ID
 	h.WaitTurn(sid)
 	t2 := h.Submit(sid, "/echo while you were away")
 	h.WaitTurn(sid)
 
-	a2, ack, _ := attachSub(t, h, sid, "preset:chat", &cursor, false)
+	a2, ack, _ := attachSub(t, tr, h, sid, "preset:chat", &cursor, false)
 	if ack.Since == nil || *ack.Since != cursor || ack.Snapshot || ack.StreamingGap {
 		t.Fatalf("ack %+v", ack)
 	}
 	t3 := h.Submit(sid, "/echo back again")
-	after := until(a2, event.TurnCompleted, t3)
-	all := until(b, event.TurnCompleted, t3)
+	after := until(t, a2, event.TurnCompleted, t3)
+	all := until(t, b, event.TurnCompleted, t3)
 
 	checkIncreasing(t, "replay and live", after, cursor)
 	if got, want := ids(append(before, after...)), ids(all); !slices.Equal(got, want) {
@@ -366,7 +382,7 @@ func TestSpec11_1_3_ReconnectWithReplay(t *testing.T) {
 
 	// Reconnecting with the newest id replays nothing.
 	last := all[len(all)-1].ID
-	_, ack2, _ := attachSub(t, h, sid, "preset:chat", &last, false)
+	_, ack2, _ := attachSub(t, tr, h, sid, "preset:chat", &last, false)
 	if ack2.ReplayEventCount != 0 || ack2.StreamingGap {
 		t.Fatalf("ack at the head %+v", ack2)
 	}
@@ -378,26 +394,30 @@ func TestSpec11_1_3_ReconnectWithReplay(t *testing.T) {
 // (streaming_gap false), then the live deltas follow, and the text it
 // rebuilds is the whole message.
 func TestSpec11_1_3_ReconnectMidMessage(t *testing.T) {
+	eachTransport(t, testReconnectMidMessage)
+}
+
+func testReconnectMidMessage(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "", demoDelay(time.Millisecond))
 	sid := h.CreateSession()
-	b, _, _ := attachSub(t, h, sid, "preset:chat", nil, false)
-	a, _, _ := attachSub(t, h, sid, "preset:chat", nil, false)
+	b, _, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
+	a, _, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
 	turn := h.Submit(sid, "/long 300")
 
 	var before []*protocol.EventEnvelope
 	for countType(before, event.TextDelta) < 40 {
 		before = append(before, a.Events(readTimeout, func(*protocol.EventEnvelope) bool { return true })...)
 	}
-	_ = a.WS.CloseNow()
+	a.Close()
 	cursor := before[len(before)-1].ID
 	servertest.WaitFor(t, "more deltas", func() bool { return countDelivered(h, sid, event.TextDelta) >= 160 })
 
-	a2, ack, _ := attachSub(t, h, sid, "preset:chat", &cursor, false)
+	a2, ack, _ := attachSub(t, tr, h, sid, "preset:chat", &cursor, false)
 	if ack.StreamingGap {
 		t.Fatalf("streaming_gap with the deltas in the ring: %+v", ack)
 	}
-	after := until(a2, event.TurnCompleted, turn)
-	all := until(b, event.TurnCompleted, turn)
+	after := until(t, a2, event.TurnCompleted, turn)
+	all := until(t, b, event.TurnCompleted, turn)
 	checkIncreasing(t, "replay and live", after, cursor)
 	if got, want := ids(append(before, after...)), ids(all); !slices.Equal(got, want) {
 		t.Fatalf("dropped client saw %d events, uninterrupted %d", len(got), len(want))
@@ -429,18 +449,22 @@ func TestSpec11_1_3_ReconnectMidMessage(t *testing.T) {
 // true, every catalog event after its cursor, and only the streaming
 // events still in the ring.
 func TestSpec11_1_3_ReconnectRingExhausted(t *testing.T) {
+	eachTransport(t, testReconnectRingExhausted)
+}
+
+func testReconnectRingExhausted(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "", streamRing(5))
 	sid := h.CreateSession()
-	b, _, _ := attachSub(t, h, sid, "preset:chat", nil, false)
-	a, _, _ := attachSub(t, h, sid, "preset:chat", nil, false)
+	b, _, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
+	a, _, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
 	turn := h.Submit(sid, "what is in my workspace?")
-	before := until(a, event.TextDelta, "")
-	_ = a.WS.CloseNow()
+	before := until(t, a, event.TextDelta, "")
+	a.Close()
 	cursor := before[len(before)-1].ID
-	all := until(b, event.TurnCompleted, turn)
+	all := until(t, b, event.TurnCompleted, turn)
 	h.WaitTurn(sid)
 
-	a2, ack, _ := attachSub(t, h, sid, "preset:chat", &cursor, false)
+	a2, ack, _ := attachSub(t, tr, h, sid, "preset:chat", &cursor, false)
 	if !ack.StreamingGap {
 		t.Fatalf("ack %+v: want streaming_gap true", ack)
 	}
@@ -485,14 +509,18 @@ func TestSpec11_1_3_ReconnectRingExhausted(t *testing.T) {
 // filter receive byte-identical event sequences; a preset:full client
 // sees the same events plus the meta-events.
 func TestSpec11_1_6_MultiClientIdenticalStreams(t *testing.T) {
+	eachTransport(t, testMultiClientIdenticalStreams)
+}
+
+func testMultiClientIdenticalStreams(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
-	var chat []*streamtest.Client
+	var chat []streamtest.Conn
 	for range 3 {
-		c, _, _ := attachSub(t, h, sid, "preset:chat", nil, false)
+		c, _, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
 		chat = append(chat, c)
 	}
-	full, _, _ := attachSub(t, h, sid, "preset:full", nil, false)
+	full, _, _ := attachSub(t, tr, h, sid, "preset:full", nil, false)
 	turn := h.Submit(sid, "what is in my workspace?")
 	var first []string
 	var firstRaw [][]byte
@@ -500,7 +528,7 @@ func TestSpec11_1_6_MultiClientIdenticalStreams(t *testing.T) {
 		var evs []*protocol.EventEnvelope
 		var raw [][]byte
 		for {
-			f := readSkippingPings(c)
+			f := readSkippingPings(t, c)
 			if f.Event == nil {
 				t.Fatalf("client %d: %s", i, f.Raw)
 			}
@@ -523,7 +551,7 @@ func TestSpec11_1_6_MultiClientIdenticalStreams(t *testing.T) {
 			}
 		}
 	}
-	fe := until(full, event.TurnCompleted, turn)
+	fe := until(t, full, event.TurnCompleted, turn)
 	chatSet := typeSet(event.PresetChat)
 	var filtered []string
 	for _, e := range fe {

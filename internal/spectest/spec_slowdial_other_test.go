@@ -1,6 +1,6 @@
 //go:build !linux
 
-package stream_test
+package spectest_test
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 	"github.com/metis-agent/metis/internal/streamtest"
 )
 
-func attachNarrow(t *testing.T, h *servertest.Harness, sid string) *streamtest.Client {
+func connectNarrow(t *testing.T, tr streamtest.Transport, h *servertest.Harness, sid string) streamtest.Conn {
 	t.Skip("shrinking a socket's receive window needs Linux socket options")
 	return nil
 }
