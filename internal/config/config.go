@@ -42,11 +42,15 @@ type Config struct {
 	SnapshotMessages int           // spec §3.4
 	TurnTimeout      time.Duration // 0: none
 	WriteTimeout     time.Duration // longest a frame write to a client may take
-	StreamRing       int           // streaming events kept per session for reconnects
-	StreamRingBytes  int           // bytes kept by every session's ring together (0: no cap)
-	DefaultModel     string        // "": builtin:demo unless a provider key (or a local OPENAI_BASE_URL) is set
-	DemoDelay        time.Duration // pause between builtin:demo deltas
-	LogLevel         string        // debug, info, warn, error
+	// OverflowGrace is what a client whose queue overflowed still gets
+	// to take the write in progress and the 1008 close frame before the
+	// connection is dropped.
+	OverflowGrace   time.Duration
+	StreamRing      int           // streaming events kept per session for reconnects
+	StreamRingBytes int           // bytes kept by every session's ring together (0: no cap)
+	DefaultModel    string        // "": builtin:demo unless a provider key (or a local OPENAI_BASE_URL) is set
+	DemoDelay       time.Duration // pause between builtin:demo deltas
+	LogLevel        string        // debug, info, warn, error
 
 	RoutingPoll      time.Duration // how often routing.yaml is checked for changes
 	ModelIdleTimeout time.Duration // a provider stream silent this long fails with class timeout
@@ -96,6 +100,7 @@ func Defaults() Config {
 		Retention:        168 * time.Hour,
 		SnapshotMessages: 50,
 		WriteTimeout:     10 * time.Second,
+		OverflowGrace:    300 * time.Millisecond,
 		ModelIdleTimeout: 90 * time.Second,
 		RoutingPoll:      time.Second,
 		MaxOutputTokens:  8192,
@@ -174,6 +179,7 @@ var fields = []field{
 	intField("replay-limit", "most events replayed to a reconnecting client", 1, func(c *Config) *int { return &c.ReplayLimit }),
 	durField("retention", "how long the trace store keeps events", func(c *Config) *time.Duration { return &c.Retention }),
 	intField("snapshot-messages", "messages in a snapshot", 0, func(c *Config) *int { return &c.SnapshotMessages }),
+	durField("overflow-grace", "how long a client found too slow still gets to take its close frame before it is dropped", func(c *Config) *time.Duration { return &c.OverflowGrace }),
 	durField("write-timeout", "close a client whose frame write takes longer than this", func(c *Config) *time.Duration { return &c.WriteTimeout }),
 	intField("stream-ring", "streaming events kept per session so a reconnecting client gets its deltas back", 0, func(c *Config) *int { return &c.StreamRing }),
 	intField("stream-ring-bytes", "bytes the streaming rings of all sessions may hold together; over it, idle sessions' oldest events go first (0: no cap)", 0, func(c *Config) *int { return &c.StreamRingBytes }),

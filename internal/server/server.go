@@ -174,10 +174,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.Tokens = attach.NewRegistry(0, nil)
 	s.API = api.New(mgr, s.Tokens, log)
 	s.Stream = stream.New(s.Hub, s.Tokens, mgr, stream.Config{PingInterval: cfg.PingInterval, PingMisses: cfg.PingMisses,
-		WriteTimeout: cfg.WriteTimeout, Logger: log, Metrics: s.Metrics.Stream})
+		WriteTimeout: cfg.WriteTimeout, OverflowGrace: cfg.OverflowGrace, Logger: log, Metrics: s.Metrics.Stream})
 	s.API.Route("/sessions/{id}/stream", map[string]http.HandlerFunc{"GET": s.Stream.ServeHTTP})
 	// The SSE stream: the same subscription over plain HTTP (docs/protocol.md).
-	s.SSE = sse.New(s.Hub, sse.Config{PingInterval: cfg.PingInterval, WriteTimeout: cfg.WriteTimeout,
+	s.SSE = sse.New(s.Hub, sse.Config{PingInterval: cfg.PingInterval, WriteTimeout: cfg.WriteTimeout, OverflowGrace: cfg.OverflowGrace,
 		Logger: log, Metrics: s.Metrics.Stream})
 	s.API.Route("/sessions/{id}/events", map[string]http.HandlerFunc{"GET": s.SSE.ServeHTTP})
 	s.API.Route("/metrics", map[string]http.HandlerFunc{"GET": s.Metrics.Handler().ServeHTTP})

@@ -549,6 +549,12 @@ func msgIDs(raw []json.RawMessage) string {
 
 func ptr(s string) *string { return &s }
 
+// overflowGrace sets what an overflowed client still gets to take its
+// close frame.
+func overflowGrace(d time.Duration) servertest.Option {
+	return func(c *config.Config) { c.OverflowGrace = d }
+}
+
 func writeTimeout(d time.Duration) servertest.Option {
 	return func(c *config.Config) { c.WriteTimeout = d }
 }

@@ -41,7 +41,7 @@ func newConn(s *Server, ws *websocket.Conn, sid string) *conn {
 	c := &conn{s: s, ws: ws, sid: sid, in: make(chan feed.Inbound, inQueue), done: make(chan struct{})}
 	c.rctx, c.stopReader = context.WithCancel(context.Background())
 	c.f = feed.New(c, "websocket", sid, feed.Config{PingInterval: s.cfg.PingInterval, PingMisses: s.cfg.PingMisses,
-		WriteTimeout: s.cfg.WriteTimeout, Logger: s.log, Metrics: s.m})
+		WriteTimeout: s.cfg.WriteTimeout, OverflowGrace: s.cfg.OverflowGrace, Logger: s.log, Metrics: s.m})
 	return c
 }
 

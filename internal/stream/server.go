@@ -26,6 +26,7 @@ type Config struct {
 	PingInterval     time.Duration // idle time before a ping (default 30s)
 	PingMisses       int           // unanswered pings before closing (default 3)
 	WriteTimeout     time.Duration // longest a single frame write may take (default 10s)
+	OverflowGrace    time.Duration // see feed.Config (default feed.OverflowGrace)
 	SubscribeTimeout time.Duration // longest wait for the subscribe frame (default 10s)
 	Logger           *slog.Logger
 	Metrics          *metrics.Stream
