@@ -332,7 +332,6 @@ func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leav
 	}, nil
 }
 
-
 // close stops the node's part in the cluster: the cluster store's
 // publishers, the feeds, the owned trees (their leases are released, so
 // another node can take them at once), the projection and the
