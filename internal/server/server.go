@@ -402,6 +402,9 @@ func (s *Server) announcePolicy(c routing.Change) {
 		return
 	}
 	for _, sid := range s.Hub.AttachedSessions() {
+		if !s.emits(sid) {
+			continue // cluster mode: the tree's owner announces its own policy
+		}
 		if c.Err != nil {
 			s.Bus.Warn(sid, "routing", "routing_policy_invalid", map[string]any{"path": c.Path, "error": c.Err.Error(), "policy_version": c.Version})
 			continue
