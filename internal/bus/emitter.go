@@ -142,8 +142,8 @@ func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
 	if info.Family == event.Streaming {
 		// A store that keeps streaming events too (cluster mode: the
 		// log) gets them here, in id order with the catalog groups.
-		if ss, ok := e.bus.store.(StreamingStore); ok {
-			ss.AppendStreaming(ev)
+		if e.bus.stream != nil {
+			e.bus.stream.AppendStreaming(ev)
 		}
 		p.ready = true
 		o.outMu.Lock()
