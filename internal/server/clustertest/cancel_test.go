@@ -26,6 +26,16 @@ func TestCancelSentToANonOwnerCancelsTheTurn(t *testing.T) {
 	turn := b.Submit(sid, `/tool shell {"command": "exec sleep 300"}`)
 	onB.Events(wait, streamtest.UntilType(event.ToolCalled, turn))
 
+	// The owner's refusal comes back through node b as the API gives it.
+	var refusal struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if st := b.Do(http.MethodPost, "/sessions/"+sid+"/turns", map[string]string{"content": "another"}, &refusal); st != http.StatusConflict || refusal.Error.Code != "turn_in_flight" {
+		t.Fatalf("a second turn submitted to node b: %d %+v, want 409 turn_in_flight", st, refusal)
+	}
+
 	var res struct {
 		TurnID string `json:"turn_id"`
 		Status string `json:"status"`
