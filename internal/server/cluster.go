@@ -45,7 +45,8 @@ type clusterNode struct {
 
 	sessions *session.Manager // set once the manager exists
 
-	mu     sync.Mutex
+	takeMu sync.Mutex // one tree taken at a time
+	mu     sync.Mutex // guards owners
 	owners map[string]*ownedTree
 
 	attachMu sync.Mutex
@@ -181,17 +182,25 @@ func (r relaySink) Publish(ev *event.Event) {
 
 // ownerOf returns this node's owner of tree, taking the tree (its
 // lease, its fence, its routed requests) if the node does not own it.
-// It fails with cluster.ErrLeaseHeld if another node does.
+// It fails with cluster.ErrLeaseHeld if another node does. Taking a
+// tree talks to NATS: it runs under takeMu, never under mu, so owns
+// (which the hub calls while delivering) never waits for it.
 func (cn *clusterNode) ownerOf(ctx context.Context, tree string) (*cluster.Owner, error) {
+	if o := cn.liveOwner(tree); o != nil {
+		return o, nil
+	}
+	cn.takeMu.Lock()
+	defer cn.takeMu.Unlock()
+	if o := cn.liveOwner(tree); o != nil {
+		return o, nil
+	}
 	cn.mu.Lock()
-	defer cn.mu.Unlock()
-	if ot := cn.owners[tree]; ot != nil {
-		if ot.owner.Context().Err() == nil {
-			return ot.owner, nil
-		}
-		ot.serving.Stop()
-		_ = ot.owner.Release(ctx)
-		delete(cn.owners, tree)
+	stale := cn.owners[tree]
+	delete(cn.owners, tree)
+	cn.mu.Unlock()
+	if stale != nil {
+		stale.serving.Stop()
+		_ = stale.owner.Release(ctx)
 	}
 	o, err := cluster.Own(ctx, cn.log, cn.leases, tree)
 	if err != nil {
@@ -201,18 +210,25 @@ func (cn *clusterNode) ownerOf(ctx context.Context, tree string) (*cluster.Owner
 	if err != nil {
 		return nil, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
 	}
+	cn.mu.Lock()
 	cn.owners[tree] = &ownedTree{owner: o, serving: sv}
+	cn.mu.Unlock()
 	cn.logger.Info("cluster: took tree", "tree", tree, "node", cn.name)
 	return o, nil
 }
 
-// owns reports whether this node owns tree now.
-func (cn *clusterNode) owns(tree string) bool {
+// liveOwner returns this node's owner of tree if it still owns it.
+func (cn *clusterNode) liveOwner(tree string) *cluster.Owner {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	ot := cn.owners[tree]
-	return ot != nil && ot.owner.Context().Err() == nil
+	if ot := cn.owners[tree]; ot != nil && ot.owner.Context().Err() == nil {
+		return ot.owner
+	}
+	return nil
 }
+
+// owns reports whether this node owns tree now.
+func (cn *clusterNode) owns(tree string) bool { return cn.liveOwner(tree) != nil }
 
 // treeOf returns the root of a session's delegation tree.
 func (cn *clusterNode) treeOf(ctx context.Context, sessionID string) (string, error) {
@@ -342,15 +358,18 @@ func (cn *clusterNode) close(ctx context.Context) error {
 		cn.feeds.Close()
 	}
 	var errs []error
+	cn.takeMu.Lock()
 	cn.mu.Lock()
-	for tree, ot := range cn.owners {
+	owned := cn.owners
+	cn.owners = map[string]*ownedTree{}
+	cn.mu.Unlock()
+	cn.takeMu.Unlock()
+	for tree, ot := range owned {
 		ot.serving.Stop()
 		if err := ot.owner.Release(ctx); err != nil && !errors.Is(err, cluster.ErrLeaseLost) {
 			errs = append(errs, fmt.Errorf("release tree %s: %w", tree, err))
 		}
-		delete(cn.owners, tree)
 	}
-	cn.mu.Unlock()
 	cn.projStop()
 	<-cn.projDone
 	if err := cn.nc.Drain(); err != nil {
