@@ -29,6 +29,11 @@ const (
 	// CodeInvalidAttachToken answers a stream upgrade whose attach token
 	// is missing, unknown, expired, used, or for another session (401).
 	CodeInvalidAttachToken = "invalid_attach_token"
+	// CodeOwnerUnavailable answers (503), in cluster mode, a turn
+	// submission or cancel for a delegation tree that no node serves at
+	// the moment (its owner just stopped and its lease has not expired
+	// yet, or it is moving): the client may retry.
+	CodeOwnerUnavailable = "owner_unavailable"
 )
 
 // HTTPError is the JSON body of every error answer of the HTTP API:

@@ -33,6 +33,8 @@ const usage = `metis: a local AI-agent server
 usage:
   metis [chat] [--session ID] [--server URL]  the terminal UI (starts a server in-process if none runs)
   metis serve [flags]                       run the server; "metis serve -h" lists the flags
+  metis serve --nats URL [--node NAME]      run as a node of a cluster sharing a NATS JetStream log
+                                            (--nats-creds F for a credentials file; see docs/scale-out.md)
   metis sessions [--json]                   list sessions
   metis send SESSION "text"                 run a turn and print its answer as it streams
   metis tail SESSION [--filter F] [--since ID] [--json] [--workers]

@@ -65,6 +65,7 @@ type Options struct {
 // Close it after every emitter has stopped.
 type Bus struct {
 	store  Store
+	stream StreamingStore // store, if it keeps streaming events too (cluster mode)
 	log    *slog.Logger
 	qlen   int
 	live   atomic.Pointer[[]LiveSink] // copy on write
@@ -89,6 +90,7 @@ func New(st Store, opts Options) *Bus {
 		warnings: make(chan warning, 256),
 		stop:     make(chan struct{}),
 	}
+	b.stream, _ = st.(StreamingStore)
 	if b.log == nil {
 		b.log = slog.Default()
 	}

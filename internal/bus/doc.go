@@ -14,6 +14,12 @@
 // a bus.handler_warning is emitted, and it catches up from the trace
 // store. The live sink must accept events without blocking.
 //
+// In cluster mode (docs/scale-out.md) the store is the cluster's log:
+// it also gets the streaming events (StreamingStore), in id order with
+// the catalog groups, and events another node committed are handed to
+// the live sinks with Relay, in their tree's outbox, so the seam holds
+// for them too.
+//
 // bus imports event and store (for its Op types and reads); it never
 // imports a transport.
 package bus

@@ -140,6 +140,11 @@ func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
 	}
 
 	if info.Family == event.Streaming {
+		// A store that keeps streaming events too (cluster mode: the
+		// log) gets them here, in id order with the catalog groups.
+		if e.bus.stream != nil {
+			e.bus.stream.AppendStreaming(ev)
+		}
 		p.ready = true
 		o.outMu.Lock()
 		o.pending = append(o.pending, p)

@@ -24,11 +24,14 @@
 //   - committing ([Store]): the bus's store in cluster mode; a group is
 //     published by the tree's owner, fenced, and reported committed only
 //     once the stream acknowledged it and the node's projection applied
-//     it;
+//     it; it also publishes the tree's streaming events, in id order with
+//     the catalog groups (bus.StreamingStore);
 //   - reading anywhere ([Projection], [Feeds]): each node applies the
 //     catalog records to its own SQLite store in stream order and can
 //     wait until it has applied a given sequence; a feed is one ordered
-//     consumer per tree, fanning its events out to a local sink.
+//     consumer per tree, fanning its events out to a local sink (with
+//     NewAppliedFeeds, each catalog event only once the projection
+//     applied it).
 //
 // cluster is a core package: it imports event and store, and the NATS
 // client (github.com/nats-io/nats.go and its jetstream package); it

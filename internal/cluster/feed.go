@@ -22,6 +22,7 @@ type Sink interface {
 // node cost one consumer.
 type Feeds struct {
 	log    *Log
+	proj   *Projection // nil: catalog events are handed over unwaited
 	sink   Sink
 	logger *slog.Logger
 
@@ -44,6 +45,17 @@ func NewFeeds(log *Log, sink Sink, logger *slog.Logger) *Feeds {
 		logger = slog.Default()
 	}
 	return &Feeds{log: log, sink: sink, logger: logger, trees: map[string]*feed{}}
+}
+
+// NewAppliedFeeds returns the feeds of a node whose sink must never get
+// a catalog event before the node's store shows it: each catalog event
+// is handed over only once proj applied it, so a snapshot or replay the
+// sink's clients are served from the store is never older than an
+// event they already received.
+func NewAppliedFeeds(log *Log, proj *Projection, sink Sink, logger *slog.Logger) *Feeds {
+	f := NewFeeds(log, sink, logger)
+	f.proj = proj
+	return f
 }
 
 // Join registers a local client of tree. The first one starts the
@@ -98,6 +110,11 @@ func (f *Feeds) run(ctx context.Context, tree string, fd *feed, from ReadFrom) {
 			f.logger.Error("cluster: feed skips a bad record", "tree", tree, "seq", e.Seq, "err", e.Err)
 		case e.Marker:
 		default:
+			if f.proj != nil && event.FamilyOf(e.Event.Type) == event.Catalog {
+				if err := f.proj.WaitApplied(ctx, e.Seq); err != nil {
+					return err
+				}
+			}
 			f.sink.Publish(e.Event)
 			if event.FamilyOf(e.Event.Type) == event.Catalog {
 				fd.catalog.Store(e.Seq)
@@ -106,7 +123,7 @@ func (f *Feeds) run(ctx context.Context, tree string, fd *feed, from ReadFrom) {
 		fd.delivered.Store(e.Seq)
 		return nil
 	})
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		f.logger.Error("cluster: feed stopped", "tree", tree, "err", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -35,9 +36,10 @@ type OwnerFunc func(ctx context.Context, tree string) (*Owner, error)
 // Groups of one tree are published in Submit order by one goroutine per
 // tree; trees do not wait for each other.
 type Store struct {
-	local LocalStore
-	proj  *Projection
-	owner OwnerFunc
+	local  LocalStore
+	proj   *Projection
+	owner  OwnerFunc
+	logger *slog.Logger
 
 	mu     sync.Mutex
 	trees  map[string]*publisher
@@ -47,9 +49,10 @@ type Store struct {
 }
 
 type group struct {
-	ev   *event.Event
-	ops  []store.Op
-	done func(error)
+	ev        *event.Event
+	ops       []store.Op
+	done      func(error)
+	streaming bool // a streaming event: published unfenced, not applied
 }
 
 // publisher publishes one tree's groups in order.
@@ -69,7 +72,15 @@ var ErrStoreClosed = errors.New("cluster: store closed")
 // NewStore returns the cluster store of a node. proj must be running on
 // local.
 func NewStore(local LocalStore, proj *Projection, owner OwnerFunc) *Store {
-	return &Store{local: local, proj: proj, owner: owner, trees: map[string]*publisher{}, roots: map[string]string{}}
+	return &Store{local: local, proj: proj, owner: owner, logger: slog.Default(), trees: map[string]*publisher{}, roots: map[string]string{}}
+}
+
+// SetLogger sets the logger of unpublished streaming events (default
+// slog.Default()). Call it before the first Submit.
+func (s *Store) SetLogger(l *slog.Logger) {
+	if l != nil {
+		s.logger = l
+	}
 }
 
 // Submit queues a group: the ops of one catalog event, its AppendEvent
@@ -99,6 +110,37 @@ func (s *Store) Submit(ops []store.Op, done func(error)) {
 		done(err)
 		return
 	}
+	s.enqueue(tree, group{ev: ev, ops: ops, done: done})
+}
+
+// AppendStreaming queues a streaming event (it implements
+// bus.StreamingStore): the tree's owner publishes it in order with the
+// tree's catalog groups, so every node's feed hands the tree's events
+// to its clients in id order. A streaming event that cannot be
+// published (the node lost the tree, the log is unreachable) is logged
+// and dropped: for a reader it is a gap, the streaming_gap case.
+func (s *Store) AppendStreaming(ev *event.Event) {
+	done := func(err error) {
+		if err != nil {
+			s.logger.Warn("cluster: streaming event not published", "event", ev.ID, "err", err)
+		}
+	}
+	tree, err := s.treeOf(context.Background(), ev.SessionID, nil)
+	if err != nil {
+		done(err)
+		return
+	}
+	s.enqueue(tree, group{ev: ev, done: done, streaming: true})
+}
+
+// Tree returns the root of a session's delegation tree, as the node's
+// store (or a group it published) knows it.
+func (s *Store) Tree(ctx context.Context, session string) (string, error) {
+	return s.treeOf(ctx, session, nil)
+}
+
+func (s *Store) enqueue(tree string, g group) {
+	done := g.done
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -113,7 +155,7 @@ func (s *Store) Submit(ops []store.Op, done func(error)) {
 		go s.run(tree, p)
 	}
 	p.mu.Lock()
-	p.queue = append(p.queue, group{ev: ev, ops: ops, done: done})
+	p.queue = append(p.queue, g)
 	p.mu.Unlock()
 	s.mu.Unlock()
 	select {
@@ -204,6 +246,10 @@ func (s *Store) publish(tree string, g group) error {
 		return fmt.Errorf("cluster: commit %s: %w", g.ev.ID, err)
 	}
 	ctx := o.Context()
+	if g.streaming {
+		_, err := o.PublishStreaming(ctx, g.ev)
+		return err
+	}
 	p, err := o.PublishCatalog(ctx, g.ev, g.ops)
 	if err != nil {
 		return err

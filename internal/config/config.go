@@ -73,6 +73,14 @@ type Config struct {
 	// ("off" or "" turns it off).
 	Socket string
 
+	// Cluster mode (docs/scale-out.md): NATS is the URL of a NATS server
+	// with JetStream; "" runs single-node. NATSCreds is a NATS
+	// credentials file (mode 0600). Node names this node in the cluster
+	// ("": the host name).
+	NATS      string
+	NATSCreds string
+	Node      string
+
 	Prices    map[string]price.Price // config.yaml only: overrides of the price table
 	Providers Providers              // config.yaml `providers`, then the environment
 }
@@ -171,6 +179,9 @@ func strField(name, usage string, p func(*Config) *string) field {
 }
 
 var fields = []field{
+	strField("nats", "URL of a NATS server with JetStream: run as a node of a metis cluster sharing its log (default: single-node)", func(c *Config) *string { return &c.NATS }),
+	strField("nats-creds", "NATS credentials file (mode 0600) for --nats", func(c *Config) *string { return &c.NATSCreds }),
+	strField("node", "this node's name in the cluster, unique among its nodes (default the host name)", func(c *Config) *string { return &c.Node }),
 	strField("addr", "listen address", func(c *Config) *string { return &c.Addr }),
 	durField("ping-interval", "idle time before the server pings a client", func(c *Config) *time.Duration { return &c.PingInterval }),
 	intField("ping-misses", "unanswered pings before a client is dropped", 1, func(c *Config) *int { return &c.PingMisses }),

@@ -55,6 +55,12 @@ type Config struct {
 	// PolicyVersion, if set, is the routing policy in force, reported as
 	// the snapshot's routing_policy_version (as GET /sessions does).
 	PolicyVersion func() string
+	// Emits, if set, reports whether this process may emit into a
+	// session (its meta-events: bus.subscriber_registered and
+	// _unregistered, a slow client's bus.handler_warning). In cluster
+	// mode only the owner of the session's tree emits into it; a node
+	// serving a client of a tree owned elsewhere emits none.
+	Emits func(sessionID string) bool
 }
 
 // DefaultClientQueueBytes is the default byte bound of a client's
@@ -269,6 +275,10 @@ func (h *Hub) Sweep(idle time.Duration) int {
 // transport closes it when its writer wakes.
 func (h *Hub) slow(c *Client) {
 	o, _ := c.Overflow()
+	if h.cfg.Emits != nil && !h.cfg.Emits(c.SessionID) {
+		h.log.Debug("client too slow", "subscription", c.Name, "session", c.SessionID, "queue_events", o.Events, "queue_bytes", o.Bytes)
+		return
+	}
 	h.bus.Warn(c.SessionID, c.Name, protocol.ReasonClientTooSlow.Code, map[string]any{"queue_capacity": c.max,
 		"queue_capacity_bytes": c.maxBytes, "queue_events": o.Events, "queue_bytes": o.Bytes})
 	// The transport logs the close, with these numbers (one line per
@@ -310,6 +320,9 @@ func (h *Hub) detach(c *Client) bool {
 
 // meta emits a bus meta-event about a subscription, without waiting.
 func (h *Hub) meta(sessionID string, typ event.Type, name string) {
+	if h.cfg.Emits != nil && !h.cfg.Emits(sessionID) {
+		return
+	}
 	em, err := h.bus.Emitter(context.Background(), sessionID)
 	if err == nil {
 		_, err = em.Emit(bus.Spec{Type: typ, Actor: event.ActorBus, Payload: map[string]string{"subscription_name": name}})

@@ -73,6 +73,7 @@ type Server struct {
 	httpMetrics *metrics.HTTP // connections (listen.go)
 	sock        *unixSocket   // nil without a socket (socket.go)
 	home        *homeLock     // held until Shutdown ends (homelock.go)
+	cluster     *clusterNode  // nil in single-node mode (cluster.go)
 	// defaultWhy says why the default model is what it is (ready line).
 	defaultWhy string
 }
@@ -119,17 +120,26 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		return nil, err
 	}
 	s := &Server{Config: cfg, Log: log, Store: st, remote: rem, sock: sock, home: lock}
+	// Cluster mode: the bus commits through the log (cluster.go).
+	var busStore bus.Store = st
+	if cfg.NATS != "" {
+		if s.cluster, err = startCluster(ctx, cfg, st, log); err != nil {
+			st.Close()
+			return nil, err
+		}
+		busStore = s.cluster.store
+	}
 	s.Models = model.NewRegistry()
 	var why string
 	s.Config.DefaultModel, why = registerModels(ctx, s.Models, cfg, log)
 	s.defaultWhy = why
 	if err := s.Models.Check(s.Config.DefaultModel); err != nil {
-		st.Close()
+		s.closeCore(ctx)
 		_, msg := model.Classify(err)
 		return nil, fmt.Errorf("default model: %s", msg)
 	}
 
-	s.Bus = bus.New(st, bus.Options{Logger: log})
+	s.Bus = bus.New(busStore, bus.Options{Logger: log})
 	s.Metrics = metrics.New()
 	s.httpMetrics = s.Metrics.NewHTTP()
 	s.Hub = hub.New(st, s.Bus, hub.Config{ClientQueue: cfg.ClientQueue, ClientQueueBytes: int64(cfg.ClientQueueBytes), ReplayLimit: cfg.ReplayLimit,
@@ -140,8 +150,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 			return cost.CountersAsOf(ctx, st, sid, desc, asOf)
 		},
 		PolicyVersion: func() string { return s.Router.Version() }, // set below, before any client
+		Emits:         s.emits,
 	})
 	s.Bus.AddLive(s.Hub)
+	if s.cluster != nil {
+		s.cluster.startFeeds(s.Bus)
+	}
 	prices := price.NewTable(cfg.Prices, log)
 	if err := cost.StartAccumulator(ctx, s.Bus, st); err != nil {
 		s.closeCore(ctx)
@@ -166,14 +180,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
 		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log})
 	s.Sessions = mgr
+	if s.cluster != nil {
+		s.cluster.sessions = mgr
+	}
 	s.Tools.Register(&delegate.Tool{Sessions: mgr, Store: st, Bus: s.Bus, Models: s.Models})
-	if err := mgr.Recover(ctx); err != nil {
+	// In cluster mode a turn left open may belong to a tree another node
+	// owns: crash recovery there is failover's, not built yet
+	// (docs/scale-out.md).
+	if err := s.recover(ctx, mgr); err != nil {
 		s.closeCore(ctx)
 		return nil, err
 	}
 	s.Tokens = attach.NewRegistry(0, nil)
 	s.API = api.New(mgr, s.Tokens, log)
-	s.Stream = stream.New(s.Hub, s.Tokens, mgr, stream.Config{PingInterval: cfg.PingInterval, PingMisses: cfg.PingMisses,
+	s.Stream = stream.New(s.Hub, s.Tokens, s.streamCanceller(mgr), stream.Config{PingInterval: cfg.PingInterval, PingMisses: cfg.PingMisses,
 		WriteTimeout: cfg.WriteTimeout, OverflowGrace: cfg.OverflowGrace, Logger: log, Metrics: s.Metrics.Stream})
 	s.API.Route("/sessions/{id}/stream", map[string]http.HandlerFunc{"GET": s.Stream.ServeHTTP})
 	// The SSE stream: the same subscription over plain HTTP (docs/protocol.md).
@@ -184,7 +204,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	// The dashboard answers "/" and its assets; every other path is the
 	// API's. Everything on this chain passes the guard and then the token
 	// check (when the token is required).
-	s.handler = rem.guard(cfg.Addr).Wrap(api.NewAuth(rem.token, rem.tls != nil, log).Wrap(web.Handler(s.API)))
+	var apiHandler http.Handler = s.API
+	if s.cluster != nil {
+		apiHandler = s.cluster.wrap(s.API)
+	}
+	s.handler = rem.guard(cfg.Addr).Wrap(api.NewAuth(rem.token, rem.tls != nil, log).Wrap(web.Handler(apiHandler)))
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
@@ -223,7 +247,7 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		_ = s.Shutdown(sctx)
 		return err
 	}
-	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String()))
+	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String())+s.clusterNote())
 	// Package initialisation and startup (the SDKs' type registrations,
 	// the terminal UI renderer's tables, the store's migrations) leave
 	// garbage an idle server never reuses: collect it and give its pages
@@ -313,6 +337,11 @@ func (s *Server) closeCore(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if s.cluster != nil {
+		if err := bounded(ctx, "cluster close", func() error { return s.cluster.close(ctx) }); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := bounded(ctx, "store close", s.Store.Close); err != nil {
 		errs = append(errs, err)
 	}
@@ -373,6 +402,9 @@ func (s *Server) announcePolicy(c routing.Change) {
 		return
 	}
 	for _, sid := range s.Hub.AttachedSessions() {
+		if !s.emits(sid) {
+			continue // cluster mode: the tree's owner announces its own policy
+		}
 		if c.Err != nil {
 			s.Bus.Warn(sid, "routing", "routing_policy_invalid", map[string]any{"path": c.Path, "error": c.Err.Error(), "policy_version": c.Version})
 			continue

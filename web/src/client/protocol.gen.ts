@@ -254,6 +254,8 @@ export const CodeShuttingDown = "shutting_down";
 export const CodeUnauthorized = "unauthorized";
 /** CodeInvalidAttachToken answers a stream upgrade whose attach token is missing, unknown, expired, used, or for another session (401). */
 export const CodeInvalidAttachToken = "invalid_attach_token";
+/** CodeOwnerUnavailable answers (503), in cluster mode, a turn submission or cancel for a delegation tree that no node serves at the moment (its owner just stopped and its lease has not expired yet, or it is moving): the client may retry. */
+export const CodeOwnerUnavailable = "owner_unavailable";
 export const RoleUser = "user";
 export const RoleAssistant = "assistant";
 /** RoleTool carries tool_result blocks fed back to the model. */

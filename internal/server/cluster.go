@@ -1,0 +1,443 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/cluster"
+	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/session"
+	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/internal/stream"
+	"github.com/metis-agent/metis/protocol"
+)
+
+// clusterNode is this server's part in a metis cluster (cfg.NATS set,
+// docs/scale-out.md): the bus commits through the log, the projection
+// keeps the local store a copy of it, the trees this node creates are
+// owned here and answer routed requests with the session manager, and
+// the trees owned elsewhere reach this node's clients through feeds.
+type clusterNode struct {
+	name   string
+	logger *slog.Logger
+	nc     *nats.Conn
+	log    *cluster.Log
+	leases *cluster.Leases
+	router *cluster.Router
+	proj   *cluster.Projection
+	store  *cluster.Store
+	feeds  *cluster.Feeds // set by startFeeds, once the bus exists
+	bus    *bus.Bus
+	closed chan struct{} // closed when the NATS connection is
+
+	projStop context.CancelFunc
+	projDone chan error
+
+	sessions *session.Manager // set once the manager exists
+
+	takeMu sync.Mutex // one tree taken at a time
+	mu     sync.Mutex // guards owners
+	owners map[string]*ownedTree
+
+	attachMu sync.Mutex
+	attached map[string]*treeFeed
+}
+
+// ownedTree is a tree this node owns, and its routed requests'
+// subscription.
+type ownedTree struct {
+	owner   *cluster.Owner
+	serving *cluster.Serving
+}
+
+// treeFeed counts this node's clients of a tree owned elsewhere.
+type treeFeed struct {
+	clients int
+	leave   func()
+}
+
+// connectTimeout bounds connecting to NATS and opening the stream and
+// the lease bucket at startup.
+const connectTimeout = 30 * time.Second
+
+// startCluster connects to cfg.NATS, opens the log and the lease
+// bucket, and starts the projection of the log into st.
+func startCluster(ctx context.Context, cfg config.Config, st *store.Store, logger *slog.Logger) (_ *clusterNode, err error) {
+	name, err := nodeName(cfg.Node)
+	if err != nil {
+		return nil, err
+	}
+	closed := make(chan struct{})
+	opts := []nats.Option{nats.Name("metis " + name), nats.MaxReconnects(-1),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) })}
+	if cfg.NATSCreds != "" {
+		if err := checkCredsFile(cfg.NATSCreds); err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
+	}
+	nc, err := nats.Connect(cfg.NATS, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connect to %s: %w", cfg.NATS, err)
+	}
+	defer func() {
+		if err != nil {
+			nc.Close()
+		}
+	}()
+	octx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	lg, err := cluster.OpenLog(octx, nc, cluster.LogConfig{Retention: cfg.Retention})
+	if err != nil {
+		return nil, err
+	}
+	leases, err := cluster.OpenLeases(octx, lg.JetStream(), name, cluster.LeaseConfig{Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	cn := &clusterNode{name: name, logger: logger, nc: nc, closed: closed, log: lg, leases: leases,
+		router: cluster.NewRouter(nc, 0, logger), owners: map[string]*ownedTree{}, attached: map[string]*treeFeed{}}
+	cn.proj = cluster.NewProjection(lg, st, "", logger)
+	pctx, stop := context.WithCancel(context.Background())
+	cn.projStop, cn.projDone = stop, make(chan error, 1)
+	go func() {
+		err := cn.proj.Run(pctx)
+		if err != nil {
+			logger.Error("cluster: projection stopped; this node's reads are stale until it restarts", "err", err)
+		}
+		cn.projDone <- err
+	}()
+	cn.store = cluster.NewStore(st, cn.proj, cn.ownerOf)
+	cn.store.SetLogger(logger)
+	return cn, nil
+}
+
+// nodeName returns the configured node name, or the host name made a
+// valid subject token.
+func nodeName(configured string) (string, error) {
+	name := configured
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return "", fmt.Errorf("cluster: node name: %w (set --node)", err)
+		}
+		name = strings.Map(func(r rune) rune {
+			if r <= ' ' || r == 0x7f || strings.ContainsRune(".*>", r) {
+				return '-'
+			}
+			return r
+		}, h)
+	}
+	if err := cluster.ValidToken(name); err != nil {
+		return "", fmt.Errorf("--node %q: %w", name, err)
+	}
+	return name, nil
+}
+
+// checkCredsFile refuses a NATS credentials file that is not a regular
+// file or that group or others may read, like the token file.
+func checkCredsFile(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("nats credentials file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("nats credentials file %s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("nats credentials file %s has mode %04o: group or others may read it; run chmod 600 %s", path, perm, path)
+	}
+	return nil
+}
+
+// startFeeds creates the feeds once the bus exists: a tree owned
+// elsewhere reaches this node's clients through the bus's Relay.
+func (cn *clusterNode) startFeeds(b *bus.Bus) {
+	cn.bus = b
+	cn.feeds = cluster.NewAppliedFeeds(cn.log, cn.proj, relaySink{b: b, log: cn.logger}, cn.logger)
+}
+
+// relaySink hands a feed's events to the bus, which delivers them to
+// the hub in the tree's outbox.
+type relaySink struct {
+	b   *bus.Bus
+	log *slog.Logger
+}
+
+func (r relaySink) Publish(ev *event.Event) {
+	if err := r.b.Relay(context.Background(), ev); err != nil {
+		r.log.Error("cluster: relay", "event", ev.ID, "err", err)
+	}
+}
+
+// ownerOf returns this node's owner of tree, taking the tree (its
+// lease, its fence, its routed requests) if the node does not own it.
+// It fails with cluster.ErrLeaseHeld if another node does. Taking a
+// tree talks to NATS: it runs under takeMu, never under mu, so owns
+// (which the hub calls while delivering) never waits for it.
+func (cn *clusterNode) ownerOf(ctx context.Context, tree string) (*cluster.Owner, error) {
+	if o := cn.liveOwner(tree); o != nil {
+		return o, nil
+	}
+	cn.takeMu.Lock()
+	defer cn.takeMu.Unlock()
+	if o := cn.liveOwner(tree); o != nil {
+		return o, nil
+	}
+	cn.mu.Lock()
+	stale := cn.owners[tree]
+	delete(cn.owners, tree)
+	cn.mu.Unlock()
+	if stale != nil {
+		stale.serving.Stop()
+		_ = stale.owner.Release(ctx)
+	}
+	o, err := cluster.Own(ctx, cn.log, cn.leases, tree)
+	if err != nil {
+		return nil, err
+	}
+	sv, err := cn.router.Serve(o.Context(), tree, cn)
+	if err != nil {
+		return nil, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
+	}
+	cn.mu.Lock()
+	cn.owners[tree] = &ownedTree{owner: o, serving: sv}
+	cn.mu.Unlock()
+	cn.logger.Info("cluster: took tree", "tree", tree, "node", cn.name)
+	return o, nil
+}
+
+// liveOwner returns this node's owner of tree if it still owns it.
+func (cn *clusterNode) liveOwner(tree string) *cluster.Owner {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if ot := cn.owners[tree]; ot != nil && ot.owner.Context().Err() == nil {
+		return ot.owner
+	}
+	return nil
+}
+
+// owns reports whether this node owns tree now.
+func (cn *clusterNode) owns(tree string) bool { return cn.liveOwner(tree) != nil }
+
+// treeOf returns the root of a session's delegation tree.
+func (cn *clusterNode) treeOf(ctx context.Context, sessionID string) (string, error) {
+	return cn.store.Tree(ctx, sessionID)
+}
+
+// emits reports whether this node may emit into a session: only the
+// owner of its tree does (the hub's meta-events).
+func (cn *clusterNode) emits(sessionID string) bool {
+	tree, err := cn.treeOf(context.Background(), sessionID)
+	return err == nil && cn.owns(tree)
+}
+
+// Submit implements cluster.Handler: a turn routed from another node.
+func (cn *clusterNode) Submit(ctx context.Context, tree string, req cluster.SubmitRequest) (cluster.SubmitReply, error) {
+	if err := cn.inTree(ctx, tree, req.SessionID); err != nil {
+		return cluster.SubmitReply{}, err
+	}
+	id, err := cn.sessions.Submit(ctx, req.SessionID, req.Content)
+	if err != nil {
+		return cluster.SubmitReply{}, remoteError(err)
+	}
+	return cluster.SubmitReply{TurnID: id}, nil
+}
+
+// Cancel implements cluster.Handler: a cancel routed from another node.
+func (cn *clusterNode) Cancel(ctx context.Context, tree string, req cluster.CancelRequest) (cluster.CancelReply, error) {
+	if err := cn.inTree(ctx, tree, req.SessionID); err != nil {
+		return cluster.CancelReply{}, err
+	}
+	res, err := cn.sessions.Cancel(ctx, req.SessionID, req.TurnID, req.Reason)
+	if err != nil {
+		return cluster.CancelReply{}, remoteError(err)
+	}
+	return cluster.CancelReply{Result: string(res)}, nil
+}
+
+// inTree refuses a routed request for a session outside the tree it
+// was sent to.
+func (cn *clusterNode) inTree(ctx context.Context, tree, sessionID string) error {
+	got, err := cn.treeOf(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return &cluster.RemoteError{Code: protocol.CodeSessionNotFound, Message: "no session " + sessionID}
+	}
+	if err != nil {
+		return err
+	}
+	if got != tree {
+		return &cluster.RemoteError{Code: protocol.CodeInvalidRequest, Message: "session " + sessionID + " is not in tree " + tree}
+	}
+	return nil
+}
+
+// remoteError gives a session manager error the code the API answers
+// it with, so the node that asked answers the same.
+func remoteError(err error) error {
+	code := ""
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		code = protocol.CodeSessionNotFound
+	case errors.Is(err, session.ErrTurnNotFound):
+		code = protocol.CodeTurnNotFound
+	case errors.Is(err, session.ErrTurnInFlight):
+		code = protocol.CodeTurnInFlight
+	case errors.Is(err, session.ErrInvalid):
+		code = protocol.CodeInvalidRequest
+	case errors.Is(err, session.ErrClosed):
+		code = protocol.CodeShuttingDown
+	default:
+		return err
+	}
+	return &cluster.RemoteError{Code: code, Message: err.Error()}
+}
+
+// attach registers a client of a tree owned elsewhere: the first one
+// starts the tree's feed, waits until the projection shows everything
+// the log held for the tree when the feed started, and moves the bus's
+// delivery point there, so the hub's seam splits store and feed
+// exactly. The returned leave must be called when the client goes.
+func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leave func(), err error) {
+	cn.attachMu.Lock()
+	defer cn.attachMu.Unlock()
+	tf := cn.attached[tree]
+	if tf == nil {
+		lv, err := cn.feeds.Join(ctx, tree)
+		if err != nil {
+			return nil, err
+		}
+		seq, err := cn.log.LastCatalogSeq(ctx, tree)
+		if err == nil {
+			err = cn.proj.WaitApplied(ctx, seq)
+		}
+		if err == nil {
+			err = cn.bus.CatchUp(ctx, tree)
+		}
+		if err == nil && sessionID != tree {
+			err = cn.bus.CatchUp(ctx, sessionID)
+		}
+		if err != nil {
+			lv()
+			return nil, fmt.Errorf("cluster: follow tree %s: %w", tree, err)
+		}
+		tf = &treeFeed{leave: lv}
+		cn.attached[tree] = tf
+	}
+	tf.clients++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cn.attachMu.Lock()
+			defer cn.attachMu.Unlock()
+			if tf.clients--; tf.clients == 0 {
+				delete(cn.attached, tree)
+				tf.leave()
+			}
+		})
+	}, nil
+}
+
+// close stops the node's part in the cluster: the cluster store's
+// publishers, the feeds, the owned trees (their leases are released, so
+// another node can take them at once), the projection and the
+// connection. The bus must be closed first.
+func (cn *clusterNode) close(ctx context.Context) error {
+	cn.store.Close()
+	if cn.feeds != nil {
+		cn.feeds.Close()
+	}
+	var errs []error
+	cn.takeMu.Lock()
+	cn.mu.Lock()
+	owned := cn.owners
+	cn.owners = map[string]*ownedTree{}
+	cn.mu.Unlock()
+	cn.takeMu.Unlock()
+	for tree, ot := range owned {
+		ot.serving.Stop()
+		if err := ot.owner.Release(ctx); err != nil && !errors.Is(err, cluster.ErrLeaseLost) {
+			errs = append(errs, fmt.Errorf("release tree %s: %w", tree, err))
+		}
+	}
+	cn.projStop()
+	<-cn.projDone
+	if err := cn.nc.Drain(); err != nil {
+		cn.nc.Close()
+	}
+	select {
+	case <-cn.closed:
+	case <-ctx.Done():
+		cn.nc.Close()
+		errs = append(errs, fmt.Errorf("nats connection: drain: %w", ctx.Err()))
+	}
+	return errors.Join(errs...)
+}
+
+// readyNote names the cluster and the node on the ready line.
+func (cn *clusterNode) readyNote() string {
+	where := cn.nc.ConnectedClusterName()
+	if where == "" {
+		where = cn.nc.ConnectedServerName()
+	}
+	return fmt.Sprintf("; cluster node %s (nats %s, stream %s)", cn.name, where, cn.log.Config().Stream)
+}
+
+// emits is the hub's Config.Emits: in cluster mode only the owner of a
+// session's tree emits into it.
+func (s *Server) emits(sessionID string) bool {
+	return s.cluster == nil || s.cluster.emits(sessionID)
+}
+
+// recover closes the turns a crash left open; single-node only.
+func (s *Server) recover(ctx context.Context, mgr *session.Manager) error {
+	if s.cluster != nil {
+		return nil
+	}
+	return mgr.Recover(ctx)
+}
+
+// clusterNote is the ready line's cluster part ("" single-node).
+func (s *Server) clusterNote() string {
+	if s.cluster == nil {
+		return ""
+	}
+	return s.cluster.readyNote()
+}
+
+// canceller is the stream's cancel frame handler in cluster mode: a
+// cancel of a turn of a tree owned elsewhere goes to its owner.
+type canceller struct {
+	cn    *clusterNode
+	local *session.Manager
+}
+
+func (c canceller) Cancel(ctx context.Context, sessionID, turnID, reason string) (session.CancelResult, error) {
+	tree, err := c.cn.treeOf(ctx, sessionID)
+	if err != nil || c.cn.owns(tree) {
+		return c.local.Cancel(ctx, sessionID, turnID, reason)
+	}
+	rep, err := c.cn.router.Cancel(ctx, tree, cluster.CancelRequest{SessionID: sessionID, TurnID: turnID, Reason: reason})
+	if err != nil {
+		return "", err
+	}
+	return session.CancelResult(rep.Result), nil
+}
+
+// streamCanceller returns what the stream's cancel frames call.
+func (s *Server) streamCanceller(mgr *session.Manager) stream.Canceller {
+	if s.cluster == nil {
+		return mgr
+	}
+	return canceller{cn: s.cluster, local: mgr}
+}
