@@ -92,16 +92,52 @@ func (md *markdown) lines(text string, width int, dark bool) []mdLine {
 // keeps the terminal's own foreground; the accents are 256-colour
 // indexes picked per background so that they stay readable on both.
 type mdStyles struct {
-	heading    lipgloss.Style
-	code       lipgloss.Style // inline code
-	codeBlock  lipgloss.Style
-	link       lipgloss.Style
-	url        lipgloss.Style
-	quote      lipgloss.Style // the bar left of a block quote
-	rule       lipgloss.Style // thematic breaks and table borders
-	marker     lipgloss.Style // list bullets and numbers
-	tableHead  lipgloss.Style
-	plainStyle lipgloss.Style
+	heading   lipgloss.Style
+	code      lipgloss.Style // inline code
+	codeBlock lipgloss.Style
+	link      lipgloss.Style
+	url       lipgloss.Style
+	quote     lipgloss.Style // the bar left of a block quote
+	rule      lipgloss.Style // thematic breaks and table borders
+	marker    lipgloss.Style // list bullets and numbers
+
+	// inline holds each kind's style with bold and italic added, by
+	// kind, bold, italic.
+	inline [kindCount][2][2]lipgloss.Style
+}
+
+// styleKind is what a piece of inline text is, for its base style.
+type styleKind uint8
+
+const (
+	kindPlain styleKind = iota
+	kindHeading
+	kindCode
+	kindLink
+	kindURL
+	kindMarker
+	kindRule
+	kindCount
+)
+
+// mdStyle names the style of a piece of inline text: its kind, and the
+// emphasis it sits in. It is a few bytes (a lipgloss.Style is hundreds),
+// so a message's text can carry one per piece.
+type mdStyle struct {
+	kind         styleKind
+	bold, italic bool
+}
+
+// style is the lipgloss style m names.
+func (s *mdStyles) style(m mdStyle) lipgloss.Style {
+	return s.inline[m.kind][b2i(m.bold)][b2i(m.italic)]
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func newMDStyles(dark bool) *mdStyles {
@@ -115,16 +151,38 @@ func newMDStyles(dark bool) *mdStyles {
 	if dark {
 		codeBG = lipgloss.Color("236")
 	}
-	return &mdStyles{
-		heading:    c("39", "27").Bold(true),
-		code:       c("209", "160").Background(codeBG),
-		codeBlock:  c("180", "94"),
-		link:       c("75", "26"),
-		url:        lipgloss.NewStyle().Faint(true),
-		quote:      c("242", "246"),
-		rule:       c("240", "250"),
-		marker:     c("39", "27"),
-		tableHead:  lipgloss.NewStyle().Bold(true),
-		plainStyle: lipgloss.NewStyle(),
+	st := &mdStyles{
+		heading:   c("39", "27").Bold(true),
+		code:      c("209", "160").Background(codeBG),
+		codeBlock: c("180", "94"),
+		link:      c("75", "26"),
+		url:       lipgloss.NewStyle().Faint(true),
+		quote:     c("242", "246"),
+		rule:      c("240", "250"),
+		marker:    c("39", "27"),
 	}
+	base := [kindCount]lipgloss.Style{
+		kindPlain:   lipgloss.NewStyle(),
+		kindHeading: st.heading,
+		kindCode:    st.code,
+		kindLink:    st.link,
+		kindURL:     st.url,
+		kindMarker:  st.marker,
+		kindRule:    st.rule,
+	}
+	for k, b := range base {
+		for bold := range 2 {
+			for italic := range 2 {
+				s := b
+				if bold == 1 {
+					s = s.Bold(true)
+				}
+				if italic == 1 {
+					s = s.Italic(true)
+				}
+				st.inline[k][bold][italic] = s
+			}
+		}
+	}
+	return st
 }

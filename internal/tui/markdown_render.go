@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/parser"
@@ -72,12 +71,13 @@ func (r *mdRenderer) block(n ast.Node, width int) []mdLine {
 		if lines, ok := r.table(n, width); ok {
 			return lines
 		}
-		return r.inline(n, r.st.plainStyle).wrap(width)
+		return r.inline(n, mdStyle{}).wrap(width, r.st)
 	case *ast.Heading:
 		var t inlineText
-		t.add(r.st.heading, strings.Repeat("#", n.Level)+" ")
-		r.inlines(&t, n, r.st.heading)
-		return t.wrap(width)
+		st := mdStyle{kind: kindHeading, bold: true} // bold carries into links and code
+		t.add(st, strings.Repeat("#", n.Level)+" ")
+		r.inlines(&t, n, st)
+		return t.wrap(width, r.st)
 	case *ast.ThematicBreak:
 		w := width
 		if w <= 0 {
@@ -119,8 +119,8 @@ func (r *mdRenderer) raw(lines *text.Segments, width int) []mdLine {
 			continue
 		}
 		t := inlineText{}
-		t.add(r.st.plainStyle, s)
-		out = append(out, t.wrap(width)...)
+		t.add(mdStyle{}, s)
+		out = append(out, t.wrap(width, r.st)...)
 	}
 	return out
 }
@@ -177,49 +177,46 @@ func (r *mdRenderer) quote(n *ast.Blockquote, width int) []mdLine {
 // its number), with the item's further lines indented to match; a loose
 // list keeps a blank line between items.
 func (r *mdRenderer) list(n *ast.List, width int) []mdLine {
-	count := n.ChildCount()
-	markers := make([]string, count)
+	marks := make([]string, n.ChildCount())
 	if n.IsOrdered() {
-		digits := len(strconv.Itoa(n.Start + count - 1))
-		for i := range markers {
-			markers[i] = fmt.Sprintf("%*d%c ", digits, n.Start+i, n.Marker)
+		digits := len(strconv.Itoa(n.Start + len(marks) - 1))
+		for i := range marks {
+			marks[i] = fmt.Sprintf("%*d%c", digits, n.Start+i, n.Marker)
 		}
 	} else {
-		b := bullets[r.bullets%len(bullets)]
-		for i := range markers {
-			markers[i] = b + " "
+		for i := range marks {
+			marks[i] = bullets[r.bullets%len(bullets)]
 		}
 		r.bullets++
 		defer func() { r.bullets-- }()
 	}
-	mw := ansi.StringWidth(markers[0])
+	mw := ansi.StringWidth(marks[0]) + 1
 	inner, indent := narrower(width, mw)
 	pad := strings.Repeat(" ", mw)
 	var out []mdLine
 	i := 0
-	for item := n.FirstChild(); item != nil; item = item.NextSibling() {
+	for item := n.FirstChild(); item != nil; item, i = item.NextSibling(), i+1 {
 		if !n.IsTight && len(out) > 0 {
 			out = append(out, mdLine{})
 		}
-		marker := r.st.marker.Render(strings.TrimRight(markers[i], " "))
-		i++
 		lines := r.children(item, inner, n.IsTight)
 		if !indent || len(lines) == 0 {
 			// No room to indent (or nothing to indent): the marker on a
 			// line of its own.
 			var t inlineText
-			t.add(r.st.marker, strings.TrimRight(markers[i-1], " "))
-			out = append(out, t.wrap(width)...)
+			t.add(mdStyle{kind: kindMarker}, marks[i])
+			out = append(out, t.wrap(width, r.st)...)
 			out = append(out, lines...)
 			continue
 		}
+		marker := r.st.marker.Render(marks[i]) + " "
 		for j, l := range lines {
 			prefix := pad
-			if j == 0 {
-				prefix = marker + " "
-			}
-			if l.text == "" && j > 0 {
-				prefix = ""
+			switch {
+			case j == 0:
+				prefix = marker
+			case l.text == "":
+				prefix = "" // no trailing spaces
 			}
 			out = append(out, mdLine{text: prefix + l.text, code: l.code})
 		}
@@ -228,7 +225,7 @@ func (r *mdRenderer) list(n *ast.List, width int) []mdLine {
 }
 
 // inline is n's inline content in style st.
-func (r *mdRenderer) inline(n ast.Node, st lipgloss.Style) inlineText {
+func (r *mdRenderer) inline(n ast.Node, st mdStyle) inlineText {
 	var t inlineText
 	r.inlines(&t, n, st)
 	return t
@@ -237,7 +234,7 @@ func (r *mdRenderer) inline(n ast.Node, st lipgloss.Style) inlineText {
 // inlines adds each of parent's inline children with its style applied
 // on top of st. Styles are composed rather than nested, so each piece of
 // text carries its whole style.
-func (r *mdRenderer) inlines(t *inlineText, parent ast.Node, st lipgloss.Style) {
+func (r *mdRenderer) inlines(t *inlineText, parent ast.Node, st mdStyle) {
 	for c := parent.FirstChild(); c != nil; c = c.NextSibling() {
 		switch n := c.(type) {
 		case *ast.Text:
@@ -256,20 +253,22 @@ func (r *mdRenderer) inlines(t *inlineText, parent ast.Node, st lipgloss.Style) 
 		case *ast.String:
 			t.add(st, string(n.Value))
 		case *ast.CodeSpan:
-			t.add(r.st.code.Inherit(st), r.plain(n))
+			t.add(mdStyle{kind: kindCode, bold: st.bold, italic: st.italic}, r.plain(n))
 		case *ast.Emphasis:
+			em := st
 			if n.Level >= 2 {
-				r.inlines(t, n, st.Bold(true))
+				em.bold = true
 			} else {
-				r.inlines(t, n, st.Italic(true))
+				em.italic = true
 			}
+			r.inlines(t, n, em)
 		case *ast.Link:
 			r.link(t, n, st, string(n.Destination))
 		case *ast.Image:
 			t.add(st, "image: ")
 			r.link(t, n, st, string(n.Destination))
 		case *ast.AutoLink:
-			t.add(r.st.link.Inherit(st), string(n.Label(r.src)))
+			t.add(mdStyle{kind: kindLink, bold: st.bold, italic: st.italic}, string(n.Label(r.src)))
 		case *ast.RawHTML:
 			for i := range n.Segments.Len() {
 				seg := n.Segments.At(i)
@@ -283,8 +282,8 @@ func (r *mdRenderer) inlines(t *inlineText, parent ast.Node, st lipgloss.Style) 
 
 // link writes the link's text, then its destination in parentheses
 // unless the text already says it.
-func (r *mdRenderer) link(t *inlineText, n ast.Node, st lipgloss.Style, dest string) {
-	label := r.inline(n, r.st.link.Inherit(st))
+func (r *mdRenderer) link(t *inlineText, n ast.Node, st mdStyle, dest string) {
+	label := r.inline(n, mdStyle{kind: kindLink, bold: st.bold, italic: st.italic})
 	*t = append(*t, label...)
 	plain := label.plain()
 	dest = clean(dest)
@@ -294,7 +293,7 @@ func (r *mdRenderer) link(t *inlineText, n ast.Node, st lipgloss.Style, dest str
 	if plain != "" {
 		t.add(st, " ")
 	}
-	t.add(r.st.url, "("+dest+")")
+	t.add(mdStyle{kind: kindURL}, "("+dest+")")
 }
 
 // plain is the text of n's inline children without any markup (a code

@@ -3,7 +3,6 @@ package tui
 import (
 	"strings"
 
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/text"
@@ -46,12 +45,12 @@ func (r *mdRenderer) table(n ast.Node, width int) ([]mdLine, bool) {
 	if !ok || len(aligns) != len(head) {
 		return nil, false
 	}
-	rows := [][]inlineText{r.cells(head, r.st.tableHead)}
+	rows := [][]inlineText{r.cells(head, mdStyle{bold: true})}
 	for i := 2; i < lines.Len(); i++ {
 		cells := splitRow(row(i))
 		// GFM: missing cells are empty, extra ones are ignored.
 		cells = append(cells, make([]string, max(0, len(head)-len(cells)))...)[:len(head)]
-		rows = append(rows, r.cells(cells, r.st.plainStyle))
+		rows = append(rows, r.cells(cells, mdStyle{}))
 	}
 
 	widths := make([]int, len(head))
@@ -79,7 +78,7 @@ func (r *mdRenderer) table(n ast.Node, width int) ([]mdLine, bool) {
 			if c > 0 {
 				b.WriteString(sep)
 			}
-			b.WriteString(pad(cell.line(), widths[c], aligns[c], last))
+			b.WriteString(pad(cell.line(r.st), widths[c], aligns[c], last))
 		}
 		out = append(out, mdLine{text: b.String()})
 		if i == 0 {
@@ -101,11 +100,11 @@ func (r *mdRenderer) records(rows [][]inlineText, width int) []mdLine {
 		var t inlineText
 		for c, cell := range head {
 			if c > 0 {
-				t.add(r.st.rule, " │ ")
+				t.add(mdStyle{kind: kindRule}, " │ ")
 			}
 			t = append(t, cell...)
 		}
-		return t.wrap(width)
+		return t.wrap(width, r.st)
 	}
 	var out []mdLine
 	for i, rw := range rows[1:] {
@@ -115,18 +114,18 @@ func (r *mdRenderer) records(rows [][]inlineText, width int) []mdLine {
 		for c, cell := range rw {
 			t := append(inlineText{}, head[c]...)
 			if len(t) > 0 {
-				t.add(r.st.tableHead, ":")
-				t.add(r.st.plainStyle, " ")
+				t.add(mdStyle{bold: true}, ":")
+				t.add(mdStyle{}, " ")
 			}
 			t = append(t, cell...)
-			out = append(out, t.wrap(width)...)
+			out = append(out, t.wrap(width, r.st)...)
 		}
 	}
 	return out
 }
 
 // cells parses each cell's markdown as inline text in style st.
-func (r *mdRenderer) cells(cells []string, st lipgloss.Style) []inlineText {
+func (r *mdRenderer) cells(cells []string, st mdStyle) []inlineText {
 	out := make([]inlineText, len(cells))
 	for i, c := range cells {
 		sub := &mdRenderer{parser: r.parser, st: r.st, src: []byte(c)}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -94,9 +95,11 @@ func TestMarkdownStylesTheConstructs(t *testing.T) {
 			src  string
 			want string
 		}{
-			{"*it*", st.plainStyle.Italic(true).Render("it")},
-			{"**bold**", st.plainStyle.Bold(true).Render("bold")},
-			{"*a **b***", st.plainStyle.Italic(true).Bold(true).Render("b")},
+			{"*it*", lipgloss.NewStyle().Italic(true).Render("it")},
+			{"**bold**", lipgloss.NewStyle().Bold(true).Render("bold")},
+			{"*a **b***", lipgloss.NewStyle().Italic(true).Bold(true).Render("b")},
+			{"**x `code` y**", st.code.Bold(true).Render("code")},
+			{"## [link](http://u)", st.link.Bold(true).Render("link")},
 			{"x `code` y", st.code.Render("code")},
 			{"## Head", st.heading.Render("Head")},
 			{"```\ncode line\n```", codeIndent + st.codeBlock.Render("code line")},
@@ -229,4 +232,15 @@ func FuzzMarkdown(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkMarkdown renders a long answer (the sample, 20 times over)
+// once, as a completed message is on its first frame at a new width.
+func BenchmarkMarkdown(b *testing.B) {
+	src := strings.Repeat(mdSample+"\n", 20)
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		newMarkdown().lines(src, 100, true)
+	}
 }

@@ -2,15 +2,15 @@ package tui
 
 import (
 	"strings"
+	"unicode/utf8"
 
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 )
 
 // span is a piece of inline text in one style, or a hard line break.
 type span struct {
 	text string
-	st   lipgloss.Style
+	st   mdStyle
 	br   bool
 	run  int // in a wrapped line: the index of the span it came from
 }
@@ -22,7 +22,7 @@ type inlineText []span
 
 // add appends s in style st, cleaned of what a terminal must not be
 // sent.
-func (t *inlineText) add(st lipgloss.Style, s string) {
+func (t *inlineText) add(st mdStyle, s string) {
 	if s = clean(s); s != "" {
 		*t = append(*t, span{text: s, st: st})
 	}
@@ -44,14 +44,14 @@ func (t inlineText) plain() string {
 }
 
 // line renders the text on one line, line breaks as spaces.
-func (t inlineText) line() string {
+func (t inlineText) line(st *mdStyles) string {
 	var b strings.Builder
 	for _, s := range t {
 		if s.br {
 			b.WriteByte(' ')
 			continue
 		}
-		b.WriteString(s.st.Render(s.text))
+		b.WriteString(st.style(s.st).Render(s.text))
 	}
 	return b.String()
 }
@@ -60,11 +60,11 @@ func (t inlineText) line() string {
 // only the hard line breaks): greedily, breaking at spaces, and cutting
 // a word wider than the width at the width (at grapheme boundaries). The
 // spaces where a line breaks are dropped.
-func (t inlineText) wrap(width int) []mdLine {
+func (t inlineText) wrap(width int, st *mdStyles) []mdLine {
 	if len(t) == 0 {
 		return nil
 	}
-	w := wrapper{width: width, fresh: true}
+	w := wrapper{width: width, st: st, fresh: true}
 	for i, s := range t {
 		if s.br {
 			w.endWord()
@@ -84,7 +84,7 @@ func (t inlineText) wrap(width int) []mdLine {
 			}
 			if end > 0 {
 				w.word = append(w.word, span{text: word[:end], st: s.st, run: i})
-				w.wordWidth += ansi.StringWidth(word[:end])
+				w.wordWidth += cellWidth(word[:end])
 			}
 			rest = word[end:]
 		}
@@ -100,6 +100,7 @@ func (t inlineText) wrap(width int) []mdLine {
 // filled, the spaces after its last word and the word being read.
 type wrapper struct {
 	width     int
+	st        *mdStyles
 	lines     []mdLine
 	line      []span
 	lineWidth int
@@ -122,7 +123,7 @@ func (w *wrapper) endWord() {
 	}
 	spaceWidth := 0
 	for _, s := range w.spaces {
-		spaceWidth += ansi.StringWidth(s.text)
+		spaceWidth += cellWidth(s.text)
 	}
 	switch {
 	case (len(w.line) > 0 || w.fresh) && w.fits(w.lineWidth+spaceWidth+w.wordWidth):
@@ -153,14 +154,14 @@ func (w *wrapper) endWord() {
 func (w *wrapper) cut() {
 	for _, s := range w.word {
 		for rest := s.text; rest != ""; {
-			head := ansi.Truncate(rest, w.width-w.lineWidth, "")
+			head := truncate(rest, w.width-w.lineWidth)
 			if head == "" && len(w.line) > 0 {
 				w.endLine()
 				continue
 			}
 			if head == "" {
 				// A character wider than the whole width: on its own.
-				head = ansi.Truncate(rest, 2, "")
+				head = truncate(rest, 2)
 			}
 			if head == "" || !strings.HasPrefix(rest, head) {
 				head = rest // cannot happen with cleaned text; never loop
@@ -177,7 +178,7 @@ func (w *wrapper) cut() {
 // put appends text from span s to the line, merged with the piece
 // before it when both come from the same span.
 func (w *wrapper) put(s span, text string) {
-	w.lineWidth += ansi.StringWidth(text)
+	w.lineWidth += cellWidth(text)
 	if n := len(w.line); n > 0 && w.line[n-1].run == s.run {
 		w.line[n-1].text += text
 		return
@@ -190,8 +191,33 @@ func (w *wrapper) put(s span, text string) {
 func (w *wrapper) endLine() {
 	var b strings.Builder
 	for _, s := range w.line {
-		b.WriteString(s.st.Render(s.text))
+		b.WriteString(w.st.style(s.st).Render(s.text))
 	}
 	w.lines = append(w.lines, mdLine{text: b.String()})
 	w.line, w.lineWidth, w.spaces, w.fresh = w.line[:0], 0, w.spaces[:0], false
+}
+
+// cellWidth is the terminal width of s, cleaned text without escape
+// sequences: its length when it is printable ASCII (most words), else
+// ansi.StringWidth.
+func cellWidth(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
+}
+
+// truncate is the longest prefix of s (cleaned text) at most n cells
+// wide. It looks at a window of s a little longer than n can fill, so
+// that cutting a very long word is linear rather than quadratic.
+func truncate(s string, n int) string {
+	if end := 8 * (n + 4); end < len(s) {
+		for end > 0 && !utf8.RuneStart(s[end]) {
+			end--
+		}
+		s = s[:end]
+	}
+	return ansi.Truncate(s, n, "")
 }
