@@ -17,5 +17,6 @@
 // tui imports the public client and protocol packages, token, and cli
 // (for Env and the server URL, which the client commands share); it
 // never imports the server or its configuration. It renders with the
-// charm.land v2 libraries (bubbletea, bubbles, lipgloss, glamour).
+// charm.land v2 libraries (bubbletea, bubbles, lipgloss), and markdown
+// with goldmark's parser and a renderer of its own (markdown*.go).
 package tui
