@@ -84,6 +84,67 @@ func BenchmarkReplayRead(b *testing.B) {
 	b.ReportMetric(float64(bytes)/float64(b.N)/n, "B/event")
 }
 
+// BenchmarkReplayReadBatch is BenchmarkReplayRead as the hub reads a
+// replay: the count without a type filter (what preset:full counts by),
+// then ScanEventBatch, 512 events a query.
+func BenchmarkReplayReadBatch(b *testing.B) {
+	const n, batch = 10000, 512
+	s := openTest(b, Options{})
+	a, other := newMaker(b, "sess_a"), newMaker(b, "sess_b")
+	typs := allCatalog()
+	var evs []*event.Event
+	for i := range n + 100 {
+		evs = append(evs, a.sized(typs[i%len(typs)], replaySizes[i%len(replaySizes)]))
+		if i%2 == 0 {
+			evs = append(evs, other.sized(event.TurnStarted, 200))
+		}
+	}
+	appendAll(b, s, evs)
+	ctx := context.Background()
+	from := evs[len(evs)-1-n-n/2].ID // about n of sess_a's events follow it
+	var want int
+	for _, ev := range evs {
+		if ev.SessionID == "sess_a" && ev.ID > from {
+			want++
+		}
+	}
+	var bytes int64
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		appendAll(b, s, []*event.Event{other.sized(event.TurnStarted, 200)})
+		b.StartTimer()
+		cpu0 := processCPU()
+		q := EventQuery{SessionIDs: []string{"sess_a"}, AfterID: from}
+		c, err := s.CountEvents(ctx, q)
+		if err != nil || c != want {
+			b.Fatalf("count %d, %v, want %d", c, err, want)
+		}
+		q.Types = typs
+		got := 0
+		for {
+			k, err := s.ScanEventBatch(ctx, q, batch, func(r *EventRow) {
+				got++
+				bytes += int64(len(r.Body))
+				q.AfterID = r.ID
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if k < batch {
+				break
+			}
+		}
+		if got != want {
+			b.Fatalf("read %d, want %d", got, want)
+		}
+		cpu += processCPU() - cpu0
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(want), "ns/event")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(want), "cpu_ns/event")
+	b.ReportMetric(float64(bytes)/float64(b.N)/float64(want), "B/event")
+}
+
 // processCPU is the CPU time of this process so far, every thread.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
