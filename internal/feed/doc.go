@@ -20,7 +20,8 @@
 // Files: transport.go (the interfaces), feed.go (a feed, its sends and
 // heartbeats), deadline.go (the write deadline and the overflow grace),
 // serve.go (attachment, replay and the live loop), end.go (how a feed
-// ends, and its accounting).
+// ends, and its accounting), clients.go (a transport's set of served
+// clients, for its shutdown).
 //
 // feed is core: it imports hub, event, protocol and metrics, never a
 // transport; the WebSocket edge (stream) and the SSE edge (sse) import

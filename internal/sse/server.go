@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	gosse "github.com/tmaxmax/go-sse"
@@ -37,11 +36,7 @@ type Server struct {
 	hub *hub.Hub
 	log *slog.Logger
 
-	ctx    context.Context // cancelled by Close
-	stop   context.CancelFunc
-	mu     sync.Mutex
-	closed bool
-	conns  sync.WaitGroup
+	clients *feed.Clients
 }
 
 // New returns an SSE server over the hub.
@@ -52,8 +47,7 @@ func New(h *hub.Hub, cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, hub: h, log: cfg.Logger, ctx: ctx, stop: stop}
+	return &Server{cfg: cfg, hub: h, log: cfg.Logger, clients: feed.NewClients()}
 }
 
 // ServeHTTP subscribes with the request's query and Last-Event-ID and
@@ -71,15 +65,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, err.Error(), "")
 		return
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.clients.Join() {
 		writeError(w, http.StatusServiceUnavailable, protocol.CodeShuttingDown, "the server is shutting down", "")
 		return
 	}
-	s.conns.Add(1)
-	s.mu.Unlock()
-	defer s.conns.Done()
+	defer s.clients.Leave()
 
 	att, serr := s.hub.Subscribe(r.Context(), sid, sub)
 	if serr != nil {
@@ -94,23 +84,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f := feed.New(t, "sse", sid, feed.Config{PingInterval: s.cfg.PingInterval, WriteTimeout: s.cfg.WriteTimeout,
 		OverflowGrace: s.cfg.OverflowGrace, Logger: s.log, Metrics: s.cfg.Metrics})
 	defer f.Stop()
-	f.Serve(r.Context(), s.hub, att, s.ctx.Done())
+	f.Serve(r.Context(), s.hub, att, s.clients.Shutdown())
 }
 
 // Close makes every stream flush what is queued and end with the
 // server_shutdown close frame, refuses new ones, and waits for them
 // (bounded by ctx).
-func (s *Server) Close(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.stop()
-	done := make(chan struct{})
-	go func() { s.conns.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (s *Server) Close(ctx context.Context) error { return s.clients.Close(ctx) }

@@ -56,7 +56,7 @@ func (c *conn) run() {
 		c.f.Stop()
 	}()
 	if att := c.subscribe(c.rctx); att != nil {
-		c.f.Serve(c.rctx, c.s.hub, att, c.s.ctx.Done())
+		c.f.Serve(c.rctx, c.s.hub, att, c.s.clients.Shutdown())
 	}
 }
 
@@ -75,7 +75,7 @@ func (c *conn) subscribe(ctx context.Context) *hub.Attachment {
 			if sub == nil {
 				continue
 			}
-			att, serr := c.s.hub.Subscribe(c.s.ctx, c.sid, sub)
+			att, serr := c.s.hub.Subscribe(c.s.clients.Context(), c.sid, sub)
 			if serr != nil {
 				// The connection stays open: the client may subscribe again
 				// (with a fixed filter, or snapshot: true).
@@ -91,7 +91,7 @@ func (c *conn) subscribe(ctx context.Context) *hub.Attachment {
 			return nil
 		case <-c.done:
 			return nil
-		case <-c.s.ctx.Done():
+		case <-c.s.clients.Shutdown():
 			c.f.Close(protocol.CloseGoingAway, protocol.ReasonShutdown)
 			return nil
 		}

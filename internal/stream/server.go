@@ -4,12 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/metis-agent/metis/internal/attach"
+	"github.com/metis-agent/metis/internal/feed"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/session"
@@ -41,11 +41,7 @@ type Server struct {
 	log    *slog.Logger
 	m      *metrics.Stream
 
-	ctx    context.Context // cancelled by Close
-	stop   context.CancelFunc
-	mu     sync.Mutex
-	closed bool
-	conns  sync.WaitGroup
+	clients *feed.Clients
 }
 
 // New returns a stream server.
@@ -65,8 +61,7 @@ func New(h *hub.Hub, tokens *attach.Registry, c Canceller, cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, hub: h, tokens: tokens, cancel: c, log: cfg.Logger, m: cfg.Metrics, ctx: ctx, stop: stop}
+	return &Server{cfg: cfg, hub: h, tokens: tokens, cancel: c, log: cfg.Logger, m: cfg.Metrics, clients: feed.NewClients()}
 }
 
 // ServeHTTP upgrades GET /sessions/{id}/stream?attach=TOKEN. A missing,
@@ -80,15 +75,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"the attach token is missing, unknown, expired or already used; GET /sessions/"+sid+" for a fresh one")
 		return
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.clients.Join() {
 		protocol.WriteHTTPError(w, http.StatusServiceUnavailable, protocol.CodeShuttingDown, "the server is shutting down")
 		return
 	}
-	s.conns.Add(1)
-	s.mu.Unlock()
-	defer s.conns.Done()
+	defer s.clients.Leave()
 
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
@@ -101,17 +92,4 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Close makes every connection flush what is queued and close with 1001
 // (going away), refuses new ones, and waits for them (bounded by ctx).
-func (s *Server) Close(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.stop()
-	done := make(chan struct{})
-	go func() { s.conns.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (s *Server) Close(ctx context.Context) error { return s.clients.Close(ctx) }
