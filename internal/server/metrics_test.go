@@ -32,21 +32,27 @@ func TestMetricsEndpoint(t *testing.T) {
 	turn := h.Submit(sid, "/echo measured words")
 	evs := c.Events(wait, streamtest.UntilType(event.TurnCompleted, turn))
 
-	resp, err := http.Get(h.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	scrape := func() string {
+		resp, err := http.Get(h.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		return string(raw)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	body := string(raw)
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
+	// A batch is counted once it is written, which may be just after the
+	// client has read it: wait for the count rather than race it.
+	var body string
+	servertest.WaitFor(t, "the events sent to be counted", func() bool {
+		body = scrape()
+		return metric(t, body, "metis_stream_events_sent_total") >= float64(len(evs))
+	})
 	if v := metric(t, body, "metis_stream_clients"); v != 1 {
 		t.Errorf("metis_stream_clients %v, want 1", v)
-	}
-	if v := metric(t, body, "metis_stream_events_sent_total"); v < float64(len(evs)) {
-		t.Errorf("metis_stream_events_sent_total %v, want at least %d", v, len(evs))
 	}
 	if v := metric(t, body, "metis_stream_delta_latency_seconds_count"); v < 1 {
 		t.Errorf("no delta latency observed")
