@@ -183,6 +183,23 @@ func (s *session) prompt(ctx context.Context, sid, text string) (sdk.PromptRespo
 	return s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sdk.SessionId(sid), Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
 }
 
+// answer is a prompt's outcome.
+type answer struct {
+	r   sdk.PromptResponse
+	err error
+}
+
+// promptAsync sends a prompt on its own goroutine; its answer arrives on
+// the channel.
+func (s *session) promptAsync(ctx context.Context, sid, text string) <-chan answer {
+	done := make(chan answer, 1)
+	go func() {
+		r, err := s.prompt(ctx, sid, text)
+		done <- answer{r, err}
+	}()
+	return done
+}
+
 // Helpers over recorded updates.
 
 func agentText(us []sdk.SessionUpdate) string {

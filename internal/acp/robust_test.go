@@ -173,15 +173,7 @@ func TestServerRestartMidTurn(t *testing.T) {
 	sid := s.newSession(t, h1.Workspace)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	type answer struct {
-		r   sdk.PromptResponse
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		r, err := s.prompt(ctx, sid, "/long 400")
-		done <- answer{r, err}
-	}()
+	done := s.promptAsync(ctx, sid, "/long 400")
 	s.ed.waitFor(t, "some chunks", func(us []sdk.SessionUpdate) bool {
 		return count(us, func(u sdk.SessionUpdate) bool { return u.AgentMessageChunk != nil }) >= 20
 	})

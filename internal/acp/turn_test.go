@@ -134,15 +134,7 @@ func TestCancelDuringTool(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	type answer struct {
-		r   sdk.PromptResponse
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		r, err := s.prompt(ctx, sid, `/tool shell {"command": "sleep 30"}`)
-		done <- answer{r, err}
-	}()
+	done := s.promptAsync(ctx, sid, `/tool shell {"command": "sleep 30"}`)
 	var shellID string
 	s.ed.waitFor(t, "the shell call in progress", func(us []sdk.SessionUpdate) bool {
 		for _, c := range toolCalls(us) {
