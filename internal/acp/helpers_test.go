@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/metis-agent/metis/client"
+	"github.com/metis-agent/metis/internal/servertest"
 )
 
 // testTimeout bounds every wait of these tests: generous, for a loaded
@@ -181,6 +182,41 @@ func (s *session) newSession(t *testing.T, cwd string) string {
 
 func (s *session) prompt(ctx context.Context, sid, text string) (sdk.PromptResponse, error) {
 	return s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sdk.SessionId(sid), Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+}
+
+// runEcho runs Run with args and start as an editor would: it
+// initializes, opens a session in the workspace that workspace returns
+// (asked after initialize, when Run has found or started its server),
+// prompts "/echo text" and checks the answer, then closes stdin. It
+// returns Run's exit code and stderr.
+func runEcho(t *testing.T, args []string, start func(context.Context, string, []string) (func(), error), workspace func() string, text string) (int, string) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr servertest.SyncBuffer
+	code := make(chan int, 1)
+	go func() {
+		defer outW.Close()
+		code <- Run(context.Background(), args, inR, outW, &stderr, Options{StartServer: start})
+	}()
+	ed := newEditor()
+	conn := sdk.NewClientSideConnection(ed, inW, outR)
+	conn.SetLogger(discard())
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: workspace(), McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: ns.SessionId, Prompt: []sdk.ContentBlock{sdk.TextBlock("/echo " + text)}})
+	if err != nil || r.StopReason != sdk.StopReasonEndTurn || agentText(ed.all()) != text {
+		t.Fatalf("prompt: %+v, %v, text %q", r, err, agentText(ed.all()))
+	}
+	inW.Close()
+	return <-code, stderr.String()
 }
 
 // answer is a prompt's outcome.

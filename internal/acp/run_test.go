@@ -2,12 +2,9 @@ package acp
 
 import (
 	"context"
-	"io"
 	"net"
 	"strings"
 	"testing"
-
-	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/servertest"
@@ -39,33 +36,8 @@ func TestRunStartsAServerInProcess(t *testing.T) {
 		h = servertest.Start(t, "", func(c *config.Config) { c.Addr = a })
 		return func() { stopped = true; h.Stop() }, nil
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	var stderr servertest.SyncBuffer
-	code := make(chan int, 1)
-	go func() {
-		defer outW.Close()
-		code <- Run(context.Background(), []string{"--demo-delay", "0s", "--log-level", "warn"}, inR, outW, &stderr, Options{StartServer: start})
-	}()
-	ed := newEditor()
-	conn := sdk.NewClientSideConnection(ed, inW, outR)
-	conn.SetLogger(discard())
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: h.Workspace, McpServers: []sdk.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: ns.SessionId, Prompt: []sdk.ContentBlock{sdk.TextBlock("/echo in process")}})
-	if err != nil || r.StopReason != sdk.StopReasonEndTurn || agentText(ed.all()) != "in process" {
-		t.Fatalf("prompt: %+v, %v, text %q", r, err, agentText(ed.all()))
-	}
-	inW.Close()
-	if c := <-code; c != 0 || !stopped {
-		t.Errorf("exit %d, server stopped %v; stderr %s", c, stopped, stderr.String())
+	if c, stderr := runEcho(t, []string{"--demo-delay", "0s", "--log-level", "warn"}, start, func() string { return h.Workspace }, "in process"); c != 0 || !stopped {
+		t.Errorf("exit %d, server stopped %v; stderr %s", c, stopped, stderr)
 	}
 }
 

@@ -2,11 +2,8 @@ package acp
 
 import (
 	"context"
-	"io"
 	"path/filepath"
 	"testing"
-
-	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/servertest"
@@ -23,32 +20,7 @@ func TestRunUsesTheSocket(t *testing.T) {
 		t.Error("Run started a server although one answers on the socket")
 		return func() {}, nil
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	var stderr servertest.SyncBuffer
-	code := make(chan int, 1)
-	go func() {
-		defer outW.Close()
-		code <- Run(context.Background(), []string{"--home", h.Home, "--log-level", "warn"}, inR, outW, &stderr, Options{StartServer: start})
-	}()
-	ed := newEditor()
-	conn := sdk.NewClientSideConnection(ed, inW, outR)
-	conn.SetLogger(discard())
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: h.Workspace, McpServers: []sdk.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: ns.SessionId, Prompt: []sdk.ContentBlock{sdk.TextBlock("/echo over the socket")}})
-	if err != nil || r.StopReason != sdk.StopReasonEndTurn || agentText(ed.all()) != "over the socket" {
-		t.Fatalf("prompt: %+v, %v, text %q", r, err, agentText(ed.all()))
-	}
-	inW.Close()
-	if c := <-code; c != 0 {
-		t.Errorf("exit %d; stderr %s", c, stderr.String())
+	if c, stderr := runEcho(t, []string{"--home", h.Home, "--log-level", "warn"}, start, func() string { return h.Workspace }, "over the socket"); c != 0 {
+		t.Errorf("exit %d; stderr %s", c, stderr)
 	}
 }
