@@ -36,11 +36,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -51,8 +49,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/metis-agent/metis/internal/config"
-	"github.com/metis-agent/metis/internal/server"
-	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/store"
 )
 
@@ -156,45 +152,11 @@ func startFlatMetis(b *testing.B) *flatMetis {
 	}))
 	b.Cleanup(provider.Close)
 
-	home := b.TempDir()
-	ws := filepath.Join(home, "workspace")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	cfg := config.Defaults()
-	cfg.Home = home
-	cfg.Addr = "127.0.0.1:0"
-	cfg.ClientQueue = 5 * benchFlatDeltas // nobody is closed as slow
-	cfg.Providers = config.Providers{"anthropic": {APIKey: "sk-ant-bench", BaseURL: provider.URL}}
-	cfg.DefaultModel = "anthropic:claude-sonnet-4-6"
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx := context.Background()
-	srv, err := server.New(ctx, cfg, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	url, err := srv.Listen()
-	if err != nil {
-		b.Fatal(err)
-	}
-	m := &flatMetis{&benchMetis{srv: srv, url: url, hc: &http.Client{Transport: &http.Transport{}}}}
-	b.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			b.Errorf("shutdown: %v", err)
-		}
-		m.hc.CloseIdleConnections()
-	})
-	sum, err := srv.Sessions.Create(ctx, session.CreateRequest{WorkspacePath: ws})
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.sid = sum.ID
-	if m.em, err = srv.Bus.Emitter(ctx, m.sid); err != nil {
-		b.Fatal(err)
-	}
-	return m
+	return &flatMetis{startBenchMetisWith(b, func(cfg *config.Config) {
+		cfg.ClientQueue = 5 * benchFlatDeltas // nobody is closed as slow
+		cfg.Providers = config.Providers{"anthropic": {APIKey: "sk-ant-bench", BaseURL: provider.URL}}
+		cfg.DefaultModel = "anthropic:claude-sonnet-4-6"
+	})}
 }
 
 func (m *flatMetis) connect(b *testing.B) []*benchRx {

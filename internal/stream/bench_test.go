@@ -178,6 +178,18 @@ type benchMetis struct {
 // append per event, memory per event) production does not have.
 func startBenchMetis(tb testing.TB, clientQueue int) *benchMetis {
 	tb.Helper()
+	return startBenchMetisWith(tb, func(cfg *config.Config) {
+		cfg.DemoDelay = 0
+		if clientQueue > 0 {
+			cfg.ClientQueue = clientQueue
+		}
+	})
+}
+
+// startBenchMetisWith starts a metis server on a loopback port with
+// the defaults as set changes them, and creates one session.
+func startBenchMetisWith(tb testing.TB, set func(*config.Config)) *benchMetis {
+	tb.Helper()
 	home := tb.TempDir()
 	ws := filepath.Join(home, "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
@@ -186,10 +198,7 @@ func startBenchMetis(tb testing.TB, clientQueue int) *benchMetis {
 	cfg := config.Defaults()
 	cfg.Home = home
 	cfg.Addr = "127.0.0.1:0"
-	cfg.DemoDelay = 0
-	if clientQueue > 0 {
-		cfg.ClientQueue = clientQueue
-	}
+	set(&cfg)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx := context.Background()
 	srv, err := server.New(ctx, cfg, log)
