@@ -12,37 +12,16 @@ import (
 
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/natstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // startServer runs an in-process NATS server with JetStream on a
-// temporary directory, reachable only in process; it shuts down when
-// the test ends.
+// temporary directory; it shuts down when the test ends.
 func startServer(t testing.TB) *server.Server {
 	t.Helper()
-	opts := &server.Options{
-		ServerName: "metis-test",
-		JetStream:  true,
-		StoreDir:   t.TempDir(),
-		DontListen: true,
-		NoLog:      true,
-		NoSigs:     true,
-	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatalf("nats server: %v", err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		t.Fatal("nats server not ready")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
+	return natstest.Start(t).Server
 }
 
 // connect opens a client connection to s, drained when the test ends

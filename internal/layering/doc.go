@@ -15,8 +15,9 @@
 //     manager, the store never imports the bus, ...).
 //   - composition roots: cmd/metis and internal/server wire everything
 //     together and may import anything.
-//   - test support: internal/servertest, internal/streamtest and
-//     internal/spectest may import anything, and only tests import them.
+//   - test support: internal/servertest, internal/streamtest,
+//     internal/spectest and internal/natstest may import anything, and
+//     only tests import them.
 //   - edges: every other package of the module, including packages not
 //     written yet. An edge may import the core, protocol and client, but
 //     never another edge (the exceptions are listed in edgeExceptions,

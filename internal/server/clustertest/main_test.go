@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/natstest"
 	"github.com/metis-agent/metis/internal/servertest"
 )
 
@@ -37,28 +37,7 @@ func TestMain(m *testing.M) {
 // ends (after the metis servers, whose cleanups run first).
 func startNATS(t *testing.T) string {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		ServerName: "metis-cluster-test",
-		Host:       "127.0.0.1",
-		Port:       -1,
-		JetStream:  true,
-		StoreDir:   t.TempDir(),
-		NoLog:      true,
-		NoSigs:     true,
-	})
-	if err != nil {
-		t.Fatalf("nats server: %v", err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		t.Fatal("nats server not ready")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s.ClientURL()
+	return natstest.Start(t).URL
 }
 
 // node starts a metis server in cluster mode on its own home.

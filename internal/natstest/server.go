@@ -1,0 +1,139 @@
+package natstest
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// readyTimeout bounds a server's start, and a cluster's forming: they
+// are generous for a loaded 2-core machine running -race.
+const readyTimeout = 30 * time.Second
+
+// Server is one running NATS server.
+type Server struct {
+	*server.Server
+	// URL is the server's client URL (nats://127.0.0.1:PORT).
+	URL string
+}
+
+// Start runs a standalone NATS server with JetStream on a temporary
+// directory, listening on a random loopback port. It shuts down when
+// the test ends (cleanups registered later, such as a metis node's,
+// run first).
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := start(t, &server.Options{ServerName: "metis-test", Host: "127.0.0.1", Port: -1})
+	if !s.ReadyForConnections(readyTimeout) {
+		t.Fatal("natstest: server not ready")
+	}
+	return s
+}
+
+// Cluster is a NATS cluster of servers routed to each other.
+type Cluster struct {
+	Name    string
+	Servers []*Server
+}
+
+// URLs returns every server's client URL joined with commas, the form
+// a NATS client (and metis's --nats) accepts for a cluster.
+func (c *Cluster) URLs() string {
+	urls := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		urls[i] = s.URL
+	}
+	return strings.Join(urls, ",")
+}
+
+// StartCluster runs n servers (n ≥ 3 for JetStream replicas 3) in one
+// NATS cluster on loopback ports, and waits until JetStream has a meta
+// leader, so a stream with n replicas can be created at once. They shut
+// down when the test ends.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	ports := freePorts(t, n)
+	routes := make([]*url.URL, n)
+	for i, p := range ports {
+		routes[i] = &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)}
+	}
+	c := &Cluster{Name: "metis-test-cluster"}
+	for i := range n {
+		c.Servers = append(c.Servers, start(t, &server.Options{
+			ServerName: fmt.Sprintf("metis-test-%d", i+1),
+			Host:       "127.0.0.1",
+			Port:       -1,
+			Cluster:    server.ClusterOpts{Name: c.Name, Host: "127.0.0.1", Port: ports[i]},
+			Routes:     routes,
+		}))
+	}
+	deadline := time.Now().Add(readyTimeout)
+	for _, s := range c.Servers {
+		if !s.ReadyForConnections(time.Until(deadline)) {
+			t.Fatalf("natstest: %s not ready", s.Name())
+		}
+	}
+	for {
+		if leaderKnown(c) {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("natstest: the cluster elected no JetStream meta leader")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// leaderKnown reports whether every server is routed to all the others
+// and one is the JetStream meta leader.
+func leaderKnown(c *Cluster) bool {
+	leader := false
+	for _, s := range c.Servers {
+		if s.NumRoutes() < len(c.Servers)-1 {
+			return false
+		}
+		leader = leader || s.JetStreamIsLeader()
+	}
+	return leader
+}
+
+// start creates and starts a server with JetStream on a temporary
+// directory, shut down when the test ends.
+func start(t testing.TB, opts *server.Options) *Server {
+	t.Helper()
+	opts.JetStream = true
+	opts.StoreDir = t.TempDir()
+	opts.NoLog = true
+	opts.NoSigs = true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatalf("natstest: new server: %v", err)
+	}
+	s.Start()
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return &Server{Server: s, URL: s.ClientURL()}
+}
+
+// freePorts reserves n loopback ports for the cluster's routes, which
+// must all be known before the first server starts.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	for i := range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("natstest: free port: %v", err)
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports
+}
