@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/metis-agent/metis/protocol"
 )
 
 func main() {
@@ -116,10 +118,10 @@ func (s *stream) until(ctx context.Context, stop func(map[string]any) bool) (map
 	}
 }
 
-func evType(f map[string]any) string {
+func evType(f map[string]any) protocol.EventType {
 	if e, ok := f["event"].(map[string]any); ok {
 		t, _ := e["type"].(string)
-		return t
+		return protocol.EventType(t)
 	}
 	return ""
 }
@@ -128,7 +130,7 @@ func isType(t string) func(map[string]any) bool {
 	return func(f map[string]any) bool { return f["type"] == t }
 }
 
-func isEvent(ts ...string) func(map[string]any) bool {
+func isEvent(ts ...protocol.EventType) func(map[string]any) bool {
 	return func(f map[string]any) bool {
 		for _, t := range ts {
 			if evType(f) == t {
@@ -153,12 +155,12 @@ func run(ctx context.Context, server, workspace string) error {
 		return err
 	}
 	defer a.c.CloseNow()
-	_ = a.send(ctx, map[string]any{"type": "subscribe", "filter": "preset:chat", "since": nil, "snapshot": true})
-	if _, err := a.until(ctx, isType("snapshot")); err != nil {
+	_ = a.send(ctx, map[string]any{"type": protocol.TypeSubscribe, "filter": "preset:chat", "since": nil, "snapshot": true})
+	if _, err := a.until(ctx, isType(protocol.TypeSnapshot)); err != nil {
 		return err
 	}
-	_ = a.send(ctx, map[string]any{"type": "ping", "nonce": "c-1"})
-	if _, err := a.until(ctx, isType("pong")); err != nil {
+	_ = a.send(ctx, map[string]any{"type": protocol.TypePing, "nonce": "c-1"})
+	if _, err := a.until(ctx, isType(protocol.TypePong)); err != nil {
 		return err
 	}
 
@@ -171,10 +173,10 @@ func run(ctx context.Context, server, workspace string) error {
 	_, _ = call(ctx, server, "POST", "/sessions/"+sid+"/turns", map[string]any{"content": "again"})
 	var cursor string
 	if _, err := a.until(ctx, func(f map[string]any) bool {
-		if evType(f) == "llm.call_started" && cursor == "" {
+		if evType(f) == protocol.EventLLMCallStarted && cursor == "" {
 			cursor, _ = f["event"].(map[string]any)["id"].(string)
 		}
-		return isEvent("turn.completed", "turn.cancelled")(f)
+		return isEvent(protocol.EventTurnCompleted, protocol.EventTurnCancelled)(f)
 	}); err != nil {
 		return err
 	}
@@ -189,12 +191,12 @@ func run(ctx context.Context, server, workspace string) error {
 		return err
 	}
 	defer b.c.CloseNow()
-	_ = b.send(ctx, map[string]any{"type": "subscribe", "filter": map[string]any{"event_types": []string{"text.delta", "txt.delta"}}})
-	if _, err := b.until(ctx, isType("subscribe_error")); err != nil {
+	_ = b.send(ctx, map[string]any{"type": protocol.TypeSubscribe, "filter": map[string]any{"event_types": []string{string(protocol.EventTextDelta), "txt.delta"}}})
+	if _, err := b.until(ctx, isType(protocol.TypeSubscribeError)); err != nil {
 		return err
 	}
-	_ = b.send(ctx, map[string]any{"type": "subscribe", "filter": map[string]any{"event_types": []string{"tool.called", "tool.completed", "turn.completed", "feedback.submitted"}}, "since": cursor})
-	ack, err := b.until(ctx, isType("subscribe_ack"))
+	_ = b.send(ctx, map[string]any{"type": protocol.TypeSubscribe, "filter": map[string]any{"event_types": []string{string(protocol.EventToolCalled), string(protocol.EventToolCompleted), string(protocol.EventTurnCompleted), string(protocol.EventFeedbackSubmitted)}}, "since": cursor})
+	ack, err := b.until(ctx, isType(protocol.TypeSubscribeAck))
 	if err != nil {
 		return err
 	}
@@ -204,12 +206,12 @@ func run(ctx context.Context, server, workspace string) error {
 			return err
 		}
 	}
-	_ = b.send(ctx, map[string]any{"type": "subscribe", "filter": nil})
-	if _, err := b.until(ctx, isType("error")); err != nil {
+	_ = b.send(ctx, map[string]any{"type": protocol.TypeSubscribe, "filter": nil})
+	if _, err := b.until(ctx, isType(protocol.TypeError)); err != nil {
 		return err
 	}
 	_ = b.send(ctx, map[string]any{"type": "hello"})
-	if _, err := b.until(ctx, isType("error")); err != nil {
+	if _, err := b.until(ctx, isType(protocol.TypeError)); err != nil {
 		return err
 	}
 
@@ -219,16 +221,16 @@ func run(ctx context.Context, server, workspace string) error {
 		return err
 	}
 	turn2, _ := t2["turn_id"].(string)
-	if _, err := a.until(ctx, isEvent("text.delta")); err != nil {
+	if _, err := a.until(ctx, isEvent(protocol.EventTextDelta)); err != nil {
 		return err
 	}
-	_ = a.send(ctx, map[string]any{"type": "cancel", "turn_id": turn2, "reason": "user_cancel"})
-	if _, err := a.until(ctx, isEvent("turn.cancelled", "turn.completed")); err != nil {
+	_ = a.send(ctx, map[string]any{"type": protocol.TypeCancel, "turn_id": turn2, "reason": "user_cancel"})
+	if _, err := a.until(ctx, isEvent(protocol.EventTurnCancelled, protocol.EventTurnCompleted)); err != nil {
 		return err
 	}
 	_, _ = call(ctx, server, "POST", "/sessions/"+sid+"/turns/"+turn2+"/cancel", map[string]any{})
-	_ = a.send(ctx, map[string]any{"type": "cancel", "turn_id": "turn_nope"})
-	if _, err := a.until(ctx, isType("error")); err != nil {
+	_ = a.send(ctx, map[string]any{"type": protocol.TypeCancel, "turn_id": "turn_nope"})
+	if _, err := a.until(ctx, isType(protocol.TypeError)); err != nil {
 		return err
 	}
 
@@ -255,32 +257,32 @@ func runRefusals(ctx context.Context, server, workspace string) error {
 	}
 	defer a.c.CloseNow()
 	for _, sub := range []map[string]any{
-		{"type": "subscribe", "since": "evt_nope"},
-		{"type": "subscribe", "since": "evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ"},
-		{"type": "subscribe", "since": "evt_01AAAAAAAAAAAAAAAAAAAAAAAA"},
-		{"type": "subscribe", "filter": "preset:everything"},
-		{"type": "subscribe", "filter": map[string]any{"event_types": []string{}}},
-		{"type": "subscribe", "filter": map[string]any{"actors": []string{}}},
+		{"type": protocol.TypeSubscribe, "since": "evt_nope"},
+		{"type": protocol.TypeSubscribe, "since": "evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ"},
+		{"type": protocol.TypeSubscribe, "since": "evt_01AAAAAAAAAAAAAAAAAAAAAAAA"},
+		{"type": protocol.TypeSubscribe, "filter": "preset:everything"},
+		{"type": protocol.TypeSubscribe, "filter": map[string]any{"event_types": []string{}}},
+		{"type": protocol.TypeSubscribe, "filter": map[string]any{"actors": []string{}}},
 	} {
 		_ = a.send(ctx, sub)
-		if _, err := a.until(ctx, isType("subscribe_error")); err != nil {
+		if _, err := a.until(ctx, isType(protocol.TypeSubscribeError)); err != nil {
 			return err
 		}
 	}
 	for _, raw := range []string{`{"type":"subscribe"`, `[1]`, `{"type":"cancel"}`, `{"type":"subscribe","snapshot":"yes"}`, `{"type":"ping","nonce":7}`} {
 		fmt.Printf("A C> %s\n", raw)
 		_ = a.c.Write(ctx, websocket.MessageText, []byte(raw))
-		if _, err := a.until(ctx, isType("error")); err != nil {
+		if _, err := a.until(ctx, isType(protocol.TypeError)); err != nil {
 			return err
 		}
 	}
 	fmt.Println("A C> (a binary frame)")
 	_ = a.c.Write(ctx, websocket.MessageBinary, []byte(`{"type":"ping"}`))
-	if _, err := a.until(ctx, isType("error")); err != nil {
+	if _, err := a.until(ctx, isType(protocol.TypeError)); err != nil {
 		return err
 	}
-	_ = a.send(ctx, map[string]any{"type": "subscribe", "filter": "preset:full", "snapshot": true})
-	if _, err := a.until(ctx, isType("snapshot")); err != nil {
+	_ = a.send(ctx, map[string]any{"type": protocol.TypeSubscribe, "filter": "preset:full", "snapshot": true})
+	if _, err := a.until(ctx, isType(protocol.TypeSnapshot)); err != nil {
 		return err
 	}
 	b, err := dial(ctx, server, sid, "B")
@@ -317,15 +319,15 @@ func runWorkers(ctx context.Context, server, workspace string) error {
 		return err
 	}
 	defer a.c.CloseNow()
-	types := []string{"turn.started", "turn.completed", "turn.cancelled", "llm.call_failed", "tool.called",
-		"tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed"}
-	_ = a.send(ctx, map[string]any{"type": "subscribe", "filter": map[string]any{"event_types": types, "include_worker_sessions": true}})
-	if _, err := a.until(ctx, isType("subscribe_ack")); err != nil {
+	types := []string{string(protocol.EventTurnStarted), string(protocol.EventTurnCompleted), string(protocol.EventTurnCancelled), string(protocol.EventLLMCallFailed), string(protocol.EventToolCalled),
+		string(protocol.EventToolCompleted), string(protocol.EventToolFailed), string(protocol.EventDelegateStarted), string(protocol.EventDelegateCompleted), string(protocol.EventDelegateFailed)}
+	_ = a.send(ctx, map[string]any{"type": protocol.TypeSubscribe, "filter": map[string]any{"event_types": types, "include_worker_sessions": true}})
+	if _, err := a.until(ctx, isType(protocol.TypeSubscribeAck)); err != nil {
 		return err
 	}
 	plannerEnd := func(f map[string]any) bool {
 		e, _ := f["event"].(map[string]any)
-		return e != nil && e["session_id"] == sid && isEvent("turn.completed", "turn.cancelled")(f)
+		return e != nil && e["session_id"] == sid && isEvent(protocol.EventTurnCompleted, protocol.EventTurnCancelled)(f)
 	}
 	turn := func(content string) (string, error) {
 		t, err := call(ctx, server, "POST", "/sessions/"+sid+"/turns", map[string]any{"content": content})
@@ -349,10 +351,10 @@ func runWorkers(ctx context.Context, server, workspace string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := a.until(ctx, isEvent("tool.called")); err != nil {
+	if _, err := a.until(ctx, isEvent(protocol.EventToolCalled)); err != nil {
 		return err
 	}
-	_ = a.send(ctx, map[string]any{"type": "cancel", "turn_id": id})
+	_ = a.send(ctx, map[string]any{"type": protocol.TypeCancel, "turn_id": id})
 	if _, err := a.until(ctx, plannerEnd); err != nil {
 		return err
 	}
@@ -364,11 +366,11 @@ func runWorkers(ctx context.Context, server, workspace string) error {
 	}
 	if _, err := a.until(ctx, func(f map[string]any) bool {
 		e, _ := f["event"].(map[string]any)
-		return e != nil && e["session_id"] != sid && evType(f) == "tool.called"
+		return e != nil && e["session_id"] != sid && evType(f) == protocol.EventToolCalled
 	}); err != nil {
 		return err
 	}
-	_ = a.send(ctx, map[string]any{"type": "cancel", "turn_id": id})
+	_ = a.send(ctx, map[string]any{"type": protocol.TypeCancel, "turn_id": id})
 	if _, err := a.until(ctx, plannerEnd); err != nil {
 		return err
 	}
@@ -379,8 +381,8 @@ func runWorkers(ctx context.Context, server, workspace string) error {
 		return err
 	}
 	defer b.c.CloseNow()
-	_ = b.send(ctx, map[string]any{"type": "subscribe", "filter": "preset:chat", "snapshot": true})
-	if _, err := b.until(ctx, isType("snapshot")); err != nil {
+	_ = b.send(ctx, map[string]any{"type": protocol.TypeSubscribe, "filter": "preset:chat", "snapshot": true})
+	if _, err := b.until(ctx, isType(protocol.TypeSnapshot)); err != nil {
 		return err
 	}
 	_ = a.c.Close(websocket.StatusNormalClosure, "")
