@@ -83,7 +83,7 @@ func OpenLeases(ctx context.Context, js jetstream.JetStream, node string, cfg Le
 			cfg.Replicas = 3
 		}
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kvCfg := jetstream.KeyValueConfig{
 		Bucket:         cfg.Bucket,
 		Description:    "metis: one lease per delegation tree",
 		History:        1,
@@ -91,7 +91,12 @@ func OpenLeases(ctx context.Context, js jetstream.JetStream, node string, cfg Le
 		LimitMarkerTTL: cfg.TTL,
 		Storage:        jetstream.FileStorage,
 		Replicas:       cfg.Replicas,
-	})
+	}
+	// Create first, as OpenLog does: nodes starting together all succeed.
+	kv, err := js.CreateKeyValue(ctx, kvCfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.UpdateKeyValue(ctx, kvCfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: lease bucket %s: %w", cfg.Bucket, err)
 	}

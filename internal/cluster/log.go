@@ -78,7 +78,7 @@ func OpenLog(ctx context.Context, nc *nats.Conn, cfg LogConfig) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
 	}
-	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	st, err := createOrUpdateStream(ctx, js, jetstream.StreamConfig{
 		Name:        cfg.Stream,
 		Description: "metis events: metis.evt.<tree>.<session>.<c|s>",
 		Subjects:    []string{AllSubjects},
@@ -95,6 +95,20 @@ func OpenLog(ctx context.Context, nc *nats.Conn, cfg LogConfig) (*Log, error) {
 		return nil, fmt.Errorf("cluster: stream %s: %w", cfg.Stream, err)
 	}
 	return &Log{js: js, stream: st, cfg: cfg}, nil
+}
+
+// createOrUpdateStream creates the stream, or updates it when it exists
+// with another configuration. It creates first: nodes of a fresh cluster
+// start together, and concurrent creates of one configuration all
+// succeed, where an update racing a create (the client library's
+// CreateOrUpdateStream updates first) can wait for a stream leader
+// that is not elected yet until its context ends.
+func createOrUpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	st, err := js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return js.UpdateStream(ctx, cfg)
+	}
+	return st, err
 }
 
 // Config returns the log's configuration, defaults filled in.
