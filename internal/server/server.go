@@ -185,8 +185,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	s.Tools.Register(&delegate.Tool{Sessions: mgr, Store: st, Bus: s.Bus, Models: s.Models})
 	// In cluster mode a turn left open may belong to a tree another node
-	// owns: crash recovery there is failover's, not built yet
-	// (docs/scale-out.md).
+	// owns: the node ends only those of the trees it takes over
+	// (cluster_failover.go).
 	if err := s.recover(ctx, mgr); err != nil {
 		s.closeCore(ctx)
 		return nil, err
