@@ -231,13 +231,21 @@ func stealLease(t *testing.T, natsURL, tree string) (uint64, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(ctx, tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev, err := kv.Update(ctx, tree, []byte(`{"node":"node-x"}`), e.Revision())
-	if err != nil {
-		t.Fatal(err)
+	var rev uint64
+	for {
+		// The owner renews meanwhile: read and overwrite again until the
+		// overwrite lands on the revision read.
+		e, err := kv.Get(ctx, tree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, err = kv.Update(ctx, tree, []byte(`{"node":"node-x"}`), e.Revision())
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			t.Fatal(err)
+		}
 	}
 	lg, err := cluster.OpenLog(ctx, nc, cluster.LogConfig{})
 	if err != nil {
