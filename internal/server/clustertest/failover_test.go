@@ -26,7 +26,7 @@ const failoverTTL = time.Second
 
 // failoverNode starts an in-process metis node with the failover tests'
 // lease TTL.
-func failoverNode(t *testing.T, natsURL, name string) *servertest.Harness {
+func failoverNode(t testing.TB, natsURL, name string) *servertest.Harness {
 	t.Helper()
 	return servertest.Start(t, "", func(c *config.Config) {
 		c.NATS, c.Node, c.LeaseTTL = natsURL, name, failoverTTL
