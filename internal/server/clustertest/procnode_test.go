@@ -76,7 +76,13 @@ type procNode struct {
 // log is shown when the test failed.
 func startProcNode(t testing.TB, natsURL, name string, leaseTTL, demoDelay time.Duration) *procNode {
 	t.Helper()
-	home := t.TempDir()
+	return startProcNodeAt(t, natsURL, name, t.TempDir(), leaseTTL, demoDelay)
+}
+
+// startProcNodeAt is startProcNode on a given home: a node restarted
+// after a crash.
+func startProcNodeAt(t testing.TB, natsURL, name, home string, leaseTTL, demoDelay time.Duration) *procNode {
+	t.Helper()
 	ws := filepath.Join(home, "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -89,7 +95,7 @@ func startProcNode(t testing.TB, natsURL, name string, leaseTTL, demoDelay time.
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(home, "node.log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
