@@ -275,6 +275,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
+		if s.cluster != nil {
+			s.cluster.stopFailover() // take no tree over while stopping
+		}
 		step("sessions", func() error { return s.Sessions.Shutdown(ctx) })
 		// Every event of the cancelled turns reaches the clients' queues,
 		// then each connection flushes its queue and closes with 1001.
