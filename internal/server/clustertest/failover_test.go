@@ -14,6 +14,7 @@ import (
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/natstest"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/streamtest"
@@ -124,7 +125,8 @@ func drain(c *streamtest.Client) []*protocol.EventEnvelope {
 }
 
 // TestOwnerKilledMidTurnFailsOver: three metis nodes on one NATS
-// server; the owner, node a, runs in a process of its own and is killed
+// server, and on a three-server NATS cluster (one node per server, the
+// stream and the lease bucket with three replicas); the owner, node a, runs in a process of its own and is killed
 // (SIGKILL) while a turn streams. The lease moves to a surviving node,
 // which ends the turn canonically (turn.cancelled, owner_lost,
 // interrupted), as node b's client sees live; a's client reconnects to
@@ -134,9 +136,22 @@ func drain(c *streamtest.Client) []*protocol.EventEnvelope {
 // new owner; and the ids node b's client saw increase strictly across
 // the change of owner.
 func TestOwnerKilledMidTurnFailsOver(t *testing.T) {
-	url := startNATS(t)
-	a := startProcNode(t, url, "node-a", failoverTTL, 5*time.Millisecond)
-	b, c := failoverNode(t, url, "node-b"), failoverNode(t, url, "node-c")
+	t.Run("one server", func(t *testing.T) {
+		url := startNATS(t)
+		ownerKilledMidTurn(t, url, [3]string{url, url, url})
+	})
+	t.Run("three-server cluster, R3", func(t *testing.T) {
+		nc := natstest.StartCluster(t, 3)
+		ownerKilledMidTurn(t, nc.URLs(), [3]string{nc.Servers[0].URL, nc.Servers[1].URL, nc.Servers[2].URL})
+	})
+}
+
+// ownerKilledMidTurn runs TestOwnerKilledMidTurnFailsOver with node a,
+// b and c connected to the servers at per[0], per[1] and per[2]; url
+// reaches any of them.
+func ownerKilledMidTurn(t *testing.T, url string, per [3]string) {
+	a := startProcNode(t, per[0], "node-a", failoverTTL, 5*time.Millisecond)
+	b, c := failoverNode(t, per[1], "node-b"), failoverNode(t, per[2], "node-c")
 	sid := a.CreateSession()
 	visible(t, b, sid)
 	visible(t, c, sid)
