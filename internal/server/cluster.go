@@ -59,8 +59,8 @@ type clusterNode struct {
 // subscription.
 type ownedTree struct {
 	owner   *cluster.Owner
-	serving *cluster.Serving
-	handled chan struct{} // closed once the end of the ownership was handled (onLost)
+	serving *cluster.Serving // nil until the tree is served (guarded by clusterNode.mu)
+	handled chan struct{}    // closed once the end of the ownership was handled (onLost)
 }
 
 // treeFeed counts this node's clients of a tree owned elsewhere.
@@ -352,7 +352,7 @@ func (cn *clusterNode) close(ctx context.Context) error {
 	cn.mu.Unlock()
 	cn.takeMu.Unlock()
 	for tree, ot := range owned {
-		ot.serving.Stop()
+		cn.stopServing(ot)
 		if err := ot.owner.Release(ctx); err != nil && !errors.Is(err, cluster.ErrLeaseLost) {
 			errs = append(errs, fmt.Errorf("release tree %s: %w", tree, err))
 		}

@@ -226,20 +226,54 @@ func (cn *clusterNode) hasClients(tree string) bool {
 // take is a deliberate take of a tree (a routed request nobody
 // answered, a failover): it acquires the tree as ownerOf does and, if
 // this call took it, ends every turn of the tree left open by its
-// previous owner.
+// previous owner before it answers the tree's routed requests (a turn
+// submitted from another node cannot start before they ended).
 func (cn *clusterNode) take(ctx context.Context, tree string) (*cluster.Owner, error) {
-	o, took, err := cn.acquire(ctx, tree)
+	o, took, err := cn.acquireServing(ctx, tree, false)
 	if err != nil || !took {
 		return o, err
 	}
-	ended, err := cn.sessions.RecoverTree(ctx, tree)
+	ended, rerr := cn.sessions.RecoverTree(ctx, tree)
 	if len(ended) > 0 {
 		cn.logger.Warn("cluster: ended the turns the tree's previous owner left open", "tree", tree, "node", cn.name, "turns", ended)
 	}
-	if err != nil {
-		return o, fmt.Errorf("cluster: take %s: %w", tree, err)
+	if err := cn.serve(tree, o); err != nil {
+		return o, errors.Join(rerr, err)
+	}
+	if rerr != nil {
+		return o, fmt.Errorf("cluster: take %s: %w", tree, rerr)
 	}
 	return o, nil
+}
+
+// serve starts answering the routed requests of a tree this node owns
+// (acquireServing without serve). A tree lost meanwhile is not served.
+func (cn *clusterNode) serve(tree string, o *cluster.Owner) error {
+	sv, err := cn.router.Serve(o.Context(), tree, cn)
+	if err != nil {
+		return fmt.Errorf("cluster: serve %s: %w", tree, err)
+	}
+	cn.mu.Lock()
+	ot := cn.owners[tree]
+	if ot != nil && ot.owner == o && ot.serving == nil {
+		ot.serving = sv
+		sv = nil
+	}
+	cn.mu.Unlock()
+	if sv != nil { // lost (or released) before it was served
+		sv.Stop()
+	}
+	return nil
+}
+
+// stopServing stops answering a tree's routed requests.
+func (cn *clusterNode) stopServing(ot *ownedTree) {
+	cn.mu.Lock()
+	sv := ot.serving
+	cn.mu.Unlock()
+	if sv != nil {
+		sv.Stop()
+	}
 }
 
 // storeOwner is the cluster store's OwnerFunc: the owner a tree's
@@ -261,8 +295,15 @@ func (cn *clusterNode) storeOwner(ctx context.Context, tree string) (*cluster.Ow
 }
 
 // acquire returns this node's owner of tree, taking the tree if the node
-// does not own it; took tells whether this call took it.
+// does not own it, and answering its routed requests; took tells
+// whether this call took it.
 func (cn *clusterNode) acquire(ctx context.Context, tree string) (_ *cluster.Owner, took bool, _ error) {
+	return cn.acquireServing(ctx, tree, true)
+}
+
+// acquireServing is acquire; a tree it takes answers its routed
+// requests at once if serve, else once serve is called.
+func (cn *clusterNode) acquireServing(ctx context.Context, tree string, serve bool) (_ *cluster.Owner, took bool, _ error) {
 	if o := cn.liveOwner(tree); o != nil {
 		return o, false, nil
 	}
@@ -281,9 +322,11 @@ func (cn *clusterNode) acquire(ctx context.Context, tree string) (_ *cluster.Own
 	if err := cn.handOver(ctx, o); err != nil {
 		return nil, false, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
 	}
-	sv, err := cn.router.Serve(o.Context(), tree, cn)
-	if err != nil {
-		return nil, false, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
+	var sv *cluster.Serving
+	if serve {
+		if sv, err = cn.router.Serve(o.Context(), tree, cn); err != nil {
+			return nil, false, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
+		}
 	}
 	ot := &ownedTree{owner: o, serving: sv, handled: make(chan struct{})}
 	cn.mu.Lock()
@@ -366,7 +409,7 @@ func (cn *clusterNode) onLost(tree string, ot *ownedTree) {
 	if errors.Is(cause, cluster.ErrLeaseReleased) {
 		return
 	}
-	ot.serving.Stop()
+	cn.stopServing(ot)
 	cn.mu.Lock()
 	if cn.owners[tree] == ot {
 		delete(cn.owners, tree)
