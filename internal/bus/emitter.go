@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/store"
@@ -48,6 +49,10 @@ type outbox struct {
 	outMu   sync.Mutex
 	pending []*pending // in id order; head is the oldest undelivered
 	lastOut string     // id of the last event delivered
+
+	// suspended, when set, is the error every emit into the tree fails
+	// with (Suspend, handover.go).
+	suspended atomic.Pointer[error]
 }
 
 type pending struct {
@@ -127,6 +132,9 @@ func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
 	o := e.o
 	o.submitMu.Lock()
 	defer o.submitMu.Unlock()
+	if err := o.suspended.Load(); err != nil {
+		return nil, nil, *err
+	}
 	id, ts := o.seq.Next()
 	ev := &event.Event{ID: id, Type: s.Type, SessionID: e.sessionID, TurnID: s.TurnID, TS: ts, Actor: s.Actor, Payload: payload}
 	if marshalled {

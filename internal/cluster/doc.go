@@ -18,7 +18,10 @@
 //   - ownership ([Leases], [Lease], [Owner]): a lease per tree in a
 //     JetStream key-value bucket, renewed by revision, expiring with the
 //     bucket's TTL; losing it, or a fenced publish refused, cancels the
-//     context the owner runs the tree's work under;
+//     context the owner runs the tree's work under; a watch of the
+//     bucket ([LeaseWatcher]) sees leases taken, expired and released,
+//     so a dead owner's trees are taken over, and [Log.TreeTail] gives
+//     the newest event id of a tree that a new owner's ids must follow;
 //   - routing ([Router]): request/reply subjects that carry turn
 //     submission and cancel from any node to the tree's owner;
 //   - committing ([Store]): the bus's store in cluster mode; a group is

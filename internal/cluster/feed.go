@@ -37,6 +37,9 @@ type feed struct {
 	done      chan struct{}
 	delivered atomic.Uint64 // stream sequence of the last event handed to the sink
 	catalog   atomic.Uint64 // stream sequence of the last catalog event handed to the sink
+
+	movedMu sync.Mutex
+	moved   chan struct{} // closed and replaced when delivered moves (feed_wait.go)
 }
 
 // NewFeeds returns the feeds of a node.
@@ -76,7 +79,7 @@ func (f *Feeds) Join(ctx context.Context, tree string) (leave func(), err error)
 			return nil, fmt.Errorf("cluster: feed %s: %w", tree, err)
 		}
 		fctx, cancel := context.WithCancel(context.Background())
-		fd = &feed{cancel: cancel, done: make(chan struct{})}
+		fd = &feed{cancel: cancel, done: make(chan struct{}), moved: make(chan struct{})}
 		fd.delivered.Store(tail)
 		f.trees[tree] = fd
 		f.wg.Add(1)
@@ -121,6 +124,7 @@ func (f *Feeds) run(ctx context.Context, tree string, fd *feed, from ReadFrom) {
 			}
 		}
 		fd.delivered.Store(e.Seq)
+		fd.notify()
 		return nil
 	})
 	if err != nil && ctx.Err() == nil {

@@ -126,6 +126,10 @@ type Published struct {
 // PublishStreaming appends a streaming event of tree with the log's
 // per-message TTL. Its id is the message id, so a retry is stored once.
 func (l *Log) PublishStreaming(ctx context.Context, tree string, ev *event.Event) (Published, error) {
+	return l.publishStreaming(ctx, tree, ev)
+}
+
+func (l *Log) publishStreaming(ctx context.Context, tree string, ev *event.Event, opts ...jetstream.PublishOpt) (Published, error) {
 	if event.FamilyOf(ev.Type) != event.Streaming {
 		return Published{}, fmt.Errorf("cluster: publish %s: not a streaming event", ev)
 	}
@@ -135,7 +139,7 @@ func (l *Log) PublishStreaming(ctx context.Context, tree string, ev *event.Event
 	ack, err := l.js.PublishMsg(ctx, &nats.Msg{
 		Subject: Subject(tree, ev.SessionID, event.Streaming),
 		Data:    ev.JSON(),
-	}, jetstream.WithMsgID(ev.ID), jetstream.WithMsgTTL(l.cfg.StreamingTTL), jetstream.WithExpectStream(l.cfg.Stream))
+	}, append(opts, jetstream.WithMsgID(ev.ID), jetstream.WithMsgTTL(l.cfg.StreamingTTL), jetstream.WithExpectStream(l.cfg.Stream))...)
 	if err != nil {
 		return Published{}, fmt.Errorf("cluster: publish %s: %w", ev, err)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"testing"
+	"time"
 )
 
 // TestClusterSettings: --nats, --nats-creds and --node, and their
@@ -25,5 +26,32 @@ func TestClusterSettings(t *testing.T) {
 	}
 	if d := Defaults(); d.NATS != "" || d.Node != "" || d.NATSCreds != "" {
 		t.Fatalf("defaults are not single-node: %+v", d)
+	}
+}
+
+// TestLeaseTTLSetting: --lease-ttl and the config key lease_ttl set the
+// cluster's lease TTL, 10s by default; flags win.
+func TestLeaseTTLSetting(t *testing.T) {
+	if d := Defaults().LeaseTTL; d != 10*time.Second {
+		t.Fatalf("default lease TTL %s, want 10s", d)
+	}
+	dir := t.TempDir()
+	writeConfig(t, dir, "lease_ttl: 2s\n")
+	c, err := Load([]string{"--home", dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LeaseTTL != 2*time.Second {
+		t.Fatalf("from the file: %s, want 2s", c.LeaseTTL)
+	}
+	c, err = Load([]string{"--home", dir, "--lease-ttl", "1500ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LeaseTTL != 1500*time.Millisecond {
+		t.Fatalf("from the flag: %s, want 1.5s", c.LeaseTTL)
+	}
+	if _, err := Load([]string{"--home", dir, "--lease-ttl", "-1s"}); err == nil {
+		t.Fatal("a negative lease TTL was accepted")
 	}
 }

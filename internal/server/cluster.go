@@ -46,8 +46,10 @@ type clusterNode struct {
 	sessions *session.Manager // set once the manager exists
 
 	takeMu sync.Mutex // one tree taken at a time
-	mu     sync.Mutex // guards owners
+	mu     sync.Mutex // guards owners and lost
 	owners map[string]*ownedTree
+	lost   map[string]bool // trees this node lost, until it takes them again (cluster_failover.go)
+	fo     *failover       // taking over the trees of dead owners (cluster_failover.go)
 
 	attachMu sync.Mutex
 	attached map[string]*treeFeed
@@ -57,7 +59,8 @@ type clusterNode struct {
 // subscription.
 type ownedTree struct {
 	owner   *cluster.Owner
-	serving *cluster.Serving
+	serving *cluster.Serving // nil until the tree is served (guarded by clusterNode.mu)
+	handled chan struct{}    // closed once the end of the ownership was handled (onLost)
 }
 
 // treeFeed counts this node's clients of a tree owned elsewhere.
@@ -101,12 +104,16 @@ func startCluster(ctx context.Context, cfg config.Config, st *store.Store, logge
 	if err != nil {
 		return nil, err
 	}
-	leases, err := cluster.OpenLeases(octx, lg.JetStream(), name, cluster.LeaseConfig{Logger: logger})
+	if cfg.LeaseTTL != 0 && cfg.LeaseTTL < time.Second {
+		return nil, fmt.Errorf("--lease-ttl %s: must be at least 1s", cfg.LeaseTTL)
+	}
+	leases, err := cluster.OpenLeases(octx, lg.JetStream(), name, cluster.LeaseConfig{Logger: logger, TTL: cfg.LeaseTTL})
 	if err != nil {
 		return nil, err
 	}
 	cn := &clusterNode{name: name, logger: logger, nc: nc, closed: closed, log: lg, leases: leases,
-		router: cluster.NewRouter(nc, 0, logger), owners: map[string]*ownedTree{}, attached: map[string]*treeFeed{}}
+		router: cluster.NewRouter(nc, 0, logger), owners: map[string]*ownedTree{}, lost: map[string]bool{},
+		fo: newFailover(), attached: map[string]*treeFeed{}}
 	cn.proj = cluster.NewProjection(lg, st, "", logger)
 	pctx, stop := context.WithCancel(context.Background())
 	cn.projStop, cn.projDone = stop, make(chan error, 1)
@@ -117,7 +124,7 @@ func startCluster(ctx context.Context, cfg config.Config, st *store.Store, logge
 		}
 		cn.projDone <- err
 	}()
-	cn.store = cluster.NewStore(st, cn.proj, cn.ownerOf)
+	cn.store = cluster.NewStore(st, cn.proj, cn.storeOwner)
 	cn.store.SetLogger(logger)
 	return cn, nil
 }
@@ -164,17 +171,23 @@ func checkCredsFile(path string) error {
 // elsewhere reaches this node's clients through the bus's Relay.
 func (cn *clusterNode) startFeeds(b *bus.Bus) {
 	cn.bus = b
-	cn.feeds = cluster.NewAppliedFeeds(cn.log, cn.proj, relaySink{b: b, log: cn.logger}, cn.logger)
+	cn.feeds = cluster.NewAppliedFeeds(cn.log, cn.proj, relaySink{b: b, log: cn.logger, own: cn.emits}, cn.logger)
 }
 
 // relaySink hands a feed's events to the bus, which delivers them to
-// the hub in the tree's outbox.
+// the hub in the tree's outbox; the events of a tree this node owns
+// (it took the tree over while following it) are its own, delivered
+// by its bus already.
 type relaySink struct {
 	b   *bus.Bus
 	log *slog.Logger
+	own func(sessionID string) bool
 }
 
 func (r relaySink) Publish(ev *event.Event) {
+	if r.own(ev.SessionID) {
+		return
+	}
 	if err := r.b.Relay(context.Background(), ev); err != nil {
 		r.log.Error("cluster: relay", "event", ev.ID, "err", err)
 	}
@@ -186,35 +199,8 @@ func (r relaySink) Publish(ev *event.Event) {
 // tree talks to NATS: it runs under takeMu, never under mu, so owns
 // (which the hub calls while delivering) never waits for it.
 func (cn *clusterNode) ownerOf(ctx context.Context, tree string) (*cluster.Owner, error) {
-	if o := cn.liveOwner(tree); o != nil {
-		return o, nil
-	}
-	cn.takeMu.Lock()
-	defer cn.takeMu.Unlock()
-	if o := cn.liveOwner(tree); o != nil {
-		return o, nil
-	}
-	cn.mu.Lock()
-	stale := cn.owners[tree]
-	delete(cn.owners, tree)
-	cn.mu.Unlock()
-	if stale != nil {
-		stale.serving.Stop()
-		_ = stale.owner.Release(ctx)
-	}
-	o, err := cluster.Own(ctx, cn.log, cn.leases, tree)
-	if err != nil {
-		return nil, err
-	}
-	sv, err := cn.router.Serve(o.Context(), tree, cn)
-	if err != nil {
-		return nil, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
-	}
-	cn.mu.Lock()
-	cn.owners[tree] = &ownedTree{owner: o, serving: sv}
-	cn.mu.Unlock()
-	cn.logger.Info("cluster: took tree", "tree", tree, "node", cn.name)
-	return o, nil
+	o, _, err := cn.acquire(ctx, tree)
+	return o, err
 }
 
 // liveOwner returns this node's owner of tree if it still owns it.
@@ -353,6 +339,7 @@ func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leav
 // another node can take them at once), the projection and the
 // connection. The bus must be closed first.
 func (cn *clusterNode) close(ctx context.Context) error {
+	cn.stopFailover()
 	cn.store.Close()
 	if cn.feeds != nil {
 		cn.feeds.Close()
@@ -365,11 +352,12 @@ func (cn *clusterNode) close(ctx context.Context) error {
 	cn.mu.Unlock()
 	cn.takeMu.Unlock()
 	for tree, ot := range owned {
-		ot.serving.Stop()
+		cn.stopServing(ot)
 		if err := ot.owner.Release(ctx); err != nil && !errors.Is(err, cluster.ErrLeaseLost) {
 			errs = append(errs, fmt.Errorf("release tree %s: %w", tree, err))
 		}
 	}
+	cn.fo.wg.Wait()
 	cn.projStop()
 	<-cn.projDone
 	if err := cn.nc.Drain(); err != nil {
@@ -399,10 +387,12 @@ func (s *Server) emits(sessionID string) bool {
 	return s.cluster == nil || s.cluster.emits(sessionID)
 }
 
-// recover closes the turns a crash left open; single-node only.
+// recover closes the turns a crash left open. In cluster mode an open
+// turn may belong to a tree another node runs: the node ends only the
+// turns of the trees it takes over (cluster_failover.go).
 func (s *Server) recover(ctx context.Context, mgr *session.Manager) error {
 	if s.cluster != nil {
-		return nil
+		return s.cluster.startFailover(ctx)
 	}
 	return mgr.Recover(ctx)
 }

@@ -95,7 +95,7 @@ func (cn *clusterNode) routed(w http.ResponseWriter, r *http.Request, next http.
 	}
 	if errors.Is(err, cluster.ErrNoOwner) {
 		// Nobody serves the tree: take it, and answer here.
-		if _, oerr := cn.ownerOf(r.Context(), tree); oerr == nil {
+		if _, oerr := cn.take(r.Context(), tree); oerr == nil {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(w, r)
 			return

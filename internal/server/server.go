@@ -185,8 +185,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	s.Tools.Register(&delegate.Tool{Sessions: mgr, Store: st, Bus: s.Bus, Models: s.Models})
 	// In cluster mode a turn left open may belong to a tree another node
-	// owns: crash recovery there is failover's, not built yet
-	// (docs/scale-out.md).
+	// owns: the node ends only those of the trees it takes over
+	// (cluster_failover.go).
 	if err := s.recover(ctx, mgr); err != nil {
 		s.closeCore(ctx)
 		return nil, err
@@ -274,6 +274,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			if err := bounded(ctx, name, f); err != nil {
 				errs = append(errs, err)
 			}
+		}
+		if s.cluster != nil {
+			s.cluster.stopFailover() // take no tree over while stopping
 		}
 		step("sessions", func() error { return s.Sessions.Shutdown(ctx) })
 		// Every event of the cancelled turns reaches the clients' queues,

@@ -341,41 +341,6 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 }
 
-// Recover closes turns that a crash left in flight: each gets
-// turn.cancelled with reason server_restart, and its unfinished tool
-// calls are marked cancelled.
-func (m *Manager) Recover(ctx context.Context) error {
-	open, err := m.cfg.Store.OpenTurns(ctx)
-	if err != nil {
-		return fmt.Errorf("recover: %w", err)
-	}
-	for _, t := range open {
-		em, err := m.cfg.Bus.Emitter(ctx, t.SessionID)
-		if err != nil {
-			return fmt.Errorf("recover turn %s: %w", t.ID, err)
-		}
-		var ops []store.Op
-		calls, err := m.cfg.Store.ToolCalls(ctx, t.ID)
-		if err != nil {
-			return fmt.Errorf("recover turn %s: %w", t.ID, err)
-		}
-		for _, c := range calls {
-			if c.Status == store.ToolPending || c.Status == store.ToolRunning {
-				c.Status, c.ErrorClass, c.ErrorMessage, c.UpdatedAt = store.ToolCancelled, "cancelled", "server restarted", time.Now()
-				ops = append(ops, store.PutToolCall{Call: c})
-			}
-		}
-		t.Status, t.Reason, t.EndedAt = store.TurnCancelled, "server_restart", time.Now()
-		ops = append(ops, store.PutTurn{Turn: t})
-		if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnCancelled, TurnID: t.ID, Actor: event.ActorSession,
-			Payload: map[string]any{"reason": "server_restart", "phase": "interrupted", "cancelled_tool_use_ids": []string{}}, Ops: ops}); err != nil {
-			return fmt.Errorf("recover turn %s: %w", t.ID, err)
-		}
-		m.log.Warn("closed a turn left open by a crash", "session", t.SessionID, "turn", t.ID)
-	}
-	return nil
-}
-
 // storedTurn reads a turn of a session from the store: ErrNotFound for
 // an unknown session, ErrTurnNotFound for a turn not in it.
 func (m *Manager) storedTurn(ctx context.Context, sessionID, turnID string) (store.Turn, error) {

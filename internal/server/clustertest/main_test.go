@@ -19,6 +19,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(procNodeEnv) != "" {
+		// A metis node in a process of its own (procnode_test.go).
+		os.Exit(runProcNode())
+	}
 	code := m.Run()
 	// The tests' HTTP requests use the default client: its idle
 	// keep-alive connections are not leaks.

@@ -154,6 +154,17 @@ export const ACTORS = ["user", "agent", "model", "tool", "router", "session", "b
 
 // ---- Constants of package protocol ----
 
+/** CancelReasonUser: a client cancelled the turn without a reason. */
+export const CancelReasonUser = "user_cancel";
+/** CancelReasonServerShutdown: the server stopped (SIGINT/SIGTERM) and cancelled every turn in flight before it exited. */
+export const CancelReasonServerShutdown = "server_shutdown";
+/** CancelReasonTurnTimeout: the turn ran longer than --turn-timeout. */
+export const CancelReasonTurnTimeout = "turn_timeout";
+/** CancelReasonServerRestart: the server crashed mid-turn; the turn was ended (phase interrupted) when it started again. */
+export const CancelReasonServerRestart = "server_restart";
+/** CancelReasonOwnerLost: cluster mode; the node running the turn's delegation tree died or lost the tree's lease mid-turn, and the node that took the tree over ended the turn (phase interrupted). */
+export const CancelReasonOwnerLost = "owner_lost";
+export const CancelPhaseInterrupted = "interrupted";
 export const MaxClientFrame = 1048576;
 export const MaxNonce = 128;
 export const MaxReason = 200;

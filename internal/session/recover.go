@@ -1,0 +1,196 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/protocol"
+)
+
+// Recover closes the turns a crash left in flight (single-node mode,
+// once at start): each gets turn.cancelled with reason server_restart
+// and phase interrupted, and its unfinished tool calls are marked
+// cancelled.
+func (m *Manager) Recover(ctx context.Context) error {
+	_, err := m.recoverTurns(ctx, func(string) (bool, error) { return true, nil },
+		protocol.CancelReasonServerRestart, "server restarted")
+	return err
+}
+
+// RecoverTree closes the turns of one delegation tree left in flight by
+// the node that ran it (cluster mode: the node died or lost the tree's
+// lease, and this one took the tree over). Each gets the sequence
+// Recover emits, with reason owner_lost: turn.cancelled (phase
+// interrupted), its unfinished tool calls marked cancelled. It returns
+// the ids of the turns it closed.
+//
+// Call it once the store shows every catalog event of the tree (the
+// node's projection applied the tree's log) and while this node owns
+// the tree. Turns this manager runs itself are left alone: they end on
+// their own.
+func (m *Manager) RecoverTree(ctx context.Context, tree string) ([]string, error) {
+	return m.recoverTurns(ctx, func(sessionID string) (bool, error) {
+		root, err := m.treeOf(ctx, sessionID)
+		return root == tree, err
+	}, protocol.CancelReasonOwnerLost, "the tree's owner node was lost")
+}
+
+// recoverTurns ends every open turn in the store whose session match
+// selects with turn.cancelled(reason, phase interrupted), committing in
+// the same group the turn row and its pending or running tool calls,
+// marked cancelled with note as their error message.
+func (m *Manager) recoverTurns(ctx context.Context, match func(sessionID string) (bool, error), reason, note string) ([]string, error) {
+	open, err := m.cfg.Store.OpenTurns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recover: %w", err)
+	}
+	var closed []string
+	for _, t := range open {
+		ok, err := match(t.SessionID)
+		if err != nil {
+			return closed, fmt.Errorf("recover turn %s: %w", t.ID, err)
+		}
+		if !ok || m.running(t.SessionID, t.ID) {
+			continue
+		}
+		em, err := m.cfg.Bus.Emitter(ctx, t.SessionID)
+		if err != nil {
+			return closed, fmt.Errorf("recover turn %s: %w", t.ID, err)
+		}
+		calls, err := m.cfg.Store.ToolCalls(ctx, t.ID)
+		if err != nil {
+			return closed, fmt.Errorf("recover turn %s: %w", t.ID, err)
+		}
+		var ops []store.Op
+		for _, c := range calls {
+			if c.Status == store.ToolPending || c.Status == store.ToolRunning {
+				c.Status, c.ErrorClass, c.ErrorMessage, c.UpdatedAt = store.ToolCancelled, "cancelled", note, time.Now()
+				ops = append(ops, store.PutToolCall{Call: c})
+			}
+		}
+		t.Status, t.Reason, t.EndedAt = store.TurnCancelled, reason, time.Now()
+		ops = append(ops, store.PutTurn{Turn: t})
+		if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnCancelled, TurnID: t.ID, Actor: event.ActorSession,
+			Payload: map[string]any{"reason": reason, "phase": protocol.CancelPhaseInterrupted, "cancelled_tool_use_ids": []string{}},
+			Ops:     ops}); err != nil {
+			return closed, fmt.Errorf("recover turn %s: %w", t.ID, err)
+		}
+		closed = append(closed, t.ID)
+		m.log.Warn("closed a turn left open", "session", t.SessionID, "turn", t.ID, "reason", reason)
+	}
+	return closed, nil
+}
+
+// running reports whether this manager runs turn turnID of sessionID.
+func (m *Manager) running(sessionID, turnID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.turns[sessionID]
+	return t != nil && t.id == turnID
+}
+
+// CancelTree cancels, with reason, every turn of a delegation tree in
+// flight in this manager (cluster mode: the node lost the tree, so none
+// of the turns' later events can commit; the tree's new owner ends them
+// in the log). It returns the ids of the turns it cancelled.
+func (m *Manager) CancelTree(ctx context.Context, tree, reason string) ([]string, error) {
+	var cancelled []string
+	for sid, id := range m.inFlight() {
+		root, err := m.treeOf(ctx, sid)
+		if err != nil {
+			return cancelled, fmt.Errorf("cancel tree %s: %w", tree, err)
+		}
+		if root != tree {
+			continue
+		}
+		if res, ok := m.cancelTurn(sid, id, reason); ok && res == Cancelling {
+			cancelled = append(cancelled, id)
+		}
+	}
+	return cancelled, nil
+}
+
+// WaitTree blocks until no turn of a delegation tree is in flight in
+// this manager, or ctx is done.
+func (m *Manager) WaitTree(ctx context.Context, tree string) error {
+	for sid := range m.inFlight() {
+		root, err := m.treeOf(ctx, sid)
+		if err != nil {
+			return fmt.Errorf("wait for tree %s: %w", tree, err)
+		}
+		if root != tree {
+			continue
+		}
+		if err := m.Wait(ctx, sid); err != nil {
+			return fmt.Errorf("wait for tree %s: %w", tree, err)
+		}
+	}
+	return nil
+}
+
+// inFlight returns the turns in flight, by session.
+func (m *Manager) inFlight() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]string, len(m.turns))
+	for sid, t := range m.turns {
+		out[sid] = t.id
+	}
+	return out
+}
+
+// maxDelegationDepth bounds the walk up a delegation chain (a corrupt
+// chain cannot loop forever).
+const maxDelegationDepth = 64
+
+// treeOf returns the root of a session's delegation tree, from the
+// store.
+func (m *Manager) treeOf(ctx context.Context, sessionID string) (string, error) {
+	id := sessionID
+	for range maxDelegationDepth {
+		s, err := m.cfg.Store.Session(ctx, id)
+		if err != nil {
+			return "", fmt.Errorf("tree of %s: %w", sessionID, err)
+		}
+		if s.ParentSessionID == "" {
+			return id, nil
+		}
+		id = s.ParentSessionID
+	}
+	return "", fmt.Errorf("tree of %s: delegation chain deeper than %d", sessionID, maxDelegationDepth)
+}
+
+// ReasonOwnerLost is the cancel reason of the turns of a tree its node
+// lost (see CancelTree and RecoverTree).
+const ReasonOwnerLost = protocol.CancelReasonOwnerLost
+
+// OpenTrees returns the delegation trees that have a turn open in the
+// store which this manager does not run (cluster mode: turns of a node
+// that died or lost its tree; RecoverTree ends them once the tree is
+// taken over).
+func (m *Manager) OpenTrees(ctx context.Context) ([]string, error) {
+	open, err := m.cfg.Store.OpenTurns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open trees: %w", err)
+	}
+	seen := map[string]bool{}
+	var trees []string
+	for _, t := range open {
+		if m.running(t.SessionID, t.ID) {
+			continue
+		}
+		root, err := m.treeOf(ctx, t.SessionID)
+		if err != nil {
+			return trees, fmt.Errorf("open trees: %w", err)
+		}
+		if !seen[root] {
+			seen[root] = true
+			trees = append(trees, root)
+		}
+	}
+	return trees, nil
+}
