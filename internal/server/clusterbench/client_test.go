@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -83,6 +84,9 @@ func deltaSeq(frame []byte) int {
 	return n
 }
 
+// errNotFound is dial's error when the node does not show the session.
+var errNotFound = errors.New("no such session (yet)")
+
 // dial attaches to a session on node n (GET /sessions/{id}, then the
 // WebSocket), subscribes with the event types and since (if not empty),
 // and returns the connection and the raw subscribe_ack.
@@ -100,6 +104,9 @@ func dial(ctx context.Context, n *node, sid string, types []string, since string
 	}
 	err = json.NewDecoder(resp.Body).Decode(&info)
 	resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, nil, fmt.Errorf("GET /sessions/%s on %s: %w", sid, n.name, errNotFound)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, nil, fmt.Errorf("GET /sessions/%s on %s: %s", sid, n.name, resp.Status)
 	}

@@ -27,14 +27,17 @@ type node struct {
 	ws   string // a workspace directory for its sessions
 }
 
-// startNode starts a metis server on a loopback port with a fresh home
-// and the defaults as set changes them. It does not use
+// startNode starts a metis server on a loopback port with the defaults
+// as set changes them, on home (a fresh one if ""). It does not use
 // servertest.Start, whose recording live sink keeps every event (a cost
 // production does not have). It is shut down when the benchmark ends,
 // before the NATS servers it uses (registered earlier).
-func startNode(tb testing.TB, name string, set func(*config.Config)) *node {
+func startNode(tb testing.TB, name, home string, set func(*config.Config)) *node {
 	tb.Helper()
-	n := &node{name: name, home: tb.TempDir(), hc: &http.Client{Transport: &http.Transport{}}}
+	if home == "" {
+		home = tb.TempDir()
+	}
+	n := &node{name: name, home: home, hc: &http.Client{Transport: &http.Transport{}}}
 	n.ws = filepath.Join(n.home, "workspace")
 	if err := os.MkdirAll(n.ws, 0o755); err != nil {
 		tb.Fatal(err)
@@ -119,7 +122,7 @@ func startSystem(tb testing.TB, name string, n int, set func(*config.Config)) *s
 	}
 	for i := range n {
 		nodeName := fmt.Sprintf("node-%c", 'a'+i)
-		s.nodes = append(s.nodes, startNode(tb, name+"-"+nodeName, func(c *config.Config) {
+		s.nodes = append(s.nodes, startNode(tb, name+"-"+nodeName, "", func(c *config.Config) {
 			if s.urls[i] != "" {
 				c.NATS, c.Node = s.urls[i], nodeName
 			}
