@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -202,6 +203,11 @@ func (l *Lease) Renew(ctx context.Context) error {
 		l.rev, l.renewed = next, sent
 		l.mu.Unlock()
 		return nil
+	case errors.Is(err, jetstream.ErrKeyRevisionMismatch) && l.stillOurs(ctx, rev):
+		// An earlier renewal was stored but its answer never came back
+		// (it timed out on a loaded machine): the key holds this very
+		// lease at a newer revision, which is adopted, and renewed.
+		return l.Renew(ctx)
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 		lost := fmt.Errorf("%w: tree %s: %w", ErrLeaseLost, l.tree, err)
 		l.cancel(lost)
@@ -214,6 +220,22 @@ func (l *Lease) Renew(ctx context.Context) error {
 		return lost
 	}
 	return fmt.Errorf("cluster: renew %s: %w", l.tree, err)
+}
+
+// stillOurs reports whether the key holds this lease's own value (the
+// node and the time it acquired the lease) at a revision after rev, as
+// a renewal that was stored but not acknowledged leaves it; it then
+// adopts that revision. Another node's lease, or a later lease of this
+// node, holds another value.
+func (l *Lease) stillOurs(ctx context.Context, rev uint64) bool {
+	e, err := l.ls.kv.Get(ctx, l.tree)
+	if err != nil || e.Operation() != jetstream.KeyValuePut || e.Revision() <= rev || !bytes.Equal(e.Value(), l.val) {
+		return false
+	}
+	l.mu.Lock()
+	l.rev = e.Revision() // renewed stays the last confirmed renewal's time
+	l.mu.Unlock()
+	return true
 }
 
 func (l *Lease) renewLoop() {
