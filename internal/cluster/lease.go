@@ -227,9 +227,27 @@ func (l *Lease) Renew(ctx context.Context) error {
 // a renewal that was stored but not acknowledged leaves it; it then
 // adopts that revision. Another node's lease, or a later lease of this
 // node, holds another value.
+//
+// The bucket's reads may be served by a replica that has not applied
+// the newer revision yet (direct gets): an entry at rev or older is read
+// again, a few times.
 func (l *Lease) stillOurs(ctx context.Context, rev uint64) bool {
-	e, err := l.ls.kv.Get(ctx, l.tree)
-	if err != nil || e.Operation() != jetstream.KeyValuePut || e.Revision() <= rev || !bytes.Equal(e.Value(), l.val) {
+	var e jetstream.KeyValueEntry
+	for range staleReads {
+		var err error
+		if e, err = l.ls.kv.Get(ctx, l.tree); err != nil {
+			return false
+		}
+		if e.Revision() > rev {
+			break
+		}
+		select {
+		case <-time.After(staleReadWait):
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if e.Operation() != jetstream.KeyValuePut || e.Revision() <= rev || !bytes.Equal(e.Value(), l.val) {
 		return false
 	}
 	l.mu.Lock()
@@ -237,6 +255,13 @@ func (l *Lease) stillOurs(ctx context.Context, rev uint64) bool {
 	l.mu.Unlock()
 	return true
 }
+
+// staleReads bounds how often stillOurs reads a key again that a
+// replica serves at an older revision, staleReadWait apart.
+const (
+	staleReads    = 20
+	staleReadWait = 25 * time.Millisecond
+)
 
 func (l *Lease) renewLoop() {
 	defer close(l.done)
