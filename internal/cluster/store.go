@@ -247,8 +247,9 @@ func (s *Store) publish(tree string, g group) error {
 	}
 	ctx := o.Context()
 	if g.streaming {
-		_, err := o.PublishStreaming(ctx, g.ev)
-		return err
+		// Sent in order with the tree's catalog publishes, not waited
+		// for: the log's logger reports one the stream refused.
+		return o.PublishStreamingAsync(g.ev)
 	}
 	p, err := o.PublishCatalog(ctx, g.ev, g.ops)
 	if err != nil {
