@@ -54,8 +54,6 @@ func emitDelta(em *bus.Emitter, text string) error {
 // until it is delivered on the emitting node: every event emitted
 // before it (the clients' bus.subscriber_registered, committed through
 // the log in cluster mode) is committed and delivered by then.
-// (Emitter.Barrier does not wait in cluster mode: the cluster store
-// answers a group without an event at once.)
 func settle(tb testing.TB, em *bus.Emitter) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
