@@ -31,6 +31,8 @@ import (
 //   - 8 trees in parallel: 8 sessions (each its own tree), 250
 //     pipelined events each, all at once.
 //
+// It reports:
+//
 //	{single,r1,r3}_{one,serial,parallel}_events/s   (median)
 //	{r1,r3}_{one,serial,parallel}_ratio             over single's of
 //	                                                the same iteration

@@ -18,24 +18,25 @@ import (
 //   - flat out: 2,000 text.delta emitted by the owner's adapter as fast
 //     as the emitter takes them; frames/s is every client's frames over
 //     the time from the first emit to the last client's last read;
-//
 //   - paced: 100 deltas/s (30,000 frames/s over the 300 clients), 50
 //     warm-up deltas, then 2 s measured: the latency from the emit to
 //     each client's read, every client pooled.
 //
-//     {single,r3}_frames/s                  flat out
-//     {single,r3}_flat_p99_ms               latency in the flat-out phase
-//     (queueing: about the time to
-//     drain the backlog)
-//     {single,r3}_p50_us, _p99_us           paced
-//     r3_remote_p99_us                      paced, clients of the two
-//     nodes that do not own the tree
-//     r3_frames_ratio, r3_p99_ratio         over single's of the same
-//     iteration (median)
-//     {single,r3}_cpu_us/frame              this process's CPU per frame
-//     delivered, flat out
+// It reports:
 //
-//     go test -run '^$' -bench ClusterFanout -benchtime 1x -count 3 ./internal/server/clusterbench/
+//	{single,r3}_frames/s                  flat out
+//	{single,r3}_flat_p99_ms               latency in the flat-out phase
+//	                                      (queueing: about the time to
+//	                                      drain the backlog)
+//	{single,r3}_p50_us, _p99_us           paced
+//	r3_remote_p99_us                      paced, clients of the two
+//	                                      nodes that do not own the tree
+//	r3_frames_ratio, r3_p99_ratio         over single's of the same
+//	                                      iteration (median)
+//	{single,r3}_cpu_us/frame              this process's CPU per frame
+//	                                      delivered, flat out
+//
+//	go test -run '^$' -bench ClusterFanout -benchtime 1x -count 3 ./internal/server/clusterbench/
 func BenchmarkClusterFanout(b *testing.B) {
 	runs := []*fanoutRun{
 		newFanoutRun(b, startSystem(b, sysSingle, 1, nil)),

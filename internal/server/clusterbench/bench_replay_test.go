@@ -155,9 +155,16 @@ func (r *replayRig) replay(b *testing.B, child *replayClient, name string) (floa
 	if name == "single" {
 		n = r.single
 		// Each subscribe on the single node adds its client's
-		// bus.subscriber_registered and _unregistered to the session.
-		var err error
-		if since, err = r.cur.since(replayEvents); err != nil {
+		// bus.subscriber_registered and _unregistered to the session:
+		// once they are stored, the cursor is taken anew.
+		em, err := n.srv.Bus.Emitter(context.Background(), r.sid)
+		if err == nil {
+			err = em.Barrier(context.Background())
+		}
+		if err == nil {
+			since, err = r.cur.since(replayEvents)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
