@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -207,6 +208,11 @@ func (l *Lease) Renew(ctx context.Context) error {
 		l.rev, l.renewed = next, sent
 		l.mu.Unlock()
 		return nil
+	case errors.Is(err, jetstream.ErrKeyRevisionMismatch) && l.stillOurs(ctx, rev):
+		// An earlier renewal was stored but its answer never came back
+		// (it timed out on a loaded machine): the key holds this very
+		// lease at a newer revision, which is adopted, and renewed.
+		return l.Renew(ctx)
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 		lost := fmt.Errorf("%w: tree %s: %w", ErrLeaseLost, l.tree, err)
 		l.cancel(lost)
@@ -220,6 +226,47 @@ func (l *Lease) Renew(ctx context.Context) error {
 	}
 	return fmt.Errorf("cluster: renew %s: %w", l.tree, err)
 }
+
+// stillOurs reports whether the key holds this lease's own value (the
+// node and the time it acquired the lease) at a revision after rev, as
+// a renewal that was stored but not acknowledged leaves it; it then
+// adopts that revision. Another node's lease, or a later lease of this
+// node, holds another value.
+//
+// The bucket's reads may be served by a replica that has not applied
+// the newer revision yet (direct gets): an entry at rev or older is read
+// again, a few times.
+func (l *Lease) stillOurs(ctx context.Context, rev uint64) bool {
+	var e jetstream.KeyValueEntry
+	for range staleReads {
+		var err error
+		if e, err = l.ls.kv.Get(ctx, l.tree); err != nil {
+			return false
+		}
+		if e.Revision() > rev {
+			break
+		}
+		select {
+		case <-time.After(staleReadWait):
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if e.Operation() != jetstream.KeyValuePut || e.Revision() <= rev || !bytes.Equal(e.Value(), l.val) {
+		return false
+	}
+	l.mu.Lock()
+	l.rev = e.Revision() // renewed stays the last confirmed renewal's time
+	l.mu.Unlock()
+	return true
+}
+
+// staleReads bounds how often stillOurs reads a key again that a
+// replica serves at an older revision, staleReadWait apart.
+const (
+	staleReads    = 20
+	staleReadWait = 25 * time.Millisecond
+)
 
 func (l *Lease) renewLoop() {
 	defer close(l.done)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -31,6 +32,9 @@ type LogConfig struct {
 	// Duplicates is the window in which a retried publish of the same
 	// event id is recognised and stored once (default 2m).
 	Duplicates time.Duration
+	// Logger receives the streaming events the stream did not
+	// acknowledge after an asynchronous publish (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // Defaults of LogConfig.
@@ -60,6 +64,9 @@ func (c LogConfig) withDefaults(nc *nats.Conn) LogConfig {
 	if c.Duplicates <= 0 {
 		c.Duplicates = DefaultDuplicates
 	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 	return c
 }
 
@@ -74,7 +81,12 @@ type Log struct {
 // returns the log.
 func OpenLog(ctx context.Context, nc *nats.Conn, cfg LogConfig) (*Log, error) {
 	cfg = cfg.withDefaults(nc)
-	js, err := jetstream.New(nc)
+	logger := cfg.Logger
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncTimeout(asyncAckTimeout),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+			logger.Warn("cluster: streaming event not published", "event", m.Header.Get(nats.MsgIdHdr), "subject", m.Subject, "err", err)
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
 	}
@@ -144,6 +156,41 @@ func (l *Log) publishStreaming(ctx context.Context, tree string, ev *event.Event
 		return Published{}, fmt.Errorf("cluster: publish %s: %w", ev, err)
 	}
 	return Published{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// asyncAckTimeout bounds the wait for the acknowledgement of an
+// asynchronous publish; a message not acknowledged by then is reported
+// as not published.
+const asyncAckTimeout = 30 * time.Second
+
+// PublishStreamingAsync appends a streaming event like PublishStreaming
+// but returns once the message is sent, without waiting for the
+// stream's acknowledgement. Messages sent on one connection reach the
+// stream in the order they were sent (the synchronous publishes
+// included), so an owner that publishes a tree's events in id order
+// keeps them in id order with many deltas in flight, instead of one
+// round trip to a quorum of replicas per delta. A message the stream
+// refuses, or does not acknowledge within asyncAckTimeout, is logged by
+// the log's Logger: for a reader it is a gap, the streaming_gap case. A
+// refused message is not retried (a retry could land after later
+// events). It blocks only while too many acknowledgements are
+// outstanding (4,000), and fails if that lasts.
+func (l *Log) PublishStreamingAsync(tree string, ev *event.Event) error {
+	if event.FamilyOf(ev.Type) != event.Streaming {
+		return fmt.Errorf("cluster: publish %s: not a streaming event", ev)
+	}
+	if err := validIDs(tree, ev.SessionID); err != nil {
+		return err
+	}
+	_, err := l.js.PublishMsgAsync(&nats.Msg{
+		Subject: Subject(tree, ev.SessionID, event.Streaming),
+		Data:    ev.JSON(),
+	}, jetstream.WithMsgID(ev.ID), jetstream.WithMsgTTL(l.cfg.StreamingTTL), jetstream.WithExpectStream(l.cfg.Stream),
+		jetstream.WithRetryAttempts(0))
+	if err != nil {
+		return fmt.Errorf("cluster: publish %s: %w", ev, err)
+	}
+	return nil
 }
 
 // PublishCatalog appends a catalog event of tree with the store ops of

@@ -93,6 +93,16 @@ func (o *Owner) PublishStreaming(ctx context.Context, ev *event.Event) (Publishe
 	return p, err
 }
 
+// PublishStreamingAsync sends a streaming event of the tree without
+// waiting for its acknowledgement (Log.PublishStreamingAsync), unless
+// the owner lost the tree.
+func (o *Owner) PublishStreamingAsync(ev *event.Event) error {
+	if err := context.Cause(o.ctx); err != nil {
+		return fmt.Errorf("cluster: publish %s: tree %s no longer owned: %w", ev.ID, o.Tree(), err)
+	}
+	return o.fence.log.PublishStreamingAsync(o.Tree(), ev)
+}
+
 // Release ends the ownership: Context is cancelled and the lease
 // deleted (if still held), so another node can take the tree at once.
 func (o *Owner) Release(ctx context.Context) error {

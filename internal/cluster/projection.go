@@ -25,7 +25,9 @@ const DefaultProjectionCursor = "cluster.projection"
 // follows the catalog family of every tree in stream order and applies
 // each event with the store ops of its group, in one transaction with
 // the store cursor that records the event's stream sequence, so a node
-// that restarts resumes exactly after what it applied.
+// that restarts resumes exactly after what it applied. Events that
+// arrive while a transaction commits share the next one (a backlog is
+// applied up to projectionBatch events a transaction).
 type Projection struct {
 	log    *Log
 	st     ProjectionStore
@@ -59,6 +61,13 @@ var ErrProjectionStopped = errors.New("cluster: projection stopped")
 // nil) or the store fails a write (the error is returned: the node must
 // not serve reads from a store that lost an event; a restart resumes from
 // the cursor). Call it once.
+//
+// The consumer's messages are handed to an applier goroutine, which
+// commits everything that arrived while it was busy (up to
+// projectionBatch entries) as one group, one transaction: a live node
+// applies each event as it comes, a node catching up on a backlog (a
+// restart, an empty store, a burst of commits from many trees) applies
+// it in a few large transactions instead of one per event.
 func (p *Projection) Run(ctx context.Context) (err error) {
 	defer func() {
 		p.mu.Lock()
@@ -77,15 +86,108 @@ func (p *Projection) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("cluster: projection: %w", err)
 	}
 	p.advance(uint64(cur))
-	err = p.log.Follow(ctx, AllCatalog, ReadFrom(cur+1), func(e Entry) error {
-		return p.apply(ctx, e)
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	entries := make(chan Entry, projectionBatch)
+	applied := make(chan error, 1)
+	go func() { applied <- p.applyLoop(fctx, cancel, entries) }()
+	err = p.log.Follow(fctx, AllCatalog, ReadFrom(cur+1), func(e Entry) error {
+		select {
+		case entries <- e:
+			return nil
+		case <-fctx.Done():
+			return context.Cause(fctx)
+		}
 	})
+	close(entries)
+	aerr := <-applied
 	if ctx.Err() != nil {
 		// Stopped, maybe in the middle of an apply: the cursor committed
 		// with each group keeps a restart exact.
 		return nil
 	}
+	if aerr != nil {
+		return aerr
+	}
 	return err
+}
+
+// projectionBatch bounds the entries the projection commits in one
+// group.
+const projectionBatch = 256
+
+// applyLoop applies the entries in order, each batch of those waiting
+// as one group, until entries is closed or an apply fails (it then
+// cancels the follow with the error and returns it).
+func (p *Projection) applyLoop(ctx context.Context, cancel context.CancelCauseFunc, entries <-chan Entry) error {
+	batch := make([]Entry, 0, projectionBatch)
+	for e := range entries {
+		batch = append(batch[:0], e)
+	fill:
+		for len(batch) < projectionBatch {
+			select {
+			case e, ok := <-entries:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, e)
+			default:
+				break fill
+			}
+		}
+		if err := p.applyBatch(ctx, batch); err != nil {
+			cancel(err)
+			return err
+		}
+		clear(batch)
+	}
+	return nil
+}
+
+// applyBatch commits entries as one group: their events with their
+// ops, and the cursor at the last one. If the group fails (an event
+// already stored, a bad write), nothing of it was stored, and each
+// entry is applied on its own, as a single entry always is.
+func (p *Projection) applyBatch(ctx context.Context, batch []Entry) error {
+	if len(batch) == 1 {
+		return p.apply(ctx, batch[0])
+	}
+	n := 1
+	for _, e := range batch {
+		n += len(e.Ops) + 1
+	}
+	ops := make([]store.Op, 0, n)
+	for _, e := range batch {
+		if e.Err == nil && !e.Marker {
+			ops = append(append(ops, e.Ops...), store.AppendEvent{Event: e.Event})
+		}
+	}
+	last := batch[len(batch)-1].Seq
+	ops = append(ops, store.SetCursor{Name: p.cursor, Seq: int64(last)})
+	if err := p.submit(ctx, ops); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		for _, e := range batch {
+			if err := p.apply(ctx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, e := range batch {
+		if e.Err != nil {
+			p.skip(e)
+		}
+	}
+	p.advance(last)
+	return nil
+}
+
+// skip counts and logs a record the projection could not decode.
+func (p *Projection) skip(e Entry) {
+	p.skipped.Add(1)
+	p.logger.Error("cluster: projection skips a bad record", "seq", e.Seq, "err", e.Err)
 }
 
 // apply writes one entry and waits for its commit.
@@ -94,8 +196,7 @@ func (p *Projection) apply(ctx context.Context, e Entry) error {
 	var ops []store.Op
 	switch {
 	case e.Err != nil:
-		p.skipped.Add(1)
-		p.logger.Error("cluster: projection skips a bad record", "seq", e.Seq, "err", e.Err)
+		p.skip(e)
 		ops = []store.Op{mark}
 	case e.Marker:
 		ops = []store.Op{mark}

@@ -69,13 +69,16 @@ func (rn *readNode) start(t *testing.T) {
 	}
 }
 
-// countingStore counts the events a projection submits.
+// countingStore counts the events a projection submits, and the groups
+// (submissions) they came in.
 type countingStore struct {
 	*store.Store
 	appends atomic.Int64
+	groups  atomic.Int64
 }
 
 func (c *countingStore) Submit(ops []store.Op, done func(error)) {
+	c.groups.Add(1)
 	for _, op := range ops {
 		if _, ok := op.(store.AppendEvent); ok {
 			c.appends.Add(1)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/metis-agent/metis/internal/event"
@@ -53,6 +54,7 @@ type group struct {
 	ops       []store.Op
 	done      func(error)
 	streaming bool // a streaming event: published unfenced, not applied
+	barrier   bool // no event: done once the groups queued before it are
 }
 
 // publisher publishes one tree's groups in order.
@@ -102,6 +104,10 @@ func (s *Store) Submit(ops []store.Op, done func(error)) {
 		}
 	}
 	if ev == nil {
+		if len(ops) == 0 {
+			s.barrier(done) // bus.Emitter.Barrier
+			return
+		}
 		done(errors.New("cluster: a group without an event cannot be published"))
 		return
 	}
@@ -162,6 +168,42 @@ func (s *Store) enqueue(tree string, g group) {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// barrier calls done once every group submitted before it, of every
+// tree, has been published and its done called, as the SQLite store's
+// writer does for an empty group (bus.Emitter.Barrier).
+func (s *Store) barrier(done func(error)) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		done(ErrStoreClosed)
+		return
+	}
+	// One count per tree, and one for this call: the last to finish
+	// calls done.
+	var left atomic.Int64
+	left.Store(int64(len(s.trees)) + 1)
+	finish := func(error) {
+		if left.Add(-1) == 0 {
+			done(nil)
+		}
+	}
+	ps := make([]*publisher, 0, len(s.trees))
+	for _, p := range s.trees {
+		p.mu.Lock()
+		p.queue = append(p.queue, group{barrier: true, done: finish})
+		p.mu.Unlock()
+		ps = append(ps, p)
+	}
+	s.mu.Unlock()
+	for _, p := range ps {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+	finish(nil)
 }
 
 // treeOf returns the root of session's delegation tree: a session
@@ -239,6 +281,9 @@ func (s *Store) run(tree string, p *publisher) {
 }
 
 func (s *Store) publish(tree string, g group) error {
+	if g.barrier {
+		return nil
+	}
 	actx, cancel := context.WithTimeout(context.Background(), ownTimeout)
 	o, err := s.owner(actx, tree)
 	cancel()
@@ -247,8 +292,9 @@ func (s *Store) publish(tree string, g group) error {
 	}
 	ctx := o.Context()
 	if g.streaming {
-		_, err := o.PublishStreaming(ctx, g.ev)
-		return err
+		// Sent in order with the tree's catalog publishes, not waited
+		// for: the log's logger reports one the stream refused.
+		return o.PublishStreamingAsync(g.ev)
 	}
 	p, err := o.PublishCatalog(ctx, g.ev, g.ops)
 	if err != nil {
