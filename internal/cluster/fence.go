@@ -121,26 +121,6 @@ func (f *Fence) PublishCatalog(ctx context.Context, ev *event.Event, ops []store
 	return p, nil
 }
 
-// PublishStreaming appends a streaming event of the fenced tree. It
-// does not move the fence (a streaming event is not on the catalog
-// subjects), but it is fenced all the same: it expects the tree's
-// catalog subjects to end at the fence's last write, so a deposed owner
-// cannot add a single delta after the new owner's marker, and the
-// refusal (ErrFenced) fences every later publish.
-func (f *Fence) PublishStreaming(ctx context.Context, ev *event.Event) (Published, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fenced != nil {
-		return Published{}, f.fenced
-	}
-	p, err := f.log.publishStreaming(ctx, f.tree, ev, jetstream.WithExpectLastSequenceForSubject(f.last, CatalogFilter(f.tree)))
-	if err != nil && isWrongLastSeq(err) {
-		f.fenced = &FencedError{Tree: f.tree, Event: ev.ID, Expected: f.last, Err: err}
-		return Published{}, f.fenced
-	}
-	return p, err
-}
-
 // isWrongLastSeq reports a stream's refusal of an expected last
 // sequence: 10071, or 10164 from replicated streams.
 func isWrongLastSeq(err error) bool {

@@ -78,21 +78,6 @@ func (o *Owner) PublishCatalog(ctx context.Context, ev *event.Event, ops []store
 	return p, err
 }
 
-// PublishStreaming appends a streaming event of the tree, unless the
-// owner lost the tree. It is fenced like a catalog publish (without
-// moving the fence): a refusal stops the owner as PublishCatalog's does.
-func (o *Owner) PublishStreaming(ctx context.Context, ev *event.Event) (Published, error) {
-	if err := context.Cause(o.ctx); err != nil {
-		return Published{}, fmt.Errorf("cluster: publish %s: tree %s no longer owned: %w", ev.ID, o.Tree(), err)
-	}
-	p, err := o.fence.PublishStreaming(ctx, ev)
-	if errors.Is(err, ErrFenced) {
-		o.stop(err)
-		o.lease.Lose(err)
-	}
-	return p, err
-}
-
 // PublishStreamingAsync sends a streaming event of the tree without
 // waiting for its acknowledgement (Log.PublishStreamingAsync), unless
 // the owner lost the tree.

@@ -94,7 +94,7 @@ func TestPausedOwnerThatLostItsLeaseCannotCommit(t *testing.T) {
 		t.Fatalf("cause = %v, want ErrFenced", context.Cause(oa.Context()))
 	}
 	// Nothing more gets out of it, streaming events included.
-	if _, err := oa.PublishStreaming(ctx(t), g.make(tree, event.TextDelta, "turn_1", map[string]any{})); err == nil {
+	if err := oa.PublishStreamingAsync(g.make(tree, event.TextDelta, "turn_1", map[string]any{})); err == nil {
 		t.Fatal("a fenced owner published a streaming event")
 	}
 	// The new owner ends the turn.

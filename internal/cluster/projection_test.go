@@ -128,7 +128,7 @@ func publishTurn(t *testing.T, o *cluster.Owner, g *events, sid string, text str
 	}
 	stream := func(typ event.Type, payload any) {
 		ev := g.make(sid, typ, turnID, payload)
-		if _, err := o.PublishStreaming(ctx(t), ev); err != nil {
+		if err := o.PublishStreamingAsync(ev); err != nil {
 			t.Fatalf("publish %s: %v", typ, err)
 		}
 		out = append(out, ev)

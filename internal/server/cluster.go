@@ -100,7 +100,7 @@ func startCluster(ctx context.Context, cfg config.Config, st *store.Store, logge
 	}()
 	octx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	lg, err := cluster.OpenLog(octx, nc, cluster.LogConfig{Retention: cfg.Retention})
+	lg, err := cluster.OpenLog(octx, nc, cluster.LogConfig{Retention: cfg.Retention, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
