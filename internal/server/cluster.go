@@ -51,6 +51,8 @@ type clusterNode struct {
 
 	attachMu sync.Mutex
 	attached map[string]*treeFeed
+
+	status *nodeStatus // node directory, metrics, GET /cluster (cluster_status.go)
 }
 
 // ownedTree is a tree this node owns, and its routed requests'
@@ -213,6 +215,7 @@ func (cn *clusterNode) ownerOf(ctx context.Context, tree string) (*cluster.Owner
 	cn.mu.Lock()
 	cn.owners[tree] = &ownedTree{owner: o, serving: sv}
 	cn.mu.Unlock()
+	cn.countLease(o)
 	cn.logger.Info("cluster: took tree", "tree", tree, "node", cn.name)
 	return o, nil
 }
@@ -358,6 +361,9 @@ func (cn *clusterNode) close(ctx context.Context) error {
 		cn.feeds.Close()
 	}
 	var errs []error
+	if err := cn.stopStatus(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	cn.takeMu.Lock()
 	cn.mu.Lock()
 	owned := cn.owners

@@ -33,6 +33,7 @@ func (cn *clusterNode) wrap(next http.Handler) http.Handler {
 	follow := func(w http.ResponseWriter, r *http.Request) { cn.follow(w, r, next) }
 	mux.HandleFunc("GET /sessions/{id}/stream", follow)
 	mux.HandleFunc("GET /sessions/{id}/events", follow)
+	cn.routes(mux, next) // feedback and read-your-writes: cluster_routes.go
 	return mux
 }
 
@@ -40,8 +41,8 @@ func (cn *clusterNode) wrap(next http.Handler) http.Handler {
 // owns it (or nobody does); "" when this node owns it or the session
 // is unknown here (the API answers then).
 func (cn *clusterNode) remoteTree(r *http.Request) string {
-	tree, err := cn.treeOf(r.Context(), r.PathValue("id"))
-	if err != nil || cn.owns(tree) {
+	tree, known, err := cn.treeOfRequest(r) // cluster_routes.go
+	if err != nil || !known || cn.owns(tree) {
 		return ""
 	}
 	return tree
