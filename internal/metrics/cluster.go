@@ -32,6 +32,14 @@ const (
 	LeaseFenced   = "fenced"   // a catalog publish was refused: another node claimed the tree
 )
 
+// Results of metis_cluster_read_catchups_total.
+const (
+	CatchUpCurrent  = "current"   // the projection had applied the log's tail already
+	CatchUpCaughtUp = "caught_up" // it had not, and did in time
+	CatchUpTimeout  = "timeout"   // it did not in time: the read answered from what the store showed
+	CatchUpFailed   = "failed"    // the log could not be asked, or the projection stopped
+)
+
 // Cluster holds a cluster node's collectors. A nil *Cluster is valid
 // and records nothing.
 type Cluster struct {
@@ -56,11 +64,14 @@ func (r *Registry) NewCluster(src ClusterSource) *Cluster {
 			Help: "Requests this node forwarded to a tree's owner, by kind (submit, cancel, feedback) and result (ok, refused, no_owner, failed)."},
 			[]string{"kind", "result"}),
 		ReadCatchUps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metis_cluster_read_catchups_total",
-			Help: "Reads that waited for the projection to catch up with the log before answering, by result (caught_up, timeout, failed)."},
+			Help: "Reads that first checked the projection against the log's catalog tail, by result (current, caught_up, timeout, failed)."},
 			[]string{"result"}),
 	}
 	for _, reason := range []string{LeaseReleased, LeaseLost, LeaseFenced} {
 		c.LeaseLosses.WithLabelValues(reason)
+	}
+	for _, result := range []string{CatchUpCurrent, CatchUpCaughtUp, CatchUpTimeout, CatchUpFailed} {
+		c.ReadCatchUps.WithLabelValues(result)
 	}
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "metis_cluster_projection_lag",
 		Help: "The log's last catalog sequence minus the sequence this node's projection applied (stream sequences; NaN when the log cannot be asked)."},

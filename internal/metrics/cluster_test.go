@@ -73,7 +73,7 @@ func TestClusterMetricsMove(t *testing.T) {
 	c.LeaseEnded(metrics.LeaseFenced)
 	c.RoutedInc("submit", "ok")
 	c.RoutedInc("feedback", "refused")
-	c.ReadCatchUp("caught_up")
+	c.ReadCatchUp(metrics.CatchUpCaughtUp)
 	text = scrape(t, r)
 	for _, l := range []string{
 		"metis_cluster_projection_lag 0",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/api"
 	"github.com/metis-agent/metis/internal/cluster"
+	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -44,14 +45,6 @@ func (cn *clusterNode) routes(mux *http.ServeMux, next http.Handler) {
 // readCatchUp bounds how long a read waits for the projection.
 const readCatchUp = 2 * time.Second
 
-// Results of a read's catch-up (metis_cluster_read_catchups_total).
-const (
-	catchUpCurrent  = "current"   // the projection had applied the log's tail already
-	catchUpCaughtUp = "caught_up" // it had not, and did within readCatchUp
-	catchUpTimeout  = "timeout"   // it did not in time: the read answers from what the store shows
-	catchUpFailed   = "failed"    // the log could not be asked, or the projection stopped
-)
-
 // catchUp waits, at most readCatchUp, until the projection applied the
 // log's catalog tail: of tree, or of every tree when tree is "". A read
 // that follows shows every catalog event the log had committed when
@@ -70,17 +63,17 @@ func (cn *clusterNode) catchUp(ctx context.Context, tree string) {
 	} else {
 		seq, err = cn.log.LastCatalogSeq(ctx, tree)
 	}
-	result := catchUpCurrent
+	result := metrics.CatchUpCurrent
 	switch {
 	case err != nil:
-		result = catchUpFailed
+		result = metrics.CatchUpFailed
 	case cn.proj.Applied() < seq:
-		result = catchUpCaughtUp
+		result = metrics.CatchUpCaughtUp
 		err = cn.proj.WaitApplied(ctx, seq)
 		if errors.Is(err, context.DeadlineExceeded) {
-			result = catchUpTimeout
+			result = metrics.CatchUpTimeout
 		} else if err != nil {
-			result = catchUpFailed
+			result = metrics.CatchUpFailed
 		}
 	}
 	if err != nil {
