@@ -112,24 +112,14 @@ func (cn *clusterNode) routedFeedback(w http.ResponseWriter, r *http.Request, ne
 		next.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRoutedBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			api.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge, "request body is larger than 1 MiB")
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			api.WriteError(w, http.StatusRequestTimeout, api.CodeRequestTimeout, "the body did not arrive in time")
-		default:
-			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidRequest, "could not read the body: "+err.Error())
-		}
+	body, ok := readRouted(w, r)
+	if !ok {
 		return
 	}
 	var req struct {
 		Rating  string `json:"rating"`
 		Comment string `json:"comment"`
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	if !api.Decode(w, r, &req, false) {
 		return
 	}
@@ -150,6 +140,28 @@ func (cn *clusterNode) routedFeedback(w http.ResponseWriter, r *http.Request, ne
 		return
 	}
 	api.WriteJSON(w, http.StatusCreated, map[string]string{"event_id": rep.EventID})
+}
+
+// readRouted reads the body of a request to forward (at most
+// maxRoutedBody, NATS's default maximum payload) and puts it back in r
+// for the API's decoder. A body it cannot read is answered as the API
+// answers it, except for the limit.
+func readRouted(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRoutedBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			api.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge, "request body is larger than 1 MiB")
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			api.WriteError(w, http.StatusRequestTimeout, api.CodeRequestTimeout, "the body did not arrive in time")
+		default:
+			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidRequest, "could not read the body: "+err.Error())
+		}
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, true
 }
 
 // Feedback implements cluster.Handler: a turn's feedback routed from

@@ -85,3 +85,36 @@ func TestFeedbackSentToANonOwnerIsRecordedByTheOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutedRefusalsReadAsTheOwners: a turn submission or a cancel sent
+// to a node that does not own the tree is refused, when its body is
+// bad, with the status and body the owner's API gives, and a cancel the
+// owner answers comes back the same.
+func TestRoutedRefusalsReadAsTheOwners(t *testing.T) {
+	url := startNATS(t)
+	a, b := node(t, url, "node-a"), node(t, url, "node-b")
+	sid := a.CreateSession()
+	turn := a.Submit(sid, "hello")
+	a.WaitTurn(sid)
+	turns, cancel := "/sessions/"+sid+"/turns", "/sessions/"+sid+"/turns/"+turn+"/cancel"
+	for _, tc := range []struct{ what, path, body string }{
+		{"submit: an empty body", turns, ``},
+		{"submit: malformed JSON", turns, `{"content":`},
+		{"submit: data after the object", turns, `{"content":"x"} []`},
+		{"submit: a wrong type", turns, `{"content":5}`},
+		{"submit: no content", turns, `{"reason":"x"}`},
+		{"cancel: malformed JSON", cancel, `{"reason"`},
+		{"cancel: data after the object", cancel, `{} x`},
+		{"cancel: a wrong type", cancel, `{"reason":5}`},
+		{"cancel: a reason too long", cancel, `{"reason":"` + strings.Repeat("r", 201) + `"}`},
+		{"cancel: another field of another type", cancel, `{"content":5}`},
+		{"cancel: an ended turn", cancel, `{"reason":"user_cancel"}`},
+		{"cancel: an unknown turn", "/sessions/" + sid + "/turns/turn_nope/cancel", `{}`},
+	} {
+		sa, ba := raw(t, a, http.MethodPost, tc.path, tc.body)
+		sb, bb := raw(t, b, http.MethodPost, tc.path, tc.body)
+		if sa != sb || ba != bb {
+			t.Errorf("%s: the owner answers %d %s, node b %d %s", tc.what, sa, ba, sb, bb)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/servertest"
+	"github.com/metis-agent/metis/internal/streamtest"
 )
 
 // stall holds the write lock of node h's SQLite store, so that its
@@ -70,7 +71,7 @@ func whileStalled(t *testing.T, release func(), read func()) {
 // TestReadYourWritesAcrossNodes: a client that wrote on node A reads on
 // node B at once, while B's projection has not applied the write yet:
 // the session it created (GET /sessions/{id}, its messages, the session
-// list, an SSE stream, a turn submitted through B) and the messages of
+// list, a WebSocket or SSE stream, a turn submitted through B) and the messages of
 // a turn it watched end on A are all there, because B first lets its
 // projection catch up with the log.
 func TestReadYourWritesAcrossNodes(t *testing.T) {
@@ -151,6 +152,19 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 		}
 	})
 	a.WaitTurn(sid4)
+
+	// A WebSocket client of B, right after the creation on A: its
+	// attach token (GET /sessions/{id}) and its subscription.
+	release = stall(t, b)
+	sid6 := a.CreateSession()
+	whileStalled(t, release, func() {
+		c := streamtest.Attach(t, b.URL, sid6)
+		defer c.Close()
+		c.Subscribe("preset:chat", nil, true)
+		if f := c.Read(wait); f.Ack == nil {
+			t.Errorf("WebSocket on node b right after the session's creation on node a: %s", f.Raw)
+		}
+	})
 
 	// An SSE stream opened on B right after the creation on A.
 	release = stall(t, b)
