@@ -39,6 +39,8 @@ usage:
   metis send SESSION "text"                 run a turn and print its answer as it streams
   metis tail SESSION [--filter F] [--since ID] [--json] [--workers]
                                             print a session's events live, with reconnect
+  metis cluster status [--json]             a cluster's nodes, tree leases and projection lag
+                                            (asks the server; see docs/scale-out.md)
   metis acp [--model M] [--log-file F]      an Agent Client Protocol agent on stdio, for editors
                                             (starts a server in-process if none runs; see docs/editors.md)
 
@@ -70,6 +72,8 @@ func run(args []string) int {
 		return cli.Send(ctx, args[1:], env)
 	case "tail":
 		return cli.Tail(ctx, args[1:], env)
+	case "cluster":
+		return cli.Cluster(ctx, args[1:], env)
 	case "acp":
 		return runACP(ctx, args[1:])
 	case "-h", "-help", "--help", "help":

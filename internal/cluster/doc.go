@@ -23,7 +23,12 @@
 //     so a dead owner's trees are taken over, and [Log.TreeTail] gives
 //     the newest event id of a tree that a new owner's ids must follow;
 //   - routing ([Router]): request/reply subjects that carry turn
-//     submission and cancel from any node to the tree's owner;
+//     submission, cancel and feedback from any node to the tree's owner;
+//   - the node directory ([Nodes]): each node announces itself (name,
+//     address, start, version, how far its projection applied the log)
+//     in a key-value bucket with a TTL, which `metis cluster status`
+//     reads with the leases ([Leases.List]) and the log's catalog tail
+//     ([Log.LastCatalogSeqAll]);
 //   - committing ([Store]): the bus's store in cluster mode; a group is
 //     published by the tree's owner, fenced, and reported committed only
 //     once the stream acknowledged it and the node's projection applied

@@ -13,12 +13,35 @@ import (
 )
 
 // Request/reply subjects that reach a tree's owner from any node:
-// metis.rpc.<tree>.submit and metis.rpc.<tree>.cancel. Only the owner
-// subscribes to them, while it holds the tree.
+// metis.rpc.<tree>.submit, metis.rpc.<tree>.cancel and
+// metis.rpc.<tree>.feedback. Only the owner subscribes to them, while it
+// holds the tree.
 const (
-	rpcPrefix = "metis.rpc."
-	rpcSubmit = "submit"
-	rpcCancel = "cancel"
+	rpcPrefix   = "metis.rpc."
+	rpcSubmit   = "submit"
+	rpcCancel   = "cancel"
+	rpcFeedback = "feedback"
+)
+
+// Kinds of routed request, as Router.Observe reports them.
+const (
+	RouteSubmit   = rpcSubmit
+	RouteCancel   = rpcCancel
+	RouteFeedback = rpcFeedback
+)
+
+// Results of a routed request, as Router.Observe reports them.
+const (
+	// RouteOK: the owner answered with a result.
+	RouteOK = "ok"
+	// RouteRefused: the owner answered with an error (turn_in_flight,
+	// turn_not_found, ...): the request reached it.
+	RouteRefused = "refused"
+	// RouteNoOwner: no node serves the tree (ErrNoOwner).
+	RouteNoOwner = "no_owner"
+	// RouteFailed: no answer came (a timeout, a lost connection, a bad
+	// reply).
+	RouteFailed = "failed"
 )
 
 func rpcSubject(tree, verb string) string { return rpcPrefix + tree + "." + verb }
@@ -48,6 +71,22 @@ type CancelReply struct {
 	Result string `json:"result"`
 }
 
+// FeedbackRequest asks the owner to record a user's rating of a turn.
+// The owner's session manager checks rating and comment, so a refusal
+// reads as it would on the owner.
+type FeedbackRequest struct {
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+	Rating    string `json:"rating"`
+	Comment   string `json:"comment,omitempty"`
+}
+
+// FeedbackReply answers a FeedbackRequest: the id of the
+// feedback.submitted event the owner committed.
+type FeedbackReply struct {
+	EventID string `json:"event_id"`
+}
+
 // RemoteError is an error the owner answered with. Handlers return one
 // to pass a code (for example turn_in_flight, session_not_found) to the
 // node that asked; any other handler error reaches it as code internal.
@@ -72,6 +111,7 @@ const codeNotOwner = "not_owner"
 type Handler interface {
 	Submit(ctx context.Context, tree string, req SubmitRequest) (SubmitReply, error)
 	Cancel(ctx context.Context, tree string, req CancelRequest) (CancelReply, error)
+	Feedback(ctx context.Context, tree string, req FeedbackRequest) (FeedbackReply, error)
 }
 
 // reply is the body of every answer: a result or an error.
@@ -113,6 +153,22 @@ func DecodeCancelRequest(b []byte) (CancelRequest, error) {
 	return r, nil
 }
 
+// DecodeFeedbackRequest decodes and checks a feedback request body. The
+// rating and comment are the owner's session manager's to judge.
+func DecodeFeedbackRequest(b []byte) (FeedbackRequest, error) {
+	var r FeedbackRequest
+	if err := decodeRequest(b, &r); err != nil {
+		return r, err
+	}
+	if err := ValidToken(r.SessionID); err != nil {
+		return r, &RemoteError{Code: "bad_request", Message: "session_id: " + err.Error()}
+	}
+	if r.TurnID == "" {
+		return r, &RemoteError{Code: "bad_request", Message: "empty turn_id"}
+	}
+	return r, nil
+}
+
 func decodeRequest(b []byte, v any) error {
 	if len(b) > maxRequest {
 		return &RemoteError{Code: "bad_request", Message: fmt.Sprintf("request of %d bytes", len(b))}
@@ -129,6 +185,7 @@ type Router struct {
 	nc      *nats.Conn
 	timeout time.Duration
 	log     *slog.Logger
+	observe func(kind, result string)
 }
 
 // NewRouter returns a router on nc. timeout bounds one request when the
@@ -142,6 +199,12 @@ func NewRouter(nc *nats.Conn, timeout time.Duration, log *slog.Logger) *Router {
 	}
 	return &Router{nc: nc, timeout: timeout, log: log}
 }
+
+// Observe sets a function told the kind (RouteSubmit, RouteCancel,
+// RouteFeedback) and result (RouteOK, RouteRefused, RouteNoOwner,
+// RouteFailed) of every request this router sends: the node's metrics.
+// Call it before the first request.
+func (r *Router) Observe(f func(kind, result string)) { r.observe = f }
 
 // Submit sends a turn submission to tree's owner.
 func (r *Router) Submit(ctx context.Context, tree string, req SubmitRequest) (SubmitReply, error) {
@@ -157,7 +220,36 @@ func (r *Router) Cancel(ctx context.Context, tree string, req CancelRequest) (Ca
 	return out, err
 }
 
+// Feedback sends a turn's feedback to tree's owner.
+func (r *Router) Feedback(ctx context.Context, tree string, req FeedbackRequest) (FeedbackReply, error) {
+	var out FeedbackReply
+	err := r.request(ctx, tree, rpcFeedback, req, &out)
+	return out, err
+}
+
 func (r *Router) request(ctx context.Context, tree, verb string, req, out any) error {
+	err := r.send(ctx, tree, verb, req, out)
+	if r.observe != nil {
+		r.observe(verb, routeResult(err))
+	}
+	return err
+}
+
+// routeResult classifies a request's outcome for Observe.
+func routeResult(err error) string {
+	var re *RemoteError
+	switch {
+	case err == nil:
+		return RouteOK
+	case errors.Is(err, ErrNoOwner):
+		return RouteNoOwner
+	case errors.As(err, &re):
+		return RouteRefused
+	}
+	return RouteFailed
+}
+
+func (r *Router) send(ctx context.Context, tree, verb string, req, out any) error {
 	if err := ValidToken(tree); err != nil {
 		return err
 	}
@@ -266,6 +358,11 @@ func (r *Router) answer(ctx context.Context, tree string, h Handler, m *nats.Msg
 		var req CancelRequest
 		if req, err = DecodeCancelRequest(m.Data); err == nil {
 			result, err = h.Cancel(ctx, tree, req)
+		}
+	case verb == rpcFeedback:
+		var req FeedbackRequest
+		if req, err = DecodeFeedbackRequest(m.Data); err == nil {
+			result, err = h.Feedback(ctx, tree, req)
 		}
 	default:
 		err = &RemoteError{Code: "bad_request", Message: "unknown request " + verb}

@@ -53,6 +53,16 @@ func (h *turns) Cancel(_ context.Context, tree string, req cluster.CancelRequest
 	return cluster.CancelReply{}, &cluster.RemoteError{Code: "turn_not_found", Message: req.TurnID}
 }
 
+func (h *turns) Feedback(_ context.Context, tree string, req cluster.FeedbackRequest) (cluster.FeedbackReply, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.log = append(h.log, "feedback "+req.TurnID+" "+req.Rating+" "+req.Comment)
+	if req.Rating != "up" && req.Rating != "down" {
+		return cluster.FeedbackReply{}, &cluster.RemoteError{Code: "invalid_request", Message: `rating must be "up" or "down"`}
+	}
+	return cluster.FeedbackReply{EventID: fmt.Sprintf("evt_%s_%d", h.node, len(h.log))}, nil
+}
+
 func (h *turns) calls() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()

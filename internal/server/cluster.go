@@ -53,6 +53,8 @@ type clusterNode struct {
 
 	attachMu sync.Mutex
 	attached map[string]*treeFeed
+
+	status *nodeStatus // node directory, metrics, GET /cluster (cluster_status.go)
 }
 
 // ownedTree is a tree this node owns, and its routed requests'
@@ -345,6 +347,9 @@ func (cn *clusterNode) close(ctx context.Context) error {
 		cn.feeds.Close()
 	}
 	var errs []error
+	if err := cn.stopStatus(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	cn.takeMu.Lock()
 	cn.mu.Lock()
 	owned := cn.owners

@@ -332,6 +332,7 @@ func (cn *clusterNode) acquireServing(ctx context.Context, tree string, serve bo
 	cn.mu.Lock()
 	cn.owners[tree] = ot
 	cn.mu.Unlock()
+	cn.countLease(o)
 	cn.fo.wg.Add(1)
 	go func() {
 		defer cn.fo.wg.Done()

@@ -33,6 +33,7 @@ func (cn *clusterNode) wrap(next http.Handler) http.Handler {
 	follow := func(w http.ResponseWriter, r *http.Request) { cn.follow(w, r, next) }
 	mux.HandleFunc("GET /sessions/{id}/stream", follow)
 	mux.HandleFunc("GET /sessions/{id}/events", follow)
+	cn.routes(mux, next) // feedback and read-your-writes: cluster_routes.go
 	return mux
 }
 
@@ -40,8 +41,8 @@ func (cn *clusterNode) wrap(next http.Handler) http.Handler {
 // owns it (or nobody does); "" when this node owns it or the session
 // is unknown here (the API answers then).
 func (cn *clusterNode) remoteTree(r *http.Request) string {
-	tree, err := cn.treeOf(r.Context(), r.PathValue("id"))
-	if err != nil || cn.owns(tree) {
+	tree, known, err := cn.treeOfRequest(r) // cluster_routes.go
+	if err != nil || !known || cn.owns(tree) {
 		return ""
 	}
 	return tree
@@ -56,41 +57,46 @@ func (cn *clusterNode) routed(w http.ResponseWriter, r *http.Request, next http.
 		next.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRoutedBody))
-	if err != nil {
-		api.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge, "request body is larger than 1 MiB")
+	// The body is decoded as the API decodes it (cluster_routes.go), so
+	// a bad one is refused as the owner would refuse it.
+	body, ok := readRouted(w, r)
+	if !ok {
 		return
 	}
-	var req struct {
+	var submitBody struct {
 		Content *string `json:"content"`
-		Reason  string  `json:"reason"`
 	}
-	if len(bytes.TrimSpace(body)) > 0 || !cancel {
-		if err := json.Unmarshal(body, &req); err != nil {
-			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidJSON, "request body is not valid JSON: "+err.Error())
-			return
-		}
+	var cancelBody struct {
+		Reason string `json:"reason"`
+	}
+	var into any = &submitBody
+	if cancel {
+		into = &cancelBody
+	}
+	if !api.Decode(w, r, into, cancel) {
+		return
 	}
 	sid := r.PathValue("id")
 	var (
 		status int
 		result map[string]string
+		err    error
 	)
 	if cancel {
-		if len(req.Reason) > 200 {
+		if len(cancelBody.Reason) > 200 {
 			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidRequest, "reason is longer than 200 bytes")
 			return
 		}
 		var rep cluster.CancelReply
-		rep, err = cn.router.Cancel(r.Context(), tree, cluster.CancelRequest{SessionID: sid, TurnID: r.PathValue("turn_id"), Reason: req.Reason})
+		rep, err = cn.router.Cancel(r.Context(), tree, cluster.CancelRequest{SessionID: sid, TurnID: r.PathValue("turn_id"), Reason: cancelBody.Reason})
 		status, result = http.StatusAccepted, map[string]string{"turn_id": r.PathValue("turn_id"), "status": rep.Result}
 	} else {
-		if req.Content == nil {
+		if submitBody.Content == nil {
 			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidRequest, `"content" is required`)
 			return
 		}
 		var rep cluster.SubmitReply
-		rep, err = cn.router.Submit(r.Context(), tree, cluster.SubmitRequest{SessionID: sid, Content: *req.Content})
+		rep, err = cn.router.Submit(r.Context(), tree, cluster.SubmitRequest{SessionID: sid, Content: *submitBody.Content})
 		status, result = http.StatusAccepted, map[string]string{"turn_id": rep.TurnID}
 	}
 	if errors.Is(err, cluster.ErrNoOwner) {

@@ -155,6 +155,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.Bus.AddLive(s.Hub)
 	if s.cluster != nil {
 		s.cluster.startFeeds(s.Bus)
+		if err := s.cluster.startStatus(ctx, s.Metrics); err != nil {
+			s.closeCore(ctx)
+			return nil, err
+		}
 	}
 	prices := price.NewTable(cfg.Prices, log)
 	if err := cost.StartAccumulator(ctx, s.Bus, st); err != nil {
@@ -201,6 +205,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		Logger: log, Metrics: s.Metrics.Stream})
 	s.API.Route("/sessions/{id}/events", map[string]http.HandlerFunc{"GET": s.SSE.ServeHTTP})
 	s.API.Route("/metrics", map[string]http.HandlerFunc{"GET": s.Metrics.Handler().ServeHTTP})
+	s.API.Route("/cluster", map[string]http.HandlerFunc{"GET": s.serveClusterStatus}) // cluster_status.go
 	// The dashboard answers "/" and its assets; every other path is the
 	// API's. Everything on this chain passes the guard and then the token
 	// check (when the token is required).
@@ -231,7 +236,11 @@ func (s *Server) Listen() (string, error) {
 	if err := s.listen(); err != nil {
 		return "", err
 	}
-	return s.scheme() + "://" + s.ln.Addr().String(), nil
+	url := s.scheme() + "://" + s.ln.Addr().String()
+	if s.cluster != nil {
+		s.cluster.listening(url) // announced in the node directory
+	}
+	return url, nil
 }
 
 // shutdownTimeout bounds Run's shutdown: every step of it together.
