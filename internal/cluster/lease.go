@@ -93,11 +93,7 @@ func OpenLeases(ctx context.Context, js jetstream.JetStream, node string, cfg Le
 		Storage:        jetstream.FileStorage,
 		Replicas:       cfg.Replicas,
 	}
-	// Create first, as OpenLog does: nodes starting together all succeed.
-	kv, err := js.CreateKeyValue(ctx, kvCfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.UpdateKeyValue(ctx, kvCfg)
-	}
+	kv, err := createOrUpdateKV(ctx, js, kvCfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: lease bucket %s: %w", cfg.Bucket, err)
 	}

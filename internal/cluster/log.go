@@ -123,6 +123,17 @@ func createOrUpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetst
 	return st, err
 }
 
+// createOrUpdateKV is createOrUpdateStream for a key-value bucket:
+// create first, update only when the bucket exists with another
+// configuration.
+func createOrUpdateKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		return js.UpdateKeyValue(ctx, cfg)
+	}
+	return kv, err
+}
+
 // Config returns the log's configuration, defaults filled in.
 func (l *Log) Config() LogConfig { return l.cfg }
 

@@ -80,7 +80,7 @@ func OpenNodes(ctx context.Context, js jetstream.JetStream, cfg NodesConfig) (*N
 			cfg.Replicas = 3
 		}
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := createOrUpdateKV(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
 		Description: "metis: the nodes of the cluster, one key per node, refreshed by heartbeats",
 		History:     1,

@@ -14,8 +14,8 @@ import (
 )
 
 // TestNodesStartingTogetherOnAFreshClusterAllOpen: three nodes, each on
-// its own server of a fresh three-server cluster, open the log and the
-// lease bucket at the same moment (a cluster's first start): every one
+// its own server of a fresh three-server cluster, open the log, the
+// lease bucket and the node directory at the same moment (a cluster's first start): every one
 // gets them, with three replicas.
 func TestNodesStartingTogetherOnAFreshClusterAllOpen(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
@@ -41,7 +41,10 @@ func TestNodesStartingTogetherOnAFreshClusterAllOpen(t *testing.T) {
 				errs[i] = fmt.Errorf("log replicas %d, want 3", r)
 				return
 			}
-			_, errs[i] = cluster.OpenLeases(ctx, lg.JetStream(), fmt.Sprintf("n%d", i), cluster.LeaseConfig{})
+			if _, errs[i] = cluster.OpenLeases(ctx, lg.JetStream(), fmt.Sprintf("n%d", i), cluster.LeaseConfig{}); errs[i] != nil {
+				return
+			}
+			_, errs[i] = cluster.OpenNodes(ctx, lg.JetStream(), cluster.NodesConfig{})
 		}()
 	}
 	wg.Wait()
