@@ -187,3 +187,43 @@ func BenchmarkFanoutSSE(b *testing.B) {
 	b.ReportMetric(median(rates), "frames/s")
 	b.ReportMetric(median(cpuNs), "cpu_ns/frame")
 }
+
+// benchIdleSSE is benchIdleChild for SSE clients: it opens n streams
+// of text.delta, prints "ready" once each has its subscribe_ack, and
+// holds them until its stdin closes.
+func benchIdleSSE(ctx context.Context, hc *http.Client, url, sid string, n int) int {
+	bodies := make([]io.Closer, 0, n)
+	defer func() {
+		for _, b := range bodies {
+			b.Close()
+		}
+	}()
+	for range n {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/sessions/"+sid+"/events?types=text.delta", nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 1
+		}
+		resp, err := hc.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			fmt.Fprintln(os.Stderr, "child:", err, resp)
+			return 1
+		}
+		bodies = append(bodies, resp.Body)
+		r := bufio.NewReader(resp.Body)
+		for {
+			line, err := r.ReadSlice('\n')
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "child: no subscribe_ack:", err)
+				return 1
+			}
+			if bytes.HasPrefix(line, sseAckPrefix) {
+				break
+			}
+		}
+		go func() { _, _ = io.Copy(io.Discard, r) }()
+	}
+	fmt.Println("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
