@@ -29,7 +29,8 @@ type Config struct {
 // transport's handler.
 type Feed struct {
 	t      Transport
-	recv   Receiver // nil: the client sends nothing while subscribed
+	recv   Receiver   // nil: the client sends nothing while subscribed
+	iw     ItemWriter // nil: events are written with Write
 	cfg    Config
 	kind   string // the transport, for logs: "websocket", "sse"
 	sid    string
@@ -62,6 +63,7 @@ func New(t Transport, kind, sessionID string, cfg Config) *Feed {
 	}
 	f := &Feed{t: t, cfg: cfg, kind: kind, sid: sessionID, log: cfg.Logger, m: cfg.Metrics}
 	f.recv, _ = t.(Receiver)
+	f.iw, _ = t.(ItemWriter)
 	f.dl = newDeadline(cfg.WriteTimeout, cfg.OverflowGrace, t.Kill)
 	return f
 }
@@ -88,6 +90,19 @@ func (f *Feed) Hurried() bool { return f.dl.hurried.Load() }
 
 func (f *Feed) write(cursor string, frame []byte) bool {
 	if err := f.t.Write(cursor, frame); err != nil {
+		f.fail(err)
+		return false
+	}
+	return true
+}
+
+// writeItem writes one event, through the transport's shared encoding
+// where it has one.
+func (f *Feed) writeItem(it *hub.Item) bool {
+	if f.iw == nil {
+		return f.write(it.ID, it.Frame)
+	}
+	if err := f.iw.WriteItem(it); err != nil {
 		f.fail(err)
 		return false
 	}

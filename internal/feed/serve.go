@@ -130,7 +130,7 @@ func (f *Feed) writeBatch(items []*hub.Item, live bool) bool {
 	defer f.dl.disarm()
 	var now time.Time
 	for i, it := range items {
-		if f.dl.hurried.Load() || !f.write(it.ID, it.Frame) {
+		if f.dl.hurried.Load() || !f.writeItem(it) {
 			f.countSent(i)
 			return false
 		}

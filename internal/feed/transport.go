@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 
+	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -30,6 +31,15 @@ type Transport interface {
 	Kill()
 	// Gone is closed once the client has gone away.
 	Gone() <-chan struct{}
+}
+
+// ItemWriter is implemented by transports that frame an event's frame
+// further and share that framing between their clients (SSE: one
+// encoding of the event's id: and data: lines per event, kept in the
+// hub's item). The feed writes events through WriteItem instead of
+// Write; it is Write(it.ID, it.Frame) on the wire.
+type ItemWriter interface {
+	WriteItem(it *hub.Item) error
 }
 
 // Receiver is implemented by transports whose client sends frames

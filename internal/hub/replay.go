@@ -101,7 +101,7 @@ func (a *Attachment) StreamReplayBatches(ctx context.Context, fn func([]*Item) e
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ch := make(chan []Item, replayAhead)
+	ch := make(chan []*Item, replayAhead)
 	scanErr := make(chan error, 1)
 	go func() {
 		defer close(ch)
@@ -123,8 +123,7 @@ func (a *Attachment) StreamReplayBatches(ctx context.Context, fn func([]*Item) e
 	out := make([]*Item, 0, replayBatch)
 	for batch := range ch {
 		out = out[:0]
-		for k := range batch {
-			it := &batch[k]
+		for _, it := range batch {
 			for ; i < len(ring) && ring[i].ID < it.ID; i++ {
 				out = append(out, ring[i])
 			}
@@ -148,7 +147,7 @@ func (a *Attachment) StreamReplayBatches(ctx context.Context, fn func([]*Item) e
 // until the last, or until ctx ends. Each session of the plan is read
 // in its own ordered batches (from the store's (session, id) index, so
 // no batch sorts anything), and the sessions are merged by id.
-func (p *replayPlan) read(ctx context.Context, ch chan<- []Item) error {
+func (p *replayPlan) read(ctx context.Context, ch chan<- []*Item) error {
 	cs := make([]*replayCursor, len(p.q.SessionIDs))
 	for i, sid := range p.q.SessionIDs {
 		q := p.q
@@ -158,7 +157,7 @@ func (p *replayPlan) read(ctx context.Context, ch chan<- []Item) error {
 			return err
 		}
 	}
-	out := make([]Item, 0, replayBatch)
+	out := make([]*Item, 0, replayBatch)
 	for {
 		var next *replayCursor
 		for _, c := range cs {
@@ -167,7 +166,7 @@ func (p *replayPlan) read(ctx context.Context, ch chan<- []Item) error {
 			}
 		}
 		if next != nil {
-			out = append(out, next.buf[next.pos])
+			out = append(out, &next.buf[next.pos])
 			next.pos++
 			if next.pos == len(next.buf) && !next.done {
 				if err := next.fill(ctx, p.h.store); err != nil {
@@ -181,7 +180,7 @@ func (p *replayPlan) read(ctx context.Context, ch chan<- []Item) error {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			out = make([]Item, 0, replayBatch)
+			out = make([]*Item, 0, replayBatch)
 		}
 		if next == nil {
 			return nil
@@ -192,13 +191,13 @@ func (p *replayPlan) read(ctx context.Context, ch chan<- []Item) error {
 // replayCursor reads one session's part of a replay, a batch at a time.
 type replayCursor struct {
 	q    store.EventQuery // AfterID moves on with each batch
-	buf  []Item
+	buf  []Item           // the batch read last: new for each batch, since the writer keeps its items
 	pos  int
 	done bool // the last batch has been read
 }
 
 func (c *replayCursor) fill(ctx context.Context, st Store) error {
-	c.buf, c.pos = c.buf[:0], 0
+	c.buf, c.pos = make([]Item, 0, replayBatch), 0
 	n, err := st.ScanEventBatch(ctx, c.q, replayBatch, func(r *store.EventRow) {
 		c.buf = append(c.buf, Item{ID: r.ID, SessionID: r.SessionID, Type: r.Type, Actor: r.Actor, Frame: protocol.EventFrame(r.Body)})
 	})

@@ -10,10 +10,15 @@
 // sends a last close frame, then ends the response.
 //
 // github.com/tmaxmax/go-sse does the framing and reads Last-Event-ID;
-// the subscription logic is the feed's.
+// the subscription logic is the feed's. An event's record is framed
+// once for every SSE client: its id: line and data: field name are
+// kept in the hub's item (an hub.Encoding) and written around the
+// shared frame, the same bytes go-sse writes. A batch of frames goes
+// out through one pooled buffer, so a replay leaves in large writes.
 //
 // Files: server.go (the handler and shutdown), transport.go (the feed's
-// transport over an SSE response), errors.go (refusals as HTTP errors).
+// transport over an SSE response), record.go (an event's shared SSE
+// record), errors.go (refusals as HTTP errors).
 //
 // sse is an edge: it imports feed, hub, protocol, metrics and go-sse;
 // nothing in the core imports it, and it imports no other edge.

@@ -79,7 +79,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	t := &transport{sess: sess, rc: http.NewResponseController(w), gone: r.Context().Done(), retry: s.cfg.Retry}
+	t := &transport{sess: sess, w: w, rc: http.NewResponseController(w), gone: r.Context().Done(), retry: s.cfg.Retry}
 	defer t.finish()
 	f := feed.New(t, "sse", sid, feed.Config{PingInterval: s.cfg.PingInterval, WriteTimeout: s.cfg.WriteTimeout,
 		OverflowGrace: s.cfg.OverflowGrace, Logger: s.log, Metrics: s.cfg.Metrics})

@@ -229,6 +229,11 @@ func BenchmarkIdleConnRSS(b *testing.B) {
 			benchIdleRSS(b, "floor", f.URL(), "", f.Clients, func() error { return nil })
 		})
 	}
+	b.Run("metis-sse", func(b *testing.B) {
+		m := startBenchMetis(b, 0)
+		benchIdleRSS(b, "sse", m.url, m.sid, func() int { return m.srv.Hub.Clients(m.sid) },
+			func() error { return m.em.Barrier(context.Background()) })
+	})
 }
 
 func benchIdleRSS(b *testing.B, kind, url, sid string, registered func() int, settle func() error) {

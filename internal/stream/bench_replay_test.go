@@ -107,6 +107,9 @@ func benchReplayChild() int {
 func childReplay(hc *http.Client, cmd replayCmd) replayResult {
 	ctx := context.Background()
 	start := time.Now()
+	if cmd.Kind == "sse" {
+		return childReplaySSE(ctx, hc, cmd, start)
+	}
 	var ws *websocket.Conn
 	var err error
 	if cmd.Kind == "metis" {
@@ -462,4 +465,96 @@ func BenchmarkReplay10k(b *testing.B) {
 	b.ReportMetric(median(cpu[0]), "metis_cpu_us/event")
 	b.ReportMetric(median(cpu[1]), "floor_cpu_us/event")
 	b.ReportMetric(median(cpuRatio[0]), "cpu_ratio")
+}
+
+// childReplaySSE is childReplay over SSE: GET /sessions/{id}/events
+// with the types and since in the query, then cmd.N event records read.
+func childReplaySSE(ctx context.Context, hc *http.Client, cmd replayCmd, start time.Time) replayResult {
+	u := cmd.URL + "/sessions/" + cmd.SID + "/events?types=" + strings.Join(cmd.Types, ",") + "&since=" + cmd.Since
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return replayResult{Err: err.Error()}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return replayResult{Err: err.Error()}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return replayResult{Err: resp.Status}
+	}
+	r := bufio.NewReaderSize(resp.Body, 64<<10)
+	var total int64
+	for got := 0; got < cmd.N; {
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			for err == bufio.ErrBufferFull {
+				total += int64(len(line))
+				line, err = r.ReadSlice('\n')
+			}
+			got++
+			total += int64(len(line))
+			continue
+		}
+		if err != nil {
+			return replayResult{Err: fmt.Sprintf("after %d events: %v", got, err)}
+		}
+		if bytes.HasPrefix(line, sseEventPrefix) {
+			got++
+			total += int64(len(line))
+		}
+	}
+	return replayResult{NS: int64(time.Since(start)), Bytes: total}
+}
+
+// BenchmarkReplay10kSSE is BenchmarkReplay10k's metis half over SSE:
+// the same history, filter and cursor, replayed to a client in a child
+// process that reconnects with GET /sessions/{id}/events?since=...;
+// this process's CPU per replayed event, and the time in the client
+// from the request to the last event read.
+func BenchmarkReplay10kSSE(b *testing.B) {
+	m := startBenchMetis(b, 0)
+	ctx := context.Background()
+	sid := benchHistory(b, m, benchReplay+200)
+	em, err := m.srv.Bus.Emitter(ctx, sid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	child := startReplayChild(b)
+	cur := &benchCursor{m: m, sid: sid}
+	types := catalogTypes()
+	once := func() (replayResult, time.Duration, error) {
+		if err := em.Barrier(ctx); err != nil {
+			return replayResult{}, 0, err
+		}
+		since, err := cur.since(benchReplay)
+		if err != nil {
+			return replayResult{}, 0, err
+		}
+		runtime.GC()
+		res, cpu, err := child.do(replayCmd{Kind: "sse", URL: m.url, SID: sid, Since: since, Types: types, N: benchReplay})
+		if err != nil {
+			return res, 0, err
+		}
+		if err := waitFor(func() bool { return m.srv.Hub.Clients(sid) == 0 }); err != nil {
+			return res, 0, err
+		}
+		return res, cpu, nil
+	}
+	if _, _, err := once(); err != nil { // warm up
+		b.Fatal(err)
+	}
+	var ms, cpu []float64
+	for b.Loop() {
+		for range benchReps {
+			res, c, err := once()
+			if err != nil {
+				b.Fatal(err)
+			}
+			ms = append(ms, float64(res.NS)/1e6)
+			cpu = append(cpu, float64(c)/1e3/benchReplay)
+		}
+	}
+	b.ReportMetric(median(ms), "sse_ms")
+	b.ReportMetric(median(cpu), "sse_cpu_us/event")
 }

@@ -631,6 +631,9 @@ func benchIdleChild() int {
 	raiseNoFile()
 	ctx := context.Background()
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	if kind == "sse" {
+		return benchIdleSSE(ctx, hc, url, sid, n)
+	}
 	conns := make([]*websocket.Conn, 0, n)
 	for range n {
 		var ws *websocket.Conn

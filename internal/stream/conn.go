@@ -23,6 +23,7 @@ import (
 type conn struct {
 	s          *Server
 	ws         *websocket.Conn
+	bc         *batchConn // under ws: holds a batch until Flush
 	sid        string
 	in         chan feed.Inbound // reader → run: raw client frames
 	done       chan struct{}     // closed when the reader stops
@@ -37,8 +38,8 @@ type conn struct {
 // the reader waits, which slows a client that floods the server.
 const inQueue = 4
 
-func newConn(s *Server, ws *websocket.Conn, sid string) *conn {
-	c := &conn{s: s, ws: ws, sid: sid, in: make(chan feed.Inbound, inQueue), done: make(chan struct{})}
+func newConn(s *Server, ws *websocket.Conn, bc *batchConn, sid string) *conn {
+	c := &conn{s: s, ws: ws, bc: bc, sid: sid, in: make(chan feed.Inbound, inQueue), done: make(chan struct{})}
 	c.rctx, c.stopReader = context.WithCancel(context.Background())
 	c.f = feed.New(c, "websocket", sid, feed.Config{PingInterval: s.cfg.PingInterval, PingMisses: s.cfg.PingMisses,
 		WriteTimeout: s.cfg.WriteTimeout, OverflowGrace: s.cfg.OverflowGrace, Logger: s.log, Metrics: s.m})
@@ -98,16 +99,18 @@ func (c *conn) subscribe(ctx context.Context) *hub.Attachment {
 	}
 }
 
-// Write sends one text frame. Writes use a background context, so a
-// write costs no context or timer allocation (coder/websocket arms its
-// own timeout only for cancellable contexts); the feed's deadline kills
-// the connection instead.
+// Write sends one text frame, held with the rest of the batch until
+// Flush (see batchConn). Writes use a background context, so a write
+// costs no context or timer allocation (coder/websocket arms its own
+// timeout only for cancellable contexts); the feed's deadline kills the
+// connection instead.
 func (c *conn) Write(_ string, frame []byte) error {
+	c.bc.hold()
 	return c.ws.Write(context.Background(), websocket.MessageText, frame)
 }
 
-// Flush does nothing: every Write is sent at once.
-func (c *conn) Flush() error { return nil }
+// Flush sends the batch's frames.
+func (c *conn) Flush() error { return c.bc.release() }
 
 // Heartbeat sends a ping frame (spec §3.8); any pong answers it.
 func (c *conn) Heartbeat(nonce string) error {
@@ -117,6 +120,9 @@ func (c *conn) Heartbeat(nonce string) error {
 // Close performs the close handshake with the code and the reason's
 // JSON, cut to 123 bytes.
 func (c *conn) Close(code int, reason protocol.CloseDetail) error {
+	if err := c.bc.release(); err != nil {
+		return err
+	}
 	return c.ws.Close(websocket.StatusCode(code), reason.Encode())
 }
 

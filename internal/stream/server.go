@@ -81,12 +81,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.clients.Leave()
 
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	hj := &batchHijacker{ResponseWriter: w}
+	ws, err := websocket.Accept(hj, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		s.log.Debug("websocket accept", "session", sid, "err", err)
 		return // Accept has answered
 	}
-	c := newConn(s, ws, sid)
+	c := newConn(s, ws, hj.conn, sid)
 	c.run()
 }
 

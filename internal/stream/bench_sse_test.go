@@ -1,0 +1,229 @@
+//go:build unix
+
+package stream_test
+
+// BenchmarkFanoutSSE: deltas emitted as fast as the emitter takes them
+// reach 100 SSE clients (GET /sessions/{id}/events) of a real server.
+// The clients run in a child process (this test binary re-executed), so
+// this process is the server alone: its CPU time (getrusage, every
+// thread) from the first emit to the last frame read, divided by the
+// frames delivered, is the server's CPU per delivered SSE frame
+// (cpu_ns/frame). frames/s counts the frames all clients read together
+// per second of that span.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	benchEnvSSEChild = "METIS_STREAM_BENCH_SSE_CHILD" // "url sid clients deltas"
+	benchSSEClients  = 100
+	benchSSEDeltas   = 2000
+)
+
+func init() {
+	if v := os.Getenv(benchEnvSSEChild); v != "" {
+		os.Exit(benchSSEChild(v))
+	}
+}
+
+var (
+	sseAckPrefix   = []byte(`data: {"type":"subscribe_ack"`)
+	sseEventPrefix = []byte(`data: {"type":"event"`)
+)
+
+// benchSSEChild opens the SSE clients, prints "ready" once every one has
+// its subscribe_ack, prints "done" once every one has read every delta,
+// and ends when its stdin closes.
+func benchSSEChild(args string) int {
+	f := strings.Fields(args)
+	if len(f) != 4 {
+		fmt.Fprintln(os.Stderr, "sse child: want url, sid, clients, deltas")
+		return 2
+	}
+	url, sid := f[0], f[1]
+	n, err1 := strconv.Atoi(f[2])
+	deltas, err2 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil {
+		fmt.Fprintln(os.Stderr, "sse child: bad numbers", args)
+		return 2
+	}
+	raiseNoFile()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hc := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: n}}
+	var ready, done sync.WaitGroup
+	var mu sync.Mutex
+	var failure error
+	fail := func(err error) {
+		mu.Lock()
+		if failure == nil {
+			failure = err
+		}
+		mu.Unlock()
+	}
+	var bodies []io.Closer
+	for range n {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/sessions/"+sid+"/events?types=text.delta", nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sse child:", err)
+			return 1
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sse child:", err)
+			return 1
+		}
+		if resp.StatusCode != http.StatusOK {
+			fmt.Fprintln(os.Stderr, "sse child:", resp.Status)
+			return 1
+		}
+		bodies = append(bodies, resp.Body)
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			r := bufio.NewReaderSize(resp.Body, 64<<10)
+			acked := false
+			for got := 0; got < deltas; {
+				line, err := r.ReadSlice('\n')
+				if err != nil {
+					if !acked {
+						ready.Done()
+					}
+					fail(fmt.Errorf("after %d deltas: %w", got, err))
+					return
+				}
+				switch {
+				case bytes.HasPrefix(line, sseEventPrefix):
+					got++
+				case !acked && bytes.HasPrefix(line, sseAckPrefix):
+					acked = true
+					ready.Done()
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	fmt.Println("ready")
+	done.Wait()
+	if failure != nil {
+		fmt.Fprintln(os.Stderr, "sse child:", failure)
+		return 1
+	}
+	fmt.Println("done")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	for _, b := range bodies {
+		b.Close()
+	}
+	return 0
+}
+
+func BenchmarkFanoutSSE(b *testing.B) {
+	raiseNoFile()
+	// A client queue larger than the run, so nobody is closed as slow.
+	m := startBenchMetis(b, 5*benchSSEDeltas)
+	texts := make([]string, benchSSEDeltas)
+	for i := range texts {
+		texts[i] = benchText(i)
+	}
+	var rates, cpuNs []float64
+	for b.Loop() {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d", benchEnvSSEChild, m.url, m.sid, benchSSEClients, benchSSEDeltas))
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		out := bufio.NewReader(stdout)
+		if line, err := out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+			stdin.Close()
+			_ = cmd.Wait()
+			b.Fatalf("sse child did not get ready: %q %v", line, err)
+		}
+		runtime.GC()
+		cpu0 := cpuTime()
+		start := time.Now()
+		for i := range benchSSEDeltas {
+			if err := m.emitDelta(texts[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		line, err := out.ReadString('\n')
+		elapsed := time.Since(start)
+		cpu := cpuTime() - cpu0
+		stdin.Close()
+		if werr := cmd.Wait(); err != nil || strings.TrimSpace(line) != "done" || werr != nil {
+			b.Fatalf("sse child: %q %v %v", line, err, werr)
+		}
+		if err := waitFor(func() bool { return m.srv.Hub.Clients(m.sid) == 0 }); err != nil {
+			b.Fatal(err)
+		}
+		frames := float64(benchSSEClients * benchSSEDeltas)
+		rates = append(rates, frames/elapsed.Seconds())
+		cpuNs = append(cpuNs, float64(cpu)/frames)
+	}
+	b.ReportMetric(median(rates), "frames/s")
+	b.ReportMetric(median(cpuNs), "cpu_ns/frame")
+}
+
+// benchIdleSSE is benchIdleChild for SSE clients: it opens n streams
+// of text.delta, prints "ready" once each has its subscribe_ack, and
+// holds them until its stdin closes.
+func benchIdleSSE(ctx context.Context, hc *http.Client, url, sid string, n int) int {
+	bodies := make([]io.Closer, 0, n)
+	defer func() {
+		for _, b := range bodies {
+			b.Close()
+		}
+	}()
+	for range n {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/sessions/"+sid+"/events?types=text.delta", nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 1
+		}
+		resp, err := hc.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			fmt.Fprintln(os.Stderr, "child:", err, resp)
+			return 1
+		}
+		bodies = append(bodies, resp.Body)
+		r := bufio.NewReader(resp.Body)
+		for {
+			line, err := r.ReadSlice('\n')
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "child: no subscribe_ack:", err)
+				return 1
+			}
+			if bytes.HasPrefix(line, sseAckPrefix) {
+				break
+			}
+		}
+		go func() { _, _ = io.Copy(io.Discard, r) }()
+	}
+	fmt.Println("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
