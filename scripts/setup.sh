@@ -33,5 +33,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 mkdir -p bin
-go build -o bin/metis ./cmd/metis
+CGO_ENABLED=0 go build -o bin/metis ./cmd/metis
 echo "setup: built bin/metis"

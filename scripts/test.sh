@@ -18,7 +18,7 @@ go test -race -count=1 -timeout 20m ./...
 
 # The Node suites drive the real binary.
 mkdir -p bin
-go build -o bin/metis ./cmd/metis
+CGO_ENABLED=0 go build -o bin/metis ./cmd/metis
 for suite in scripts/test.d/*.sh; do
   [ -e "$suite" ] || continue
   echo "== $suite"
