@@ -65,3 +65,39 @@ func (b *Bus) CatchUp(ctx context.Context, sessionID string) error {
 	o.outMu.Unlock()
 	return nil
 }
+
+// Backfiller is a live sink that keeps streaming events for replays
+// (the hub's rings); Backfill hands it those this process never
+// delivered.
+type Backfiller interface {
+	Backfill(evs []*event.Event)
+}
+
+// Backfill hands streaming events of one delegation tree, emitted and
+// committed by another process before this one followed the tree (in
+// id order, every one from the first on), to the live sinks that are
+// Backfillers, and moves the tree's delivery point past them: a
+// client's seam then covers them exactly as events delivered here, and
+// a replay from a cursor among them is served here. No client gets
+// them live, and sinks that are not Backfillers never see them.
+func (b *Bus) Backfill(ctx context.Context, evs []*event.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	em, err := b.Emitter(ctx, evs[0].SessionID)
+	if err != nil {
+		return fmt.Errorf("bus: backfill: %w", err)
+	}
+	o := em.o
+	o.outMu.Lock()
+	defer o.outMu.Unlock()
+	if p := b.live.Load(); p != nil {
+		for _, s := range *p {
+			if bf, ok := s.(Backfiller); ok {
+				bf.Backfill(evs)
+			}
+		}
+	}
+	o.lastOut = max(o.lastOut, evs[len(evs)-1].ID)
+	return nil
+}

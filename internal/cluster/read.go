@@ -160,3 +160,33 @@ func (l *Log) Follow(ctx context.Context, filter string, from ReadFrom, fn func(
 		}
 	}
 }
+
+// Streaming returns the streaming events of tree that the log still
+// holds (those whose TTL has not expired) up to stream sequence upTo,
+// in stream order (id order). The log drops a tree's streaming events
+// oldest first, so they are every streaming event of the tree from the
+// first one returned through upTo: what a node that starts following
+// the tree keeps for replays (the in-flight ring, cluster-wide).
+func (l *Log) Streaming(ctx context.Context, tree string, upTo uint64) ([]*event.Event, error) {
+	if err := ValidToken(tree); err != nil {
+		return nil, err
+	}
+	var out []*event.Event
+	errUpTo := errors.New("up to")
+	err := l.Replay(ctx, StreamingFilter(tree), 0, func(e Entry) error {
+		if e.Seq > upTo {
+			return errUpTo
+		}
+		if e.Event != nil {
+			out = append(out, e.Event)
+		}
+		if e.Seq == upTo {
+			return errUpTo
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errUpTo) {
+		return nil, err
+	}
+	return out, nil
+}
