@@ -26,7 +26,11 @@ type StreamingStore interface {
 // the owner's subscribers handled them. It reads the store only to
 // create the session's emitter, the first time.
 func (b *Bus) Relay(ctx context.Context, ev *event.Event) error {
-	em, err := b.Emitter(ctx, ev.SessionID)
+	// A session first seen here (a worker created on the owner) gets its
+	// emitter without moving the delivery point to what the store holds:
+	// the projection applied its events before the feed relays them, and
+	// they must still reach the clients following the tree.
+	em, err := b.emitter(ctx, ev.SessionID, false)
 	if err != nil {
 		return fmt.Errorf("bus: relay %s: %w", ev.ID, err)
 	}
