@@ -70,38 +70,45 @@ func (b *Bus) CatchUp(ctx context.Context, sessionID string) error {
 	return nil
 }
 
-// Backfiller is a live sink that keeps streaming events for replays
-// (the hub's rings); Backfill hands it those this process never
-// delivered.
+// Backfiller is a live sink that keeps what a client needs of a tree
+// besides the events delivered live (the hub: its rings of streaming
+// events, its sessions' turns in flight). Backfill hands it a tree a
+// node starts following (Bus.Backfill): every streaming event of the
+// tree with an id at or after from, evs (this process never delivered
+// them), and asOf, the tree's delivery point, as of which it must know
+// the tree.
 type Backfiller interface {
-	Backfill(evs []*event.Event)
+	Backfill(ctx context.Context, tree, from, asOf string, evs []*event.Event) error
 }
 
-// Backfill hands streaming events of one delegation tree, emitted and
-// committed by another process before this one followed the tree (in
-// id order, every one from the first on), to the live sinks that are
-// Backfillers, and moves the tree's delivery point past them: a
-// client's seam then covers them exactly as events delivered here, and
-// a replay from a cursor among them is served here. No client gets
-// them live, and sinks that are not Backfillers never see them.
-func (b *Bus) Backfill(ctx context.Context, evs []*event.Event) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	em, err := b.Emitter(ctx, evs[0].SessionID)
+// Backfill prepares the live sinks for a tree emitted and committed by
+// another process, which this one starts following: it moves the
+// tree's delivery point past evs (streaming events of the tree, in id
+// order, every one from from on) and hands the tree to the sinks that
+// are Backfillers, under the tree's outbox lock, so that nothing is
+// relayed meanwhile. A client's seam then covers those events exactly
+// as events delivered here, and a replay from a cursor among them is
+// served here. No client gets them live, and sinks that are not
+// Backfillers never see them. tree is the root session of the tree.
+func (b *Bus) Backfill(ctx context.Context, tree, from string, evs []*event.Event) error {
+	em, err := b.Emitter(ctx, tree)
 	if err != nil {
 		return fmt.Errorf("bus: backfill: %w", err)
 	}
 	o := em.o
 	o.outMu.Lock()
 	defer o.outMu.Unlock()
+	if len(evs) > 0 {
+		o.lastOut = max(o.lastOut, evs[len(evs)-1].ID)
+	}
 	if p := b.live.Load(); p != nil {
 		for _, s := range *p {
 			if bf, ok := s.(Backfiller); ok {
-				bf.Backfill(evs)
+				if err := bf.Backfill(ctx, tree, from, o.lastOut, evs); err != nil {
+					return fmt.Errorf("bus: backfill: %w", err)
+				}
 			}
 		}
 	}
-	o.lastOut = max(o.lastOut, evs[len(evs)-1].ID)
 	return nil
 }

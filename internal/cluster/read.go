@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -111,16 +113,43 @@ func (l *Log) Replay(ctx context.Context, filter string, from ReadFrom, fn func(
 }
 
 // lastOn returns the sequence of the newest message on filter, 0 if
-// none.
+// none. It asks the stream's leader (the STREAM.MSG.GET API): the
+// stream allows direct gets, which any replica answers, and a replica
+// that lags behind the leader would answer with an older message, or
+// none, than a publish already acknowledged.
 func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
-	m, err := l.stream.GetLastMsgForSubject(ctx, filter)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return 0, nil
-	case err != nil:
+	req, err := json.Marshal(struct {
+		LastFor string `json:"last_by_subj"`
+	}{filter})
+	if err != nil {
+		return 0, err
+	}
+	msg, err := l.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.cfg.Stream, req)
+	if err != nil {
 		return 0, fmt.Errorf("cluster: last message on %s: %w", filter, err)
 	}
-	return m.Sequence, nil
+	var resp struct {
+		Message *struct {
+			Seq uint64 `json:"seq"`
+		} `json:"message"`
+		Error *struct {
+			Code        int                 `json:"code"`
+			ErrCode     jetstream.ErrorCode `json:"err_code"`
+			Description string              `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return 0, fmt.Errorf("cluster: last message on %s: %w", filter, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == jetstream.JSErrCodeMessageNotFound:
+		return 0, nil
+	case resp.Error != nil:
+		return 0, fmt.Errorf("cluster: last message on %s: %s (%d)", filter, resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return 0, fmt.Errorf("cluster: last message on %s: an answer without a message", filter)
+	}
+	return resp.Message.Seq, nil
 }
 
 // Follow calls fn, in stream order, with every message on filter from
@@ -163,22 +192,31 @@ func (l *Log) Follow(ctx context.Context, filter string, from ReadFrom, fn func(
 
 // Streaming returns the streaming events of tree that the log still
 // holds (those whose TTL has not expired) up to stream sequence upTo,
-// in stream order (id order). The log drops a tree's streaming events
-// oldest first, so they are every streaming event of the tree from the
-// first one returned through upTo: what a node that starts following
-// the tree keeps for replays (the in-flight ring, cluster-wide).
-func (l *Log) Streaming(ctx context.Context, tree string, upTo uint64) ([]*event.Event, error) {
+// in stream order (id order): what a node that starts following the
+// tree keeps for replays (the in-flight ring, cluster-wide). It also
+// returns from, an id such that every streaming event of the tree with
+// an id at or after it (and published through upTo) is among them: the
+// log drops a tree's streaming events oldest first, and none younger
+// than the TTL (less a minute for the clocks of the owner and of the
+// servers, which the id's time and the expiry read).
+func (l *Log) Streaming(ctx context.Context, tree string, upTo uint64) (evs []*event.Event, from string, err error) {
 	if err := ValidToken(tree); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	var out []*event.Event
+	ttl := l.cfg.StreamingTTL
+	margin := min(time.Minute, ttl/2)
+	seq, err := event.NewSequencer("", func() time.Time { return time.Now().Add(-ttl + margin) })
+	if err != nil {
+		return nil, "", fmt.Errorf("cluster: streaming of %s: %w", tree, err)
+	}
+	from, _ = seq.Next()
 	errUpTo := errors.New("up to")
-	err := l.Replay(ctx, StreamingFilter(tree), 0, func(e Entry) error {
+	err = l.Replay(ctx, StreamingFilter(tree), 0, func(e Entry) error {
 		if e.Seq > upTo {
 			return errUpTo
 		}
 		if e.Event != nil {
-			out = append(out, e.Event)
+			evs = append(evs, e.Event)
 		}
 		if e.Seq == upTo {
 			return errUpTo
@@ -186,7 +224,10 @@ func (l *Log) Streaming(ctx context.Context, tree string, upTo uint64) ([]*event
 		return nil
 	})
 	if err != nil && !errors.Is(err, errUpTo) {
-		return nil, err
+		return nil, "", err
 	}
-	return out, nil
+	if len(evs) > 0 {
+		from = min(from, evs[0].ID)
+	}
+	return evs, from, nil
 }

@@ -10,11 +10,11 @@ import (
 	"github.com/metis-agent/metis/internal/event"
 )
 
-// TestRingMergeModel: merging a backfill (every streaming event from
-// its first on) into a ring keeps, in id order and once each, the held
-// items from the backfill's first id on and the backfilled ones; older
-// held items are let go and remembered as lost; the size bound holds;
-// and the ring's byte count is what it holds.
+// TestRingMergeModel: merging a backfill (every streaming event from a
+// bound on) into a ring keeps, in id order and once each, the held
+// items from the bound on and the backfilled ones; older held items are
+// let go and remembered as lost; the size bound holds; and the ring's
+// byte count is what it holds.
 func TestRingMergeModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		size := rapid.IntRange(1, 12).Draw(rt, "size")
@@ -35,12 +35,16 @@ func TestRingMergeModel(t *testing.T) {
 		for n := lo; n <= hi; n++ {
 			items = append(items, item(n))
 		}
+		bound := id(rapid.IntRange(lo-5, lo).Draw(rt, "bound"))
+		if rapid.Bool().Draw(rt, "empty") {
+			items = nil
+		}
 		heldBefore := slices.Clone(r.items[r.start:])
-		delta := r.merge(items, size)
+		delta := r.merge(bound, items, size)
 
 		var want []string
 		for _, it := range heldBefore {
-			if it.ID >= items[0].ID {
+			if it.ID >= bound {
 				want = append(want, it.ID)
 			}
 		}
@@ -56,7 +60,7 @@ func TestRingMergeModel(t *testing.T) {
 			want = want[len(want)-size:]
 		}
 		for _, it := range heldBefore {
-			if it.ID < items[0].ID {
+			if it.ID < bound {
 				lostWant = max(lostWant, it.ID)
 			}
 		}

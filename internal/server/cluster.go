@@ -320,7 +320,7 @@ func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leav
 		if err != nil {
 			return nil, fmt.Errorf("cluster: follow tree %s: %w", tree, err)
 		}
-		held, err := cn.log.Streaming(ctx, tree, tail)
+		held, heldFrom, err := cn.log.Streaming(ctx, tree, tail)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: follow tree %s: %w", tree, err)
 		}
@@ -339,7 +339,7 @@ func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leav
 			err = cn.bus.CatchUp(ctx, sessionID)
 		}
 		if err == nil {
-			err = cn.bus.Backfill(ctx, held)
+			err = cn.bus.Backfill(ctx, tree, heldFrom, held)
 		}
 		if err != nil {
 			lv()
