@@ -40,7 +40,7 @@ func TestCluster11_1_3_ReplayOfACursorTakenOnAnotherNode(t *testing.T) {
 		// Node 2, cold, while the answer may still stream.
 		b, ack, _ := subscribe(t, tr, tri.nodes[2], sid, "preset:chat", &cursor, false)
 		if ack.Since == nil || *ack.Since != cursor || ack.StreamingGap {
-			t.Fatalf("node 2's ack for a cursor of node 1: %+v", ack)
+			t.Fatalf("node 2's ack for node 1's cursor %s: %+v", cursor, ack)
 		}
 		after, _ := readUntil(t, b, event.TurnCompleted, t1)
 		checkIncreasing(t, "node 2 after node 1's cursor", after, cursor)
