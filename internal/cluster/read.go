@@ -74,8 +74,7 @@ func (l *Log) ordered(ctx context.Context, filter string, from ReadFrom) (jetstr
 
 // Replay calls fn, in stream order (which is id order within a tree),
 // with every message on filter from sequence from onwards that exists
-// when Replay starts (and any that arrive before it catches up), then
-// returns. Filters: TreeFilter, SessionFilter, CatalogFilter,
+// when Replay starts, then returns. Filters: TreeFilter, SessionFilter, CatalogFilter,
 // AllCatalog. An error from fn stops the replay and is returned.
 func (l *Log) Replay(ctx context.Context, filter string, from ReadFrom, fn func(Entry) error) error {
 	last, err := l.lastOn(ctx, filter)
@@ -106,7 +105,9 @@ func (l *Log) Replay(ctx context.Context, filter string, from ReadFrom, fn func(
 		if err := fn(decodeEntry(md.Sequence.Stream, m.Subject(), m.Data())); err != nil {
 			return err
 		}
-		if md.NumPending == 0 {
+		// The last message as the leader knew it, not "nothing pending":
+		// the consumer may live on a replica that lags behind.
+		if md.Sequence.Stream >= last {
 			return nil
 		}
 	}
@@ -210,20 +211,31 @@ func (l *Log) Streaming(ctx context.Context, tree string, upTo uint64) (evs []*e
 		return nil, "", fmt.Errorf("cluster: streaming of %s: %w", tree, err)
 	}
 	from, _ = seq.Next()
-	errUpTo := errors.New("up to")
-	err = l.Replay(ctx, StreamingFilter(tree), 0, func(e Entry) error {
-		if e.Seq > upTo {
-			return errUpTo
+	// Read up to the last streaming message through upTo as the
+	// stream's leader knows it, not until the consumer has nothing
+	// pending: the consumer may live on a replica that lags behind.
+	last, err := l.lastOn(ctx, StreamingFilter(tree))
+	if err != nil || last == 0 {
+		return nil, from, err
+	}
+	last = min(last, upTo)
+	errDone := errors.New("done")
+	err = l.Follow(ctx, StreamingFilter(tree), 0, func(e Entry) error {
+		if e.Seq > last {
+			return errDone
 		}
 		if e.Event != nil {
 			evs = append(evs, e.Event)
 		}
-		if e.Seq == upTo {
-			return errUpTo
+		if e.Seq == last {
+			return errDone
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errUpTo) {
+	switch {
+	case err == nil: // ctx is done
+		return nil, "", fmt.Errorf("cluster: streaming of %s: %w", tree, context.Cause(ctx))
+	case !errors.Is(err, errDone):
 		return nil, "", err
 	}
 	if len(evs) > 0 {
