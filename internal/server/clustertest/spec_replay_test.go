@@ -48,7 +48,9 @@ func TestCluster11_1_3_ReplayOfACursorTakenOnAnotherNode(t *testing.T) {
 		if got, want := eventIDs(append(before, after...)), eventIDs(all); !slices.Equal(got, want) {
 			t.Fatalf("the client saw %d events on nodes 1 and 2, the owner's client %d", len(got), len(want))
 		}
-		tri.sameAsOwner("node 2's replay", sid, cursor, after[:ack.ReplayEventCount], chat)
+		if ack.ReplayEventCount > 0 { // none when node 1's client had read up to the log's end
+			tri.sameAsOwner("node 2's replay", sid, cursor, after[:ack.ReplayEventCount], chat)
+		}
 		b.Close()
 
 		// Back to node 1 (cold again) after a turn it did not see.
