@@ -117,9 +117,9 @@ func TestCluster11_1_10_CancelOnOneNodeSeenByEveryNode(t *testing.T) {
 			}
 			return n
 		}
-		servertest.WaitFor(t, "the redundant-cancel warning", func() bool { return redundant(stored(event.BusHandlerWarning)) == 1 })
+		eventually(t, "the redundant-cancel warning", func() bool { return redundant(stored(event.BusHandlerWarning)) == 1 })
 		for _, h := range tri.nodes[1:] {
-			servertest.WaitFor(t, "the warning relayed to "+h.Config.Node, func() bool { return redundant(h.Live.Events(sid)) == 1 })
+			eventually(t, "the warning relayed to "+h.Config.Node, func() bool { return redundant(h.Live.Events(sid)) == 1 })
 		}
 		if st, err := tri.nodes[2].Server.Store.Turn(context.Background(), turn); err != nil || st.Status != store.TurnCancelled {
 			t.Fatalf("node 2's projection of the turn: %+v, %v", st, err)

@@ -112,9 +112,25 @@ func (tr *trio) session() string {
 	tr.t.Helper()
 	sid := tr.owner().CreateSession()
 	for _, h := range tr.nodes[1:] {
-		visible(tr.t, h, sid)
+		eventually(tr.t, "the session on "+h.Config.Node, func() bool {
+			return h.Do(http.MethodGet, "/sessions/"+sid, nil, nil) == http.StatusOK
+		})
 	}
 	return sid
+}
+
+// eventually polls cond until it holds, failing after specRead: what a
+// node's projection or feed shows follows the log, and on a loaded
+// machine a replica or a consumer can lag by seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(specRead)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // eachTransport runs f as one subtest per transport.
@@ -236,7 +252,7 @@ func presetTypes(preset string) map[string]bool {
 func (tr *trio) ownerDelivered(sid, after, upTo string, set map[string]bool) []string {
 	tr.t.Helper()
 	h := tr.owner()
-	servertest.WaitFor(tr.t, "the owner's recorder to catch up", func() bool {
+	eventually(tr.t, "the owner's recorder to catch up", func() bool {
 		evs := h.Live.Events(sid)
 		return len(evs) > 0 && evs[len(evs)-1].ID >= upTo
 	})

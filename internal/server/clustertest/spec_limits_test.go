@@ -89,7 +89,7 @@ func TestCluster11_1_11_SlowClientIsolatedPerNode(t *testing.T) {
 		}
 		tri.owner().WaitTurn(sid)
 
-		servertest.WaitFor(t, "node 1 to close the stalled client as too slow", func() bool {
+		eventually(t, "node 1 to close the stalled client as too slow", func() bool {
 			return counter(t, slow.Server.Metrics.Stream.Closes.WithLabelValues("client_too_slow")) == before[1]+1
 		})
 		if n := counter(t, slow.Server.Metrics.Stream.SlowCloses); n != slowBefore+1 {
@@ -155,7 +155,7 @@ func TestCluster11_1_4_ReplayLimitOnNonOwners(t *testing.T) {
 	if len(m) != 8 {
 		t.Fatalf("%d matching events", len(m))
 	}
-	servertest.WaitFor(t, "node 2's projection", func() bool { return lastStored(t, tri.nodes[2], sid) >= m[7] })
+	eventually(t, "node 2's projection", func() bool { return lastStored(t, tri.nodes[2], sid) >= m[7] })
 	msgs := len(messagesOf(t, tri.owner(), sid))
 	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		h := tri.nodes[2]
@@ -205,7 +205,7 @@ func TestCluster11_1_5_CursorExpiredOnNonOwners(t *testing.T) {
 	turn := tri.nodes[1].Submit(sid, "/echo remembered")
 	tri.owner().WaitTurn(sid)
 	end := firstOf(t, tri.owner(), sid, event.TurnCompleted, turn)
-	servertest.WaitFor(t, "node 2's projection", func() bool { return lastStored(t, tri.nodes[2], sid) >= end })
+	eventually(t, "node 2's projection", func() bool { return lastStored(t, tri.nodes[2], sid) >= end })
 	retention := tri.owner().Config.Retention
 	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		h := tri.nodes[2]

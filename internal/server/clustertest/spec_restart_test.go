@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/metis-agent/metis/internal/event"
-	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/streamtest"
 )
 
@@ -49,7 +48,7 @@ func TestClusterNodeRestartRebuildsItsProjection(t *testing.T) {
 	serve := func(what string) served {
 		t.Helper()
 		h := tri.nodes[2]
-		servertest.WaitFor(t, what+": node 2's projection", func() bool { return lastStored(t, h, sid) >= end })
+		eventually(t, what+": node 2's projection", func() bool { return lastStored(t, h, sid) >= end })
 		s := served{messages: rawGET(t, h, "/sessions/"+sid+"/messages?limit=500"), snapshot: map[string][]byte{}, replay: map[string][][]byte{}}
 		for _, tr := range streamtest.Transports {
 			c := tr.Connect(t, h.URL, sid, nil)

@@ -46,7 +46,7 @@ func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
 			deltas := countDelivered(owner, sid, event.TextDelta)
 			prev := lastID(owner, sid)
 			turn := owner.Submit(sid, "/long 60")
-			servertest.WaitFor(t, "the answer to stream", func() bool { return countDelivered(owner, sid, event.TextDelta) >= deltas+10 })
+			eventually(t, "the answer to stream", func() bool { return countDelivered(owner, sid, event.TextDelta) >= deltas+10 })
 			started := firstOf(t, owner, sid, event.TurnStarted, turn)
 			kinds := []struct {
 				node     int
