@@ -83,14 +83,16 @@ type Backfiller interface {
 
 // Backfill prepares the live sinks for a tree emitted and committed by
 // another process, which this one starts following: it moves the
-// tree's delivery point past evs (streaming events of the tree, in id
-// order, every one from from on) and hands the tree to the sinks that
+// tree's delivery point to through (the tree's newest event the store
+// holds and the caller's feed will not relay) and past evs (streaming
+// events of the tree, in id order, every one from from on) and hands
+// the tree to the sinks that
 // are Backfillers, under the tree's outbox lock, so that nothing is
 // relayed meanwhile. A client's seam then covers those events exactly
 // as events delivered here, and a replay from a cursor among them is
 // served here. No client gets them live, and sinks that are not
 // Backfillers never see them. tree is the root session of the tree.
-func (b *Bus) Backfill(ctx context.Context, tree, from string, evs []*event.Event) error {
+func (b *Bus) Backfill(ctx context.Context, tree, from, through string, evs []*event.Event) error {
 	em, err := b.Emitter(ctx, tree)
 	if err != nil {
 		return fmt.Errorf("bus: backfill: %w", err)
@@ -98,6 +100,7 @@ func (b *Bus) Backfill(ctx context.Context, tree, from string, evs []*event.Even
 	o := em.o
 	o.outMu.Lock()
 	defer o.outMu.Unlock()
+	o.lastOut = max(o.lastOut, through)
 	if len(evs) > 0 {
 		o.lastOut = max(o.lastOut, evs[len(evs)-1].ID)
 	}
@@ -109,6 +112,17 @@ func (b *Bus) Backfill(ctx context.Context, tree, from string, evs []*event.Even
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// Follow makes the emitter of a session whose events this process
+// relays (as Relay does), without moving the delivery point of its tree
+// to what the store holds: the store may be ahead of the relayed
+// events.
+func (b *Bus) Follow(ctx context.Context, sessionID string) error {
+	if _, err := b.emitter(ctx, sessionID, false); err != nil {
+		return fmt.Errorf("bus: follow %s: %w", sessionID, err)
 	}
 	return nil
 }

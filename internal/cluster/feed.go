@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/metis-agent/metis/internal/event"
 )
@@ -148,6 +149,26 @@ func (f *Feeds) Delivered(tree string) (last, catalog uint64, ok bool) {
 		return 0, 0, false
 	}
 	return fd.delivered.Load(), fd.catalog.Load(), true
+}
+
+// WaitDelivered waits until the running feed of tree has handled the
+// message at stream sequence seq (or a later one). It fails when ctx is
+// done or the tree has no feed.
+func (f *Feeds) WaitDelivered(ctx context.Context, tree string, seq uint64) error {
+	for {
+		last, _, ok := f.Delivered(tree)
+		switch {
+		case !ok:
+			return fmt.Errorf("cluster: feed %s: not running", tree)
+		case last >= seq:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: feed %s: wait for seq %d (handled %d): %w", tree, seq, last, context.Cause(ctx))
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
 
 // Close stops every feed and waits for them.

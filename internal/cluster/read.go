@@ -243,3 +243,42 @@ func (l *Log) Streaming(ctx context.Context, tree string, upTo uint64) (evs []*e
 	}
 	return evs, from, nil
 }
+
+// EventAt returns the event stored at stream sequence seq, asking the
+// stream's leader; nil for an ownership marker.
+func (l *Log) EventAt(ctx context.Context, seq uint64) (*event.Event, error) {
+	req, err := json.Marshal(struct {
+		Seq uint64 `json:"seq"`
+	}{seq})
+	if err != nil {
+		return nil, err
+	}
+	msg, err := l.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.cfg.Stream, req)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: message %d: %w", seq, err)
+	}
+	var resp struct {
+		Message *struct {
+			Subject string `json:"subject"`
+			Data    []byte `json:"data"`
+		} `json:"message"`
+		Error *struct {
+			ErrCode     jetstream.ErrorCode `json:"err_code"`
+			Description string              `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return nil, fmt.Errorf("cluster: message %d: %w", seq, err)
+	}
+	switch {
+	case resp.Error != nil:
+		return nil, fmt.Errorf("cluster: message %d: %s (%d)", seq, resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return nil, fmt.Errorf("cluster: message %d: an answer without a message", seq)
+	}
+	e := decodeEntry(seq, resp.Message.Subject, resp.Message.Data)
+	if e.Err != nil {
+		return nil, e.Err
+	}
+	return e.Event, nil
+}

@@ -324,6 +324,9 @@ func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leav
 		if err != nil {
 			return nil, fmt.Errorf("cluster: follow tree %s: %w", tree, err)
 		}
+		if err := cn.bus.Follow(ctx, sessionID); err != nil {
+			return nil, fmt.Errorf("cluster: follow tree %s: %w", tree, err)
+		}
 		lv, err := cn.feeds.JoinAt(tree, tail)
 		if err != nil {
 			return nil, err
@@ -332,14 +335,27 @@ func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leav
 		if err == nil {
 			err = cn.proj.WaitApplied(ctx, seq)
 		}
-		if err == nil {
-			err = cn.bus.CatchUp(ctx, tree)
+		// The delivery point goes to the tree's newest catalog event up
+		// to the tail, which the feed will not relay; not to what the
+		// store holds, which may be ahead of the feed (the feed would
+		// then drop what comes between as delivered).
+		through := ""
+		switch {
+		case err != nil:
+		case seq > tail:
+			// The feed relays it, and everything after the tail.
+			err = cn.feeds.WaitDelivered(ctx, tree, seq)
+		case seq > 0:
+			var ev *event.Event
+			if ev, err = cn.log.EventAt(ctx, seq); err == nil && ev != nil {
+				through = ev.ID
+			} else if err == nil {
+				// An ownership marker: the store up to it.
+				err = cn.bus.CatchUp(ctx, tree)
+			}
 		}
-		if err == nil && sessionID != tree {
-			err = cn.bus.CatchUp(ctx, sessionID)
-		}
 		if err == nil {
-			err = cn.bus.Backfill(ctx, tree, heldFrom, held)
+			err = cn.bus.Backfill(ctx, tree, heldFrom, through, held)
 		}
 		if err != nil {
 			lv()
