@@ -59,9 +59,7 @@ func (h *Hub) Backfill(ctx context.Context, tree, from, asOf string, evs []*even
 		st := h.lockState(sid, held)
 		grown := st.ring.merge(held, items, h.cfg.RingSize)
 		st.heldFrom = held
-		if st.currentTurn == "" {
-			st.currentTurn = turn
-		}
+		st.currentTurn = turn // what it held may be stale: its feed stopped
 		st.mu.Unlock()
 		if grown != 0 {
 			h.ringGrew(grown)
