@@ -122,6 +122,11 @@ func (b *Bus) AddLive(s LiveSink) {
 // first use. A worker's emitter joins its tree's outbox (the parent is
 // read from the store); a session not in the store yet is a root.
 func (b *Bus) Emitter(ctx context.Context, sessionID string) (*Emitter, error) {
+	return b.emitter(ctx, sessionID, true)
+}
+
+// emitter is Emitter; see attach for deliveredToo.
+func (b *Bus) emitter(ctx context.Context, sessionID string, deliveredToo bool) (*Emitter, error) {
 	b.mu.Lock()
 	if e, ok := b.emitters[sessionID]; ok {
 		b.mu.Unlock()
@@ -136,16 +141,25 @@ func (b *Bus) Emitter(ctx context.Context, sessionID string) (*Emitter, error) {
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
 	}
-	return b.Attach(ctx, sessionID, parent)
+	return b.attach(ctx, sessionID, parent, deliveredToo)
 }
 
 // Attach returns the emitter of sessionID, creating it as a member of
 // parentID's delegation tree ("" for a root). Session creation uses it
 // before the session row exists.
 func (b *Bus) Attach(ctx context.Context, sessionID, parentID string) (*Emitter, error) {
+	return b.attach(ctx, sessionID, parentID, true)
+}
+
+// attach is Attach; deliveredToo moves the tree's delivery point to the
+// session's newest stored event, as an emitter of a session that
+// emits here must. Relay creates emitters without it: the events it
+// relays (committed elsewhere, and already in the store) are what
+// moves it.
+func (b *Bus) attach(ctx context.Context, sessionID, parentID string, deliveredToo bool) (*Emitter, error) {
 	var o *outbox
 	if parentID != "" {
-		pe, err := b.Emitter(ctx, parentID)
+		pe, err := b.emitter(ctx, parentID, deliveredToo)
 		if err != nil {
 			return nil, err
 		}
@@ -160,8 +174,11 @@ func (b *Bus) Attach(ctx context.Context, sessionID, parentID string) (*Emitter,
 		if err != nil {
 			return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
 		}
-		o = &outbox{seq: seq, lastOut: last}
-	} else {
+		o = &outbox{seq: seq}
+		if deliveredToo {
+			o.lastOut = last
+		}
+	} else if deliveredToo {
 		// Joining a tree: its ids and seam move past this session's own.
 		// (outMu is never taken under b.mu: delivery takes them the other
 		// way round.)
@@ -171,6 +188,8 @@ func (b *Bus) Attach(ctx context.Context, sessionID, parentID string) (*Emitter,
 		o.outMu.Lock()
 		o.lastOut = max(o.lastOut, last)
 		o.outMu.Unlock()
+	} else if err := o.seq.Observe(last); err != nil {
+		return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -26,7 +26,11 @@ type StreamingStore interface {
 // the owner's subscribers handled them. It reads the store only to
 // create the session's emitter, the first time.
 func (b *Bus) Relay(ctx context.Context, ev *event.Event) error {
-	em, err := b.Emitter(ctx, ev.SessionID)
+	// A session first seen here (a worker created on the owner) gets its
+	// emitter without moving the delivery point to what the store holds:
+	// the projection applied its events before the feed relays them, and
+	// they must still reach the clients following the tree.
+	em, err := b.emitter(ctx, ev.SessionID, false)
 	if err != nil {
 		return fmt.Errorf("bus: relay %s: %w", ev.ID, err)
 	}
@@ -63,5 +67,62 @@ func (b *Bus) CatchUp(ctx context.Context, sessionID string) error {
 	o.outMu.Lock()
 	o.lastOut = max(o.lastOut, last)
 	o.outMu.Unlock()
+	return nil
+}
+
+// Backfiller is a live sink that keeps what a client needs of a tree
+// besides the events delivered live (the hub: its rings of streaming
+// events, its sessions' turns in flight). Backfill hands it a tree a
+// node starts following (Bus.Backfill): every streaming event of the
+// tree with an id at or after from, evs (this process never delivered
+// them), and asOf, the tree's delivery point, as of which it must know
+// the tree.
+type Backfiller interface {
+	Backfill(ctx context.Context, tree, from, asOf string, evs []*event.Event) error
+}
+
+// Backfill prepares the live sinks for a tree emitted and committed by
+// another process, which this one starts following: it moves the
+// tree's delivery point to through (the tree's newest event the store
+// holds and the caller's feed will not relay) and past evs (streaming
+// events of the tree, in id order, every one from from on) and hands
+// the tree to the sinks that
+// are Backfillers, under the tree's outbox lock, so that nothing is
+// relayed meanwhile. A client's seam then covers those events exactly
+// as events delivered here, and a replay from a cursor among them is
+// served here. No client gets them live, and sinks that are not
+// Backfillers never see them. tree is the root session of the tree.
+func (b *Bus) Backfill(ctx context.Context, tree, from, through string, evs []*event.Event) error {
+	em, err := b.Emitter(ctx, tree)
+	if err != nil {
+		return fmt.Errorf("bus: backfill: %w", err)
+	}
+	o := em.o
+	o.outMu.Lock()
+	defer o.outMu.Unlock()
+	o.lastOut = max(o.lastOut, through)
+	if len(evs) > 0 {
+		o.lastOut = max(o.lastOut, evs[len(evs)-1].ID)
+	}
+	if p := b.live.Load(); p != nil {
+		for _, s := range *p {
+			if bf, ok := s.(Backfiller); ok {
+				if err := bf.Backfill(ctx, tree, from, o.lastOut, evs); err != nil {
+					return fmt.Errorf("bus: backfill: %w", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Follow makes the emitter of a session whose events this process
+// relays (as Relay does), without moving the delivery point of its tree
+// to what the store holds: the store may be ahead of the relayed
+// events.
+func (b *Bus) Follow(ctx context.Context, sessionID string) error {
+	if _, err := b.emitter(ctx, sessionID, false); err != nil {
+		return fmt.Errorf("bus: follow %s: %w", sessionID, err)
+	}
 	return nil
 }

@@ -151,3 +151,52 @@ func TestCatchUpMovesTheSeamToTheStore(t *testing.T) {
 type liveFunc func(*event.Event)
 
 func (f liveFunc) Publish(ev *event.Event) { f(ev) }
+
+// TestRelayOfANewWorkerDeliversWhatTheStoreAlreadyHolds: a worker
+// created on another node is first seen here when its events are
+// relayed, after the projection stored them (the feed waits for it);
+// making its emitter must not move the tree's delivery point to what
+// the store holds, or the worker's events, and the planner's in
+// between, would be dropped instead of delivered.
+func TestRelayOfANewWorkerDeliversWhatTheStoreAlreadyHolds(t *testing.T) {
+	st := newFakeStore()
+	st.parents = map[string]string{"sess_w": "sess_p"}
+	b := New(st, Options{})
+	var got []string
+	var mu sync.Mutex
+	b.AddLive(liveFunc(func(ev *event.Event) { mu.Lock(); got = append(got, ev.ID); mu.Unlock() }))
+	seq, err := event.NewSequencer("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(sid string, typ event.Type) *event.Event {
+		id, ts := seq.Next()
+		ev := &event.Event{ID: id, Type: typ, SessionID: sid, TS: ts, Actor: "test"}
+		if err := ev.Seal(); err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	p1 := mk("sess_p", event.ToolCalled)
+	if err := b.Relay(context.Background(), p1); err != nil {
+		t.Fatal(err)
+	}
+	// The projection stored the worker's creation and a turn start, and
+	// the planner's next event, before the feed relays them.
+	w1, w2, p2 := mk("sess_w", event.SessionCreated), mk("sess_w", event.TurnStarted), mk("sess_p", event.DelegateStarted)
+	st.mu.Lock()
+	for i, ev := range []*event.Event{w1, w2, p2} {
+		ev.Seq = int64(i + 1)
+		st.events = append(st.events, ev)
+	}
+	st.mu.Unlock()
+	for _, ev := range []*event.Event{w1, w2, p2} {
+		if err := b.Relay(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeAll(t, b, st)
+	if want := []string{p1.ID, w1.ID, w2.ID, p2.ID}; !slices.Equal(got, want) {
+		t.Fatalf("live sink got %v, want %v", got, want)
+	}
+}

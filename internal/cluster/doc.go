@@ -39,7 +39,10 @@
 //     wait until it has applied a given sequence; a feed is one ordered
 //     consumer per tree, fanning its events out to a local sink (with
 //     NewAppliedFeeds, each catalog event only once the projection
-//     applied it).
+//     applied it); [Log.Streaming] reads the streaming events of a tree
+//     the log still holds, which a node backfills into its rings when
+//     it starts following the tree ([Feeds.JoinAt] then starts the feed
+//     right after them).
 //
 // cluster is a core package: it imports event and store, and the NATS
 // client (github.com/nats-io/nats.go and its jetstream package); it

@@ -67,6 +67,18 @@ func NewAppliedFeeds(log *Log, proj *Projection, sink Sink, logger *slog.Logger)
 // leave must be called once when the client goes; the last one stops the
 // consumer.
 func (f *Feeds) Join(ctx context.Context, tree string) (leave func(), err error) {
+	tail, err := f.log.LastSeq(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: feed %s: %w", tree, err)
+	}
+	return f.JoinAt(tree, tail)
+}
+
+// JoinAt is Join with the tail given: the first client starts the
+// tree's consumer after stream sequence tail (a caller that read the
+// tree's history up to tail itself, see Log.Streaming). A feed already
+// running goes on from where it is.
+func (f *Feeds) JoinAt(tree string, tail uint64) (leave func(), err error) {
 	if err := ValidToken(tree); err != nil {
 		return nil, err
 	}
@@ -74,10 +86,6 @@ func (f *Feeds) Join(ctx context.Context, tree string) (leave func(), err error)
 	defer f.mu.Unlock()
 	fd := f.trees[tree]
 	if fd == nil {
-		tail, err := f.log.LastSeq(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: feed %s: %w", tree, err)
-		}
 		fctx, cancel := context.WithCancel(context.Background())
 		fd = &feed{cancel: cancel, done: make(chan struct{}), moved: make(chan struct{})}
 		fd.delivered.Store(tail)

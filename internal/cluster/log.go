@@ -231,19 +231,18 @@ func (l *Log) publishCatalog(ctx context.Context, tree string, ev *event.Event, 
 }
 
 // LastCatalogSeq returns the stream sequence of the newest message on
-// tree's catalog subjects (ownership markers included), 0 if none.
+// tree's catalog subjects (ownership markers included), 0 if none. The
+// stream's leader answers (see lastOn), so it is never older than a
+// catalog publish already acknowledged.
 func (l *Log) LastCatalogSeq(ctx context.Context, tree string) (uint64, error) {
 	if err := ValidToken(tree); err != nil {
 		return 0, err
 	}
-	m, err := l.stream.GetLastMsgForSubject(ctx, CatalogFilter(tree))
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return 0, nil
-	case err != nil:
+	seq, err := l.lastOn(ctx, CatalogFilter(tree))
+	if err != nil {
 		return 0, fmt.Errorf("cluster: last catalog sequence of %s: %w", tree, err)
 	}
-	return m.Sequence, nil
+	return seq, nil
 }
 
 // LastSeq returns the stream's last sequence (0 when empty).

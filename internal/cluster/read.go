@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -72,8 +74,7 @@ func (l *Log) ordered(ctx context.Context, filter string, from ReadFrom) (jetstr
 
 // Replay calls fn, in stream order (which is id order within a tree),
 // with every message on filter from sequence from onwards that exists
-// when Replay starts (and any that arrive before it catches up), then
-// returns. Filters: TreeFilter, SessionFilter, CatalogFilter,
+// when Replay starts, then returns. Filters: TreeFilter, SessionFilter, CatalogFilter,
 // AllCatalog. An error from fn stops the replay and is returned.
 func (l *Log) Replay(ctx context.Context, filter string, from ReadFrom, fn func(Entry) error) error {
 	last, err := l.lastOn(ctx, filter)
@@ -104,23 +105,52 @@ func (l *Log) Replay(ctx context.Context, filter string, from ReadFrom, fn func(
 		if err := fn(decodeEntry(md.Sequence.Stream, m.Subject(), m.Data())); err != nil {
 			return err
 		}
-		if md.NumPending == 0 {
+		// The last message as the leader knew it, not "nothing pending":
+		// the consumer may live on a replica that lags behind.
+		if md.Sequence.Stream >= last {
 			return nil
 		}
 	}
 }
 
 // lastOn returns the sequence of the newest message on filter, 0 if
-// none.
+// none. It asks the stream's leader (the STREAM.MSG.GET API): the
+// stream allows direct gets, which any replica answers, and a replica
+// that lags behind the leader would answer with an older message, or
+// none, than a publish already acknowledged.
 func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
-	m, err := l.stream.GetLastMsgForSubject(ctx, filter)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return 0, nil
-	case err != nil:
+	req, err := json.Marshal(struct {
+		LastFor string `json:"last_by_subj"`
+	}{filter})
+	if err != nil {
+		return 0, err
+	}
+	msg, err := l.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.cfg.Stream, req)
+	if err != nil {
 		return 0, fmt.Errorf("cluster: last message on %s: %w", filter, err)
 	}
-	return m.Sequence, nil
+	var resp struct {
+		Message *struct {
+			Seq uint64 `json:"seq"`
+		} `json:"message"`
+		Error *struct {
+			Code        int                 `json:"code"`
+			ErrCode     jetstream.ErrorCode `json:"err_code"`
+			Description string              `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return 0, fmt.Errorf("cluster: last message on %s: %w", filter, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == jetstream.JSErrCodeMessageNotFound:
+		return 0, nil
+	case resp.Error != nil:
+		return 0, fmt.Errorf("cluster: last message on %s: %s (%d)", filter, resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return 0, fmt.Errorf("cluster: last message on %s: an answer without a message", filter)
+	}
+	return resp.Message.Seq, nil
 }
 
 // Follow calls fn, in stream order, with every message on filter from
@@ -159,4 +189,96 @@ func (l *Log) Follow(ctx context.Context, filter string, from ReadFrom, fn func(
 			return err
 		}
 	}
+}
+
+// Streaming returns the streaming events of tree that the log still
+// holds (those whose TTL has not expired) up to stream sequence upTo,
+// in stream order (id order): what a node that starts following the
+// tree keeps for replays (the in-flight ring, cluster-wide). It also
+// returns from, an id such that every streaming event of the tree with
+// an id at or after it (and published through upTo) is among them: the
+// log drops a tree's streaming events oldest first, and none younger
+// than the TTL (less a minute for the clocks of the owner and of the
+// servers, which the id's time and the expiry read).
+func (l *Log) Streaming(ctx context.Context, tree string, upTo uint64) (evs []*event.Event, from string, err error) {
+	if err := ValidToken(tree); err != nil {
+		return nil, "", err
+	}
+	ttl := l.cfg.StreamingTTL
+	margin := min(time.Minute, ttl/2)
+	seq, err := event.NewSequencer("", func() time.Time { return time.Now().Add(-ttl + margin) })
+	if err != nil {
+		return nil, "", fmt.Errorf("cluster: streaming of %s: %w", tree, err)
+	}
+	from, _ = seq.Next()
+	// Read up to the last streaming message through upTo as the
+	// stream's leader knows it, not until the consumer has nothing
+	// pending: the consumer may live on a replica that lags behind.
+	last, err := l.lastOn(ctx, StreamingFilter(tree))
+	if err != nil || last == 0 {
+		return nil, from, err
+	}
+	last = min(last, upTo)
+	errDone := errors.New("done")
+	err = l.Follow(ctx, StreamingFilter(tree), 0, func(e Entry) error {
+		if e.Seq > last {
+			return errDone
+		}
+		if e.Event != nil {
+			evs = append(evs, e.Event)
+		}
+		if e.Seq == last {
+			return errDone
+		}
+		return nil
+	})
+	switch {
+	case err == nil: // ctx is done
+		return nil, "", fmt.Errorf("cluster: streaming of %s: %w", tree, context.Cause(ctx))
+	case !errors.Is(err, errDone):
+		return nil, "", err
+	}
+	if len(evs) > 0 {
+		from = min(from, evs[0].ID)
+	}
+	return evs, from, nil
+}
+
+// EventAt returns the event stored at stream sequence seq, asking the
+// stream's leader; nil for an ownership marker.
+func (l *Log) EventAt(ctx context.Context, seq uint64) (*event.Event, error) {
+	req, err := json.Marshal(struct {
+		Seq uint64 `json:"seq"`
+	}{seq})
+	if err != nil {
+		return nil, err
+	}
+	msg, err := l.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.cfg.Stream, req)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: message %d: %w", seq, err)
+	}
+	var resp struct {
+		Message *struct {
+			Subject string `json:"subject"`
+			Data    []byte `json:"data"`
+		} `json:"message"`
+		Error *struct {
+			ErrCode     jetstream.ErrorCode `json:"err_code"`
+			Description string              `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return nil, fmt.Errorf("cluster: message %d: %w", seq, err)
+	}
+	switch {
+	case resp.Error != nil:
+		return nil, fmt.Errorf("cluster: message %d: %s (%d)", seq, resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return nil, fmt.Errorf("cluster: message %d: an answer without a message", seq)
+	}
+	e := decodeEntry(seq, resp.Message.Subject, resp.Message.Data)
+	if e.Err != nil {
+		return nil, e.Err
+	}
+	return e.Event, nil
 }

@@ -49,6 +49,10 @@ func SessionFilter(tree, session string) string {
 // markers, which readers skip).
 func CatalogFilter(tree string) string { return subjectPrefix + tree + ".*." + familyCatalog }
 
+// StreamingFilter selects the streaming events of a tree: those the
+// log still holds, since each expires with its TTL.
+func StreamingFilter(tree string) string { return subjectPrefix + tree + ".*." + familyStreaming }
+
 func ownerSubject(tree string) string {
 	return subjectPrefix + tree + "." + ownerToken + "." + familyCatalog
 }

@@ -13,6 +13,11 @@
 // with the ring (streaming events). Nothing is missed and nothing is
 // sent twice, whatever arrives while the replay is read.
 //
+// In cluster mode a node that starts following a tree owned elsewhere
+// hands the hub, through the bus, the tree's streaming events the log
+// still holds (Backfill): they fill the rings as if the node had
+// delivered them, so a cursor taken on another node replays here.
+//
 // Each event is framed once, in Publish, and the same bytes are queued
 // for every client. Enqueueing is O(1) and never blocks; a full queue
 // (by events, or by the bytes of their frames) marks the client too

@@ -292,16 +292,30 @@ func remoteError(err error) error {
 }
 
 // attach registers a client of a tree owned elsewhere: the first one
-// starts the tree's feed, waits until the projection shows everything
-// the log held for the tree when the feed started, and moves the bus's
-// delivery point there, so the hub's seam splits store and feed
-// exactly. The returned leave must be called when the client goes.
+// reads the tree's streaming events the log still holds, starts the
+// tree's feed right after them, waits until the projection shows
+// everything the log held for the tree when the feed started, moves the
+// bus's delivery point there, and backfills the hub's rings with those
+// streaming events, so the hub's seam splits store (and ring) and feed
+// exactly, and a cursor taken on another node replays here as there.
+// The returned leave must be called when the client goes.
 func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leave func(), err error) {
 	cn.attachMu.Lock()
 	defer cn.attachMu.Unlock()
 	tf := cn.attached[tree]
 	if tf == nil {
-		lv, err := cn.feeds.Join(ctx, tree)
+		tail, err := cn.log.LastSeq(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: follow tree %s: %w", tree, err)
+		}
+		held, heldFrom, err := cn.log.Streaming(ctx, tree, tail)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: follow tree %s: %w", tree, err)
+		}
+		if err := cn.bus.Follow(ctx, sessionID); err != nil {
+			return nil, fmt.Errorf("cluster: follow tree %s: %w", tree, err)
+		}
+		lv, err := cn.feeds.JoinAt(tree, tail)
 		if err != nil {
 			return nil, err
 		}
@@ -309,11 +323,27 @@ func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leav
 		if err == nil {
 			err = cn.proj.WaitApplied(ctx, seq)
 		}
-		if err == nil {
-			err = cn.bus.CatchUp(ctx, tree)
+		// The delivery point goes to the tree's newest catalog event up
+		// to the tail, which the feed will not relay; not to what the
+		// store holds, which may be ahead of the feed (the feed would
+		// then drop what comes between as delivered).
+		through := ""
+		switch {
+		case err != nil:
+		case seq > tail:
+			// The feed relays it, and everything after the tail.
+			err = cn.feeds.WaitDelivered(ctx, tree, seq)
+		case seq > 0:
+			var ev *event.Event
+			if ev, err = cn.log.EventAt(ctx, seq); err == nil && ev != nil {
+				through = ev.ID
+			} else if err == nil {
+				// An ownership marker: the store up to it.
+				err = cn.bus.CatchUp(ctx, tree)
+			}
 		}
-		if err == nil && sessionID != tree {
-			err = cn.bus.CatchUp(ctx, sessionID)
+		if err == nil {
+			err = cn.bus.Backfill(ctx, tree, heldFrom, through, held)
 		}
 		if err != nil {
 			lv()

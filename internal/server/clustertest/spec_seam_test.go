@@ -1,0 +1,277 @@
+package clustertest_test
+
+// Spec §11.1 items 2 and 16 over three nodes: snapshots and replays
+// taken on nodes that do not own the tree, while a turn streams.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/internal/servertest"
+	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/internal/streamtest"
+	"github.com/metis-agent/metis/protocol"
+)
+
+// TestCluster11_1_16_SnapshotReplaySeamOnNonOwners: while turns stream
+// on the owner, clients subscribe on the two other nodes, with a
+// snapshot or with a cursor: node 1 keeps a client of the session all
+// along (its feed runs), node 2 has none between rounds (each round's
+// first client there starts its feed). For every client, each event
+// after its seam arrives exactly once and in order, and they are
+// exactly the events the owner delivered after it; a snapshot holds
+// exactly the messages committed as of its snapshot_at_event_id (spec
+// §11.1.2) and names the turn in flight; a replay is exactly the
+// owner's events in (since, seam], without a streaming gap.
+func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
+	tri := startTrio(t, withQueue(100_000))
+	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+		sid := tri.session()
+		owner := tri.owner()
+		observer, _, _ := subscribe(t, tr, tri.nodes[1], sid, "preset:full", nil, false)
+		chat := presetTypes(event.PresetChat)
+		type snapRecord struct {
+			snap *protocol.Snapshot
+			what string
+		}
+		var snaps []snapRecord
+		midTurn := 0
+		const rounds = 4
+		for round := range rounds {
+			deltas := countDelivered(owner, sid, event.TextDelta)
+			prev := lastID(owner, sid)
+			turn := owner.Submit(sid, "/long 60")
+			eventually(t, "the answer to stream", func() bool { return countDelivered(owner, sid, event.TextDelta) >= deltas+10 })
+			started := firstOf(t, owner, sid, event.TurnStarted, turn)
+			kinds := []struct {
+				node     int
+				filter   string
+				snapshot bool
+				since    string
+			}{
+				{2, "preset:full", true, ""},
+				{1, "preset:chat", true, ""},
+				{2, "preset:chat", false, started},
+				{1, "preset:full", false, prev},
+				{2, "preset:full", false, prev},
+			}
+			type sub struct {
+				c     streamtest.Conn
+				ack   *protocol.SubscribeAck
+				lower string
+				set   map[string]bool
+				what  string
+				named string // the turn a snapshot names in flight
+			}
+			var subs []sub
+			for i, k := range kinds {
+				var since *string
+				if k.since != "" {
+					since = ptr(k.since)
+				}
+				h := tri.nodes[k.node]
+				c, ack, snap := subscribe(t, tr, h, sid, k.filter, since, k.snapshot)
+				s := sub{c: c, ack: ack, lower: k.since, what: fmt.Sprintf("round %d client %d (%s, %s, snapshot %v, since %q)", round, i, h.Config.Node, k.filter, k.snapshot, k.since)}
+				if k.filter == "preset:chat" {
+					s.set = chat
+				}
+				if k.snapshot {
+					s.lower = snap.SnapshotAtEventID
+					if ack.SeamEventID != s.lower {
+						t.Fatalf("%s: seam_event_id %s, snapshot_at_event_id %s", s.what, ack.SeamEventID, s.lower)
+					}
+					snaps = append(snaps, snapRecord{snap, s.what})
+					s.named = snapshotTurn(t, snap)
+				} else if ack.StreamingGap {
+					t.Fatalf("%s: streaming_gap with a recent cursor: %+v", s.what, ack)
+				}
+				subs = append(subs, s)
+			}
+			owner.WaitTurn(sid)
+			end := firstOf(t, owner, sid, event.TurnCompleted, turn)
+			for _, s := range subs {
+				inFlight := s.lower >= started && s.lower < end
+				if inFlight {
+					midTurn++
+				}
+				if s.ack.Snapshot && (s.named == turn) != inFlight {
+					t.Fatalf("%s: snapshot as of %s (turn %s from %s to %s) names turn %q in flight", s.what, s.lower, turn, started, end, s.named)
+				}
+				if s.lower >= end {
+					// The turn ended before this client's seam: it gets
+					// nothing of it (the next round checks its stream).
+					s.c.Close()
+					continue
+				}
+				evs, _ := readUntil(t, s.c, event.TurnCompleted, turn)
+				checkIncreasing(t, s.what, evs, s.lower)
+				tri.sameAsOwner(s.what, sid, s.lower, evs, s.set)
+				if s.ack.Since != nil {
+					replay := evs[:s.ack.ReplayEventCount]
+					if n := len(tri.ownerDelivered(sid, s.lower, s.ack.SeamEventID, s.set)); n != len(replay) {
+						t.Fatalf("%s: replay_event_count %d, the owner delivered %d in (since, seam]", s.what, len(replay), n)
+					}
+				}
+				s.c.Close()
+			}
+			evs, _ := readUntil(t, observer, event.TurnCompleted, turn)
+			tri.sameAsOwner("node 1's observer", sid, firstOf(t, owner, sid, event.TurnStarted, turn), evs[1:], nil)
+		}
+		if midTurn == 0 {
+			t.Fatal("no client subscribed while a turn was streaming; the test did not exercise the seam")
+		}
+		t.Logf("%d clients subscribed mid-turn", midTurn)
+
+		final := messagesOf(t, owner, sid)
+		anchor := anchors(t, owner, sid, final)
+		for _, r := range snaps {
+			want := asOf(final, anchor, r.snap.SnapshotAtEventID, owner.Config.SnapshotMessages)
+			if len(r.snap.Messages) != len(want) {
+				t.Fatalf("%s: snapshot as of %s holds %d messages, want %d", r.what, r.snap.SnapshotAtEventID, len(r.snap.Messages), len(want))
+			}
+			for i := range want {
+				if !jsonEqual(r.snap.Messages[i], want[i]) {
+					t.Fatalf("%s: snapshot message %d:\n%s\nwant\n%s", r.what, i, r.snap.Messages[i], want[i])
+				}
+			}
+		}
+	})
+}
+
+// withQueue sets the client queue bound of every node: large for the
+// tests that are not about slow clients.
+func withQueue(n int) servertest.Option {
+	return func(c *config.Config) { c.ClientQueue = n }
+}
+
+// snapshotTurn returns the turn a snapshot names in flight ("" for
+// none).
+func snapshotTurn(t *testing.T, s *protocol.Snapshot) string {
+	t.Helper()
+	var sum struct {
+		CurrentTurnID *string `json:"current_turn_id"`
+	}
+	if err := json.Unmarshal(s.Session, &sum); err != nil {
+		t.Fatalf("snapshot session %s: %v", s.Session, err)
+	}
+	if sum.CurrentTurnID == nil {
+		return ""
+	}
+	return *sum.CurrentTurnID
+}
+
+// countDelivered counts the events of a type node h delivered for a
+// session.
+func countDelivered(h *servertest.Harness, sid string, typ event.Type) int {
+	n := 0
+	for _, e := range h.Live.Events(sid) {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// lastID is the id of the newest event node h delivered for a session.
+func lastID(h *servertest.Harness, sid string) string {
+	evs := h.Live.Events(sid)
+	if len(evs) == 0 {
+		return ""
+	}
+	return evs[len(evs)-1].ID
+}
+
+// firstOf returns the id of the first event of a type and turn node h
+// delivered for a session.
+func firstOf(t *testing.T, h *servertest.Harness, sid string, typ event.Type, turn string) string {
+	t.Helper()
+	for _, e := range h.Live.Events(sid) {
+		if e.Type == typ && e.TurnID == turn {
+			return e.ID
+		}
+	}
+	t.Fatalf("%s delivered no %s for turn %s", h.Config.Node, typ, turn)
+	return ""
+}
+
+// messagesOf returns a session's conversation from node h's API.
+func messagesOf(t *testing.T, h *servertest.Harness, sid string) []message.Message {
+	t.Helper()
+	var page struct {
+		Messages []message.Message `json:"messages"`
+		HasMore  bool              `json:"has_more"`
+	}
+	if err := json.Unmarshal(rawGET(t, h, "/sessions/"+sid+"/messages?limit=500"), &page); err != nil || page.HasMore {
+		t.Fatalf("messages: %v (more: %v)", err, page.HasMore)
+	}
+	return page.Messages
+}
+
+// anchors maps each message id to the id of the catalog event it was
+// committed with (read from node h's store): a user message with
+// turn.started, an assistant message with llm.call_completed or
+// llm.call_failed, a tool results message with the tool.completed or
+// tool.failed of its last result. A snapshot as of event X holds
+// exactly the messages whose anchor is <= X.
+func anchors(t *testing.T, h *servertest.Harness, sid string, msgs []message.Message) map[string]string {
+	t.Helper()
+	evs, err := h.Server.Store.Events(context.Background(), store.EventQuery{SessionIDs: []string{sid}})
+	servertest.Must(t, err)
+	byUser, byLLM, byTool := map[string]string{}, map[string]string{}, map[string]string{}
+	for _, e := range evs {
+		var p struct {
+			UserMessage message.Message `json:"user_message"`
+			MessageID   string          `json:"message_id"`
+			ToolUseID   string          `json:"tool_use_id"`
+		}
+		switch e.Type {
+		case event.TurnStarted:
+			servertest.Must(t, json.Unmarshal(e.Payload, &p))
+			byUser[p.UserMessage.ID] = e.ID
+		case event.LLMCallCompleted, event.LLMCallFailed:
+			servertest.Must(t, json.Unmarshal(e.Payload, &p))
+			byLLM[p.MessageID] = e.ID
+		case event.ToolCompleted, event.ToolFailed:
+			servertest.Must(t, json.Unmarshal(e.Payload, &p))
+			byTool[e.TurnID+"/"+p.ToolUseID] = e.ID // builtin:demo reuses tool_use ids across turns
+		}
+	}
+	out := map[string]string{}
+	for _, m := range msgs {
+		var a string
+		switch m.Role {
+		case message.RoleUser:
+			a = byUser[m.ID]
+		case message.RoleAssistant:
+			a = byLLM[m.ID]
+		case message.RoleTool:
+			a = byTool[m.TurnID+"/"+m.Content[len(m.Content)-1].ToolUseID]
+		}
+		if a == "" {
+			t.Fatalf("no anchor event for message %s (%s)", m.ID, m.Role)
+		}
+		out[m.ID] = a
+	}
+	return out
+}
+
+// asOf returns the newest limit messages whose anchor is <= id, as
+// JSON.
+func asOf(msgs []message.Message, anchor map[string]string, id string, limit int) []json.RawMessage {
+	var out []json.RawMessage
+	for _, m := range msgs {
+		if anchor[m.ID] <= id {
+			b, _ := json.Marshal(m)
+			out = append(out, b)
+		}
+	}
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out
+}
