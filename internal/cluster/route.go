@@ -140,30 +140,30 @@ func DecodeSubmitRequest(b []byte) (SubmitRequest, error) {
 
 // DecodeCancelRequest decodes and checks a cancel request body.
 func DecodeCancelRequest(b []byte) (CancelRequest, error) {
-	var r CancelRequest
-	if err := decodeRequest(b, &r); err != nil {
-		return r, err
-	}
-	if err := ValidToken(r.SessionID); err != nil {
-		return r, &RemoteError{Code: "bad_request", Message: "session_id: " + err.Error()}
-	}
-	if r.TurnID == "" {
-		return r, &RemoteError{Code: "bad_request", Message: "empty turn_id"}
-	}
-	return r, nil
+	return decodeTurnRequest[CancelRequest](b)
 }
 
 // DecodeFeedbackRequest decodes and checks a feedback request body. The
 // rating and comment are the owner's session manager's to judge.
 func DecodeFeedbackRequest(b []byte) (FeedbackRequest, error) {
-	var r FeedbackRequest
+	return decodeTurnRequest[FeedbackRequest](b)
+}
+
+func (r CancelRequest) turn() (session, turn string)   { return r.SessionID, r.TurnID }
+func (r FeedbackRequest) turn() (session, turn string) { return r.SessionID, r.TurnID }
+
+// decodeTurnRequest decodes a request about one turn of a session and
+// checks that it names both.
+func decodeTurnRequest[T interface{ turn() (string, string) }](b []byte) (T, error) {
+	var r T
 	if err := decodeRequest(b, &r); err != nil {
 		return r, err
 	}
-	if err := ValidToken(r.SessionID); err != nil {
+	session, turn := r.turn()
+	if err := ValidToken(session); err != nil {
 		return r, &RemoteError{Code: "bad_request", Message: "session_id: " + err.Error()}
 	}
-	if r.TurnID == "" {
+	if turn == "" {
 		return r, &RemoteError{Code: "bad_request", Message: "empty turn_id"}
 	}
 	return r, nil

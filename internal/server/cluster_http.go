@@ -99,24 +99,35 @@ func (cn *clusterNode) routed(w http.ResponseWriter, r *http.Request, next http.
 		rep, err = cn.router.Submit(r.Context(), tree, cluster.SubmitRequest{SessionID: sid, Content: *submitBody.Content})
 		status, result = http.StatusAccepted, map[string]string{"turn_id": rep.TurnID}
 	}
-	if errors.Is(err, cluster.ErrNoOwner) {
-		// Nobody serves the tree: take it, and answer here.
-		if _, oerr := cn.take(r.Context(), tree); oerr == nil {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			next.ServeHTTP(w, r)
-			return
-		}
-		api.WriteError(w, http.StatusServiceUnavailable, protocol.CodeOwnerUnavailable, "no node serves this session's tree right now; retry")
-		return
-	}
-	if err != nil {
-		writeRemoteError(w, cn, r, err)
+	if cn.forwardFailed(w, r, next, tree, body, err) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(result)
+}
+
+// forwardFailed answers a request whose forwarding to tree's owner
+// failed with err, and reports whether it did (false when err is nil).
+// A tree nobody serves is taken by this node, which answers the request
+// itself (body is the request's body, read for forwarding); the owner's
+// error is answered as the API would have answered it there.
+func (cn *clusterNode) forwardFailed(w http.ResponseWriter, r *http.Request, next http.Handler, tree string, body []byte, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, cluster.ErrNoOwner):
+		if _, oerr := cn.take(r.Context(), tree); oerr == nil {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			next.ServeHTTP(w, r)
+			return true
+		}
+		api.WriteError(w, http.StatusServiceUnavailable, protocol.CodeOwnerUnavailable, "no node serves this session's tree right now; retry")
+	default:
+		writeRemoteError(w, cn, r, err)
+	}
+	return true
 }
 
 // writeRemoteError answers with the owner's error as the API would

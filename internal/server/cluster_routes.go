@@ -13,7 +13,6 @@ import (
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/store"
-	"github.com/metis-agent/metis/protocol"
 )
 
 // The cluster's handlers besides submit, cancel and streams
@@ -125,18 +124,7 @@ func (cn *clusterNode) routedFeedback(w http.ResponseWriter, r *http.Request, ne
 	}
 	rep, err := cn.router.Feedback(r.Context(), tree, cluster.FeedbackRequest{SessionID: r.PathValue("id"),
 		TurnID: r.PathValue("turn_id"), Rating: req.Rating, Comment: req.Comment})
-	if errors.Is(err, cluster.ErrNoOwner) {
-		// Nobody serves the tree: take it, and answer here.
-		if _, oerr := cn.ownerOf(r.Context(), tree); oerr == nil {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			next.ServeHTTP(w, r)
-			return
-		}
-		api.WriteError(w, http.StatusServiceUnavailable, protocol.CodeOwnerUnavailable, "no node serves this session's tree right now; retry")
-		return
-	}
-	if err != nil {
-		writeRemoteError(w, cn, r, err)
+	if cn.forwardFailed(w, r, next, tree, body, err) {
 		return
 	}
 	api.WriteJSON(w, http.StatusCreated, map[string]string{"event_id": rep.EventID})
