@@ -79,10 +79,7 @@ func OpenLeases(ctx context.Context, js jetstream.JetStream, node string, cfg Le
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Replicas <= 0 {
-		cfg.Replicas = 1
-		if js.Conn().ConnectedClusterName() != "" {
-			cfg.Replicas = 3
-		}
+		cfg.Replicas = defaultReplicas(js.Conn())
 	}
 	kvCfg := jetstream.KeyValueConfig{
 		Bucket:         cfg.Bucket,

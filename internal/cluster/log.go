@@ -50,10 +50,7 @@ func (c LogConfig) withDefaults(nc *nats.Conn) LogConfig {
 		c.Stream = DefaultStream
 	}
 	if c.Replicas <= 0 {
-		c.Replicas = 1
-		if nc != nil && nc.ConnectedClusterName() != "" {
-			c.Replicas = 3
-		}
+		c.Replicas = defaultReplicas(nc)
 	}
 	if c.Retention <= 0 {
 		c.Retention = DefaultRetention
@@ -107,6 +104,16 @@ func OpenLog(ctx context.Context, nc *nats.Conn, cfg LogConfig) (*Log, error) {
 		return nil, fmt.Errorf("cluster: stream %s: %w", cfg.Stream, err)
 	}
 	return &Log{js: js, stream: st, cfg: cfg}, nil
+}
+
+// defaultReplicas is the replicas of the stream and the buckets when
+// none are configured: 3 when the server nc is connected to is part of
+// a NATS cluster, 1 otherwise.
+func defaultReplicas(nc *nats.Conn) int {
+	if nc != nil && nc.ConnectedClusterName() != "" {
+		return 3
+	}
+	return 1
 }
 
 // createOrUpdateStream creates the stream, or updates it when it exists

@@ -75,10 +75,7 @@ func OpenNodes(ctx context.Context, js jetstream.JetStream, cfg NodesConfig) (*N
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Replicas <= 0 {
-		cfg.Replicas = 1
-		if js.Conn().ConnectedClusterName() != "" {
-			cfg.Replicas = 3
-		}
+		cfg.Replicas = defaultReplicas(js.Conn())
 	}
 	kv, err := createOrUpdateKV(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
