@@ -40,13 +40,19 @@ func TestClusterHoldsAStreamWithThreeReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The stopped server may have led the stream or the cluster's
+	// JetStream: a request sent before a new leader is elected gets no
+	// answer, so each attempt has a short deadline of its own.
 	var msg *jetstream.RawStreamMsg
 	for {
-		s, err := js2.Stream(ctx, "T")
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s, err := js2.Stream(actx, "T")
 		if err == nil {
-			if msg, err = s.GetMsg(ctx, 1); err == nil {
-				break
-			}
+			msg, err = s.GetMsg(actx, 1)
+		}
+		cancel()
+		if err == nil {
+			break
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("read the message after a server stopped: %v", err)
