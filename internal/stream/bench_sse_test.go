@@ -78,26 +78,17 @@ func benchSSEChild(args string) int {
 	}
 	var bodies []io.Closer
 	for range n {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/sessions/"+sid+"/events?types=text.delta", nil)
+		body, err := openDeltaSSE(ctx, hc, url, sid)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "sse child:", err)
 			return 1
 		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "sse child:", err)
-			return 1
-		}
-		if resp.StatusCode != http.StatusOK {
-			fmt.Fprintln(os.Stderr, "sse child:", resp.Status)
-			return 1
-		}
-		bodies = append(bodies, resp.Body)
+		bodies = append(bodies, body)
 		ready.Add(1)
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			r := bufio.NewReaderSize(resp.Body, 64<<10)
+			r := bufio.NewReaderSize(body, 64<<10)
 			acked := false
 			for got := 0; got < deltas; {
 				line, err := r.ReadSlice('\n')
@@ -187,18 +178,13 @@ func benchIdleSSE(ctx context.Context, hc *http.Client, url, sid string, n int) 
 		}
 	}()
 	for range n {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/sessions/"+sid+"/events?types=text.delta", nil)
+		body, err := openDeltaSSE(ctx, hc, url, sid)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 1
 		}
-		resp, err := hc.Do(req)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			fmt.Fprintln(os.Stderr, "child:", err, resp)
-			return 1
-		}
-		bodies = append(bodies, resp.Body)
-		r := bufio.NewReader(resp.Body)
+		bodies = append(bodies, body)
+		r := bufio.NewReader(body)
 		for {
 			line, err := r.ReadSlice('\n')
 			if err != nil {
@@ -214,4 +200,22 @@ func benchIdleSSE(ctx context.Context, hc *http.Client, url, sid string, n int) 
 	benchtest.Tell("ready")
 	benchtest.AwaitParent()
 	return 0
+}
+
+// openDeltaSSE opens an SSE stream of session sid's text deltas (GET
+// /sessions/{id}/events?types=text.delta) and returns its body.
+func openDeltaSSE(ctx context.Context, hc *http.Client, url, sid string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/sessions/"+sid+"/events?types=text.delta", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
+	}
+	return resp.Body, nil
 }
