@@ -4,8 +4,8 @@ package stream_test
 
 // BenchmarkFlatOut measures the CPU per delta of one client receiving a
 // long answer as fast as it is produced, end to end, metis against the
-// floor in one run (the floor and the shared client code are in
-// floor_test.go and bench_test.go):
+// floor in one run (the floor is in floor_test.go, the client code the
+// benchmarks share in internal/benchtest):
 //
 //	BenchmarkFlatOut/clients=1/{metis-turn,metis-emit,floor}
 //	    cpu_ns/delta  this process's CPU time per text.delta the client
@@ -181,8 +181,8 @@ func (m *flatMetis) turn() error {
 }
 
 // flatAnthropicStream is an Anthropic Messages stream of one text block
-// of n text deltas whose texts are benchtest.DeltaText(0..n-1), so the shared
-// client counts them.
+// of n text deltas whose texts are benchtest.DeltaText(0..n-1), so the
+// benchmark's Reader counts them.
 func flatAnthropicStream(n int) string {
 	var s strings.Builder
 	s.WriteString("event: message_start\n" + `data: {"type":"message_start","message":{"id":"msg_01FlatOutBench000000000","type":"message","role":"assistant",` +
