@@ -4,8 +4,8 @@ package stream_test
 
 // BenchmarkFlatOut measures the CPU per delta of one client receiving a
 // long answer as fast as it is produced, end to end, metis against the
-// floor in one run (the floor and the shared client code are in
-// floor_test.go and bench_test.go):
+// floor in one run (the floor is in floor_test.go, the client code the
+// benchmarks share in internal/benchtest):
 //
 //	BenchmarkFlatOut/clients=1/{metis-turn,metis-emit,floor}
 //	    cpu_ns/delta  this process's CPU time per text.delta the client
@@ -48,6 +48,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/metis-agent/metis/internal/benchtest"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/store"
 )
@@ -70,17 +71,17 @@ func runFlatOut(b *testing.B, name string) {
 	var cpuNs, rates, allocB []float64
 	for b.Loop() {
 		var (
-			conn  func() []*benchRx
+			conn  func() []*benchtest.Reader
 			start func() error
 		)
 		switch name {
 		case "metis-turn":
 			m := startFlatMetis(b)
-			conn = func() []*benchRx { return m.connect(b) }
+			conn = func() []*benchtest.Reader { return m.connect(b) }
 			start = m.turn
 		case "metis-emit":
 			sys := newMetisSystem(b, benchFlatDeltas, 5*benchFlatDeltas)
-			conn = func() []*benchRx { return rxFor(sys.connect(b, 1)) }
+			conn = func() []*benchtest.Reader { return rxFor(sys.connect(b, 1)) }
 			start = func() error {
 				for i := range benchFlatDeltas {
 					if err := sys.send(i); err != nil {
@@ -91,7 +92,7 @@ func runFlatOut(b *testing.B, name string) {
 			}
 		default:
 			sys := newFloorSystem(b, benchFlatDeltas)
-			conn = func() []*benchRx { return rxFor(sys.connect(b, 1)) }
+			conn = func() []*benchtest.Reader { return rxFor(sys.connect(b, 1)) }
 			start = func() error {
 				for i := range benchFlatDeltas {
 					_ = sys.send(i)
@@ -102,18 +103,18 @@ func runFlatOut(b *testing.B, name string) {
 		rxs := conn()
 		runtime.GC()
 		ms0 := memStats()
-		cpu0 := cpuTime()
+		cpu0 := benchtest.CPUTime()
 		t0 := time.Now()
 		errc := make(chan error, 1)
 		go func() { errc <- start() }()
-		failed, why := waitAll(rxs, 120*time.Second)
+		failed, why := benchtest.WaitAll(rxs, 120*time.Second)
 		elapsed := time.Since(t0)
-		cpu := cpuTime() - cpu0
+		cpu := benchtest.CPUTime() - cpu0
 		ms1 := memStats()
 		if err := <-errc; err != nil {
 			b.Fatalf("%s: %v", name, err)
 		}
-		closeAll(rxs)
+		benchtest.CloseAll(rxs)
 		if failed > 0 {
 			b.Fatalf("%s: the client did not get every delta: %s", name, why)
 		}
@@ -121,18 +122,14 @@ func runFlatOut(b *testing.B, name string) {
 		rates = append(rates, benchFlatDeltas/elapsed.Seconds())
 		allocB = append(allocB, float64(ms1.TotalAlloc-ms0.TotalAlloc)/benchFlatDeltas)
 	}
-	b.ReportMetric(median(cpuNs), "cpu_ns/delta")
-	b.ReportMetric(median(rates), "deltas/s")
-	b.ReportMetric(median(allocB), "alloc_B/delta")
+	b.ReportMetric(benchtest.Median(cpuNs), "cpu_ns/delta")
+	b.ReportMetric(benchtest.Median(rates), "deltas/s")
+	b.ReportMetric(benchtest.Median(allocB), "alloc_B/delta")
 }
 
 // rxFor starts one reader per connection, each waiting for every delta.
-func rxFor(conns []*websocket.Conn) []*benchRx {
-	rxs := make([]*benchRx, len(conns))
-	for i, ws := range conns {
-		rxs[i] = newBenchRx(ws, time.Now(), benchFlatDeltas, false)
-	}
-	return rxs
+func rxFor(conns []*websocket.Conn) []*benchtest.Reader {
+	return benchtest.NewReaders(conns, time.Now(), benchFlatDeltas, false)
 }
 
 // flatMetis is a metis server whose default model is Anthropic's, served
@@ -159,9 +156,9 @@ func startFlatMetis(b *testing.B) *flatMetis {
 	})}
 }
 
-func (m *flatMetis) connect(b *testing.B) []*benchRx {
+func (m *flatMetis) connect(b *testing.B) []*benchtest.Reader {
 	b.Helper()
-	ws, _, err := benchConnect(context.Background(), m.hc, m.url, m.sid, "text.delta", "")
+	ws, _, err := benchtest.Dial(context.Background(), m.hc, m.url, m.sid, []string{"text.delta"}, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -184,15 +181,15 @@ func (m *flatMetis) turn() error {
 }
 
 // flatAnthropicStream is an Anthropic Messages stream of one text block
-// of n text deltas whose texts are benchText(0..n-1), so the shared
-// client counts them.
+// of n text deltas whose texts are benchtest.DeltaText(0..n-1), so the
+// benchmark's Reader counts them.
 func flatAnthropicStream(n int) string {
 	var s strings.Builder
 	s.WriteString("event: message_start\n" + `data: {"type":"message_start","message":{"id":"msg_01FlatOutBench000000000","type":"message","role":"assistant",` +
 		`"model":"claude-sonnet-4-6","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":2731,"output_tokens":3}}}` + "\n\n")
 	s.WriteString("event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n")
 	for i := range n {
-		q, _ := json.Marshal(benchText(i))
+		q, _ := json.Marshal(benchtest.DeltaText(i))
 		fmt.Fprintf(&s, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":%s}}\n\n", q)
 		if i%500 == 499 {
 			s.WriteString("event: ping\ndata: {\"type\": \"ping\"}\n\n")
@@ -215,7 +212,7 @@ func flatAnthropicStream(n int) string {
 //
 //	BenchmarkIdleConnRSS/{metis,floor}   rssKiB/conn anonKiB/conn
 func BenchmarkIdleConnRSS(b *testing.B) {
-	raiseNoFile()
+	benchtest.RaiseNoFile()
 	for _, name := range benchSystems() {
 		b.Run(name, func(b *testing.B) {
 			if name == "metis" {
@@ -263,8 +260,8 @@ func benchIdleRSS(b *testing.B, kind, url, sid string, registered func() int, se
 		}
 		waitGoroutines(g0)
 	}
-	b.ReportMetric(median(rss), "rssKiB/conn")
-	b.ReportMetric(median(anon), "anonKiB/conn")
+	b.ReportMetric(benchtest.Median(rss), "rssKiB/conn")
+	b.ReportMetric(benchtest.Median(anon), "anonKiB/conn")
 }
 
 // residentKiB reads VmRSS and RssAnon of this process from

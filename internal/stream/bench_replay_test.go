@@ -33,369 +33,95 @@ package stream_test
 // measured replays (both systems), without the making of the history.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
-	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/benchtest"
+	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/session"
-	"github.com/metis-agent/metis/internal/store"
 )
 
-const benchEnvReplayChild = "METIS_STREAM_BENCH_REPLAY_CHILD"
-
-// replayCmd is one replay the child performs; replayResult its answer.
-type replayCmd struct {
-	Kind  string   `json:"kind"` // "metis" or "floor"
-	URL   string   `json:"url"`  // metis: the HTTP base; floor: the ws:// URL
-	SID   string   `json:"sid,omitempty"`
-	Since string   `json:"since,omitempty"`
-	Types []string `json:"types,omitempty"`
-	N     int      `json:"n"`
-	Keep  bool     `json:"keep,omitempty"` // return the frames
-}
-
-type replayResult struct {
-	NS     int64    `json:"ns"`
-	Bytes  int64    `json:"bytes"`
-	Frames [][]byte `json:"frames,omitempty"`
-	Err    string   `json:"err,omitempty"`
-}
-
+// The replay client (benchtest.ReplayClient) runs in a child process:
+// this test binary re-executed, dispatched here before the tests run.
 func init() {
-	if os.Getenv(benchEnvReplayChild) != "" {
-		os.Exit(benchReplayChild())
+	if benchtest.IsReplayClient() {
+		os.Exit(benchtest.ServeReplays())
 	}
-}
-
-// benchReplayChild performs the replays its stdin asks for, one JSON
-// command a line, and answers each with one JSON line.
-func benchReplayChild() int {
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<16), 1<<20)
-	out := json.NewEncoder(os.Stdout)
-	hc := &http.Client{Transport: &http.Transport{}}
-	for in.Scan() {
-		var cmd replayCmd
-		var res replayResult
-		if err := json.Unmarshal(in.Bytes(), &cmd); err != nil {
-			res.Err = err.Error()
-		} else {
-			res = childReplay(hc, cmd)
-		}
-		if err := out.Encode(res); err != nil {
-			return 1
-		}
-	}
-	return 0
-}
-
-func childReplay(hc *http.Client, cmd replayCmd) replayResult {
-	ctx := context.Background()
-	start := time.Now()
-	if cmd.Kind == "sse" {
-		return childReplaySSE(ctx, hc, cmd, start)
-	}
-	var ws *websocket.Conn
-	var err error
-	if cmd.Kind == "metis" {
-		var ack struct {
-			Count int `json:"replay_event_count"`
-		}
-		var raw []byte
-		ws, raw, err = benchConnectRaw(ctx, hc, cmd.URL, cmd.SID, cmd.Types, cmd.Since)
-		if err == nil {
-			if err = json.Unmarshal(raw, &ack); err == nil && ack.Count != cmd.N {
-				err = fmt.Errorf("replay_event_count %d, want %d", ack.Count, cmd.N)
-			}
-		}
-	} else {
-		ws, _, err = websocket.Dial(ctx, cmd.URL, nil)
-	}
-	if err != nil {
-		if ws != nil {
-			ws.CloseNow()
-		}
-		return replayResult{Err: err.Error()}
-	}
-	defer ws.CloseNow()
-	frames, n, err := readEventsCounted(ws, cmd.N, cmd.Keep)
-	d := time.Since(start)
-	if err != nil {
-		return replayResult{Err: err.Error()}
-	}
-	return replayResult{NS: int64(d), Bytes: n, Frames: frames}
-}
-
-var benchEventPrefix = []byte(`{"type":"event"`)
-
-// benchConnectRaw attaches to a metis session, subscribes with the given
-// types and since (if not empty), and returns the raw subscribe_ack.
-func benchConnectRaw(ctx context.Context, hc *http.Client, base, sid string, types []string, since string) (*websocket.Conn, []byte, error) {
-	u, err := benchAttach(ctx, hc, base, sid)
-	if err != nil {
-		return nil, nil, err
-	}
-	ws, _, err := websocket.Dial(ctx, u, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	sub := map[string]any{"type": "subscribe", "filter": map[string]any{"event_types": types}, "snapshot": false, "since": nil}
-	if since != "" {
-		sub["since"] = since
-	}
-	b, _ := json.Marshal(sub)
-	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
-		ws.CloseNow()
-		return nil, nil, err
-	}
-	_, data, err := ws.Read(ctx)
-	if err != nil {
-		ws.CloseNow()
-		return nil, nil, err
-	}
-	if !bytes.Contains(data, []byte(`"subscribe_ack"`)) {
-		ws.CloseNow()
-		return nil, nil, fmt.Errorf("want subscribe_ack, got %s", data)
-	}
-	return ws, data, nil
-}
-
-// readEventsCounted reads n event frames and counts their bytes.
-func readEventsCounted(ws *websocket.Conn, n int, keep bool) ([][]byte, int64, error) {
-	var frames [][]byte
-	var total int64
-	buf := make([]byte, 4096)
-	for got := 0; got < n; {
-		_, rd, err := ws.Reader(context.Background())
-		if err != nil {
-			return nil, 0, fmt.Errorf("after %d events: %w", got, err)
-		}
-		m := 0
-		for {
-			if m == len(buf) {
-				buf = append(buf, make([]byte, len(buf))...)
-			}
-			k, err := rd.Read(buf[m:])
-			m += k
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, 0, err
-			}
-		}
-		if !bytes.HasPrefix(buf[:m], benchEventPrefix) {
-			continue
-		}
-		got++
-		total += int64(m)
-		if keep {
-			frames = append(frames, append([]byte(nil), buf[:m]...))
-		}
-	}
-	return frames, total, nil
-}
-
-// replayChild is the parent's handle on a client process.
-type replayChild struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Scanner
-}
-
-func startReplayChild(tb testing.TB) *replayChild {
-	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), benchEnvReplayChild+"=1")
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	c := &replayChild{cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	c.out.Buffer(make([]byte, 1<<16), 256<<20)
-	tb.Cleanup(func() {
-		in.Close()
-		if err := cmd.Wait(); err != nil {
-			tb.Errorf("replay child: %v", err)
-		}
-	})
-	return c
-}
-
-// do runs one replay in the child and returns its result and the CPU
-// time this process (the server) spent meanwhile.
-func (c *replayChild) do(cmd replayCmd) (replayResult, time.Duration, error) {
-	b, err := json.Marshal(cmd)
-	if err != nil {
-		return replayResult{}, 0, err
-	}
-	cpu0 := cpuTime()
-	if _, err := c.in.Write(append(b, '\n')); err != nil {
-		return replayResult{}, 0, err
-	}
-	if !c.out.Scan() {
-		return replayResult{}, 0, fmt.Errorf("replay child ended: %v", c.out.Err())
-	}
-	cpu := cpuTime() - cpu0
-	var res replayResult
-	if err := json.Unmarshal(c.out.Bytes(), &res); err != nil {
-		return res, 0, err
-	}
-	if res.Err != "" {
-		return res, 0, fmt.Errorf("replay child: %s", res.Err)
-	}
-	return res, cpu, nil
-}
-
-// catalogTypes is every catalog type: the store-facing half of
-// preset:full.
-func catalogTypes() []string {
-	var out []string
-	for _, i := range event.All() {
-		if i.Family == event.Catalog {
-			out = append(out, string(i.Type))
-		}
-	}
-	return out
 }
 
 // benchHistory makes a session's history of real builtin:demo turns
 // until it holds at least n catalog events.
 func benchHistory(tb testing.TB, m *benchMetis, n int) string {
 	tb.Helper()
-	ctx := context.Background()
 	ws := filepath.Join(tb.TempDir(), "workspace")
-	if err := os.MkdirAll(filepath.Join(ws, "src"), 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	for i := range 12 {
-		if err := os.WriteFile(filepath.Join(ws, "src", fmt.Sprintf("module_%02d.go", i)), []byte("package src\n"), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	var notes strings.Builder
-	for i := 0; notes.Len() < 3000; i++ {
-		fmt.Fprintf(&notes, "Line %d of the notes: the quick brown fox jumps over the lazy dog.\n", i)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "notes.md"), []byte(notes.String()), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	sum, err := m.srv.Sessions.Create(ctx, session.CreateRequest{WorkspacePath: ws, Model: "builtin:demo"})
+	benchtest.WriteHistoryWorkspace(tb, ws)
+	sum, err := m.srv.Sessions.Create(context.Background(), session.CreateRequest{WorkspacePath: ws, Model: "builtin:demo"})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sid := sum.ID
-	prompts := []string{
-		"what is in the workspace?",
-		`/tool read_file {"path": "notes.md"}`,
-		"/echo done, thanks",
-		"and what is in src?",
-		`/tool list_dir {"path": "src"}`,
-	}
-	q := store.EventQuery{SessionIDs: []string{sid}}
-	for i := 0; ; i++ {
-		if i%20 == 0 {
-			have, err := m.srv.Store.CountEvents(ctx, q)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if have >= n {
-				break
-			}
-		}
-		if _, err := m.srv.Sessions.Submit(ctx, sid, prompts[i%len(prompts)]); err != nil {
-			tb.Fatal(err)
-		}
-		if err := m.srv.Sessions.Wait(ctx, sid); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return sid
+	benchtest.RunHistory(tb, m.srv, sum.ID, n)
+	return sum.ID
 }
 
-// benchCursor finds the cursor after which exactly n events of a
-// session are stored, reading only what was appended since its last
-// call (each subscribe appends two bus events), so that finding it
-// costs the server next to nothing between measured replays.
-type benchCursor struct {
-	m   *benchMetis
-	sid string
-	ids []string
+// replayRig is what the replay benchmarks replay from: a metis server
+// whose session holds a history of more than benchReplay events, and
+// the replay client.
+type replayRig struct {
+	m     *benchMetis
+	sid   string
+	em    *bus.Emitter
+	child *benchtest.ReplayClient
+	cur   *benchtest.Cursor
+	types []string
 }
 
-func (c *benchCursor) since(n int) (string, error) {
-	q := store.EventQuery{SessionIDs: []string{c.sid}}
-	if len(c.ids) > 0 {
-		q.AfterID = c.ids[len(c.ids)-1]
-	}
-	err := c.m.srv.Store.ScanEvents(context.Background(), q, func(r store.EventRow) error {
-		c.ids = append(c.ids, r.ID)
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	if len(c.ids) <= n {
-		return "", fmt.Errorf("%d events stored, want more than %d", len(c.ids), n)
-	}
-	return c.ids[len(c.ids)-n-1], nil
-}
-
-func BenchmarkReplay10k(b *testing.B) {
+func newReplayRig(b *testing.B) *replayRig {
 	m := startBenchMetis(b, 0)
-	ctx := context.Background()
 	sid := benchHistory(b, m, benchReplay+200)
-	em, err := m.srv.Bus.Emitter(ctx, sid)
+	em, err := m.srv.Bus.Emitter(context.Background(), sid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	child := startReplayChild(b)
-	cur := &benchCursor{m: m, sid: sid}
-	types := catalogTypes()
-	// Each subscribe adds bus.subscriber_registered and _unregistered
-	// to the session: the cursor is taken anew before every replay so
-	// that exactly benchReplay events follow it.
-	metisOnce := func(keep bool) (replayResult, time.Duration, error) {
-		if err := em.Barrier(ctx); err != nil {
-			return replayResult{}, 0, err
-		}
-		since, err := cur.since(benchReplay)
-		if err != nil {
-			return replayResult{}, 0, err
-		}
-		runtime.GC()
-		res, cpu, err := child.do(replayCmd{Kind: "metis", URL: m.url, SID: sid, Since: since, Types: types, N: benchReplay, Keep: keep})
-		if err != nil {
-			return res, 0, err
-		}
-		// Let the server detach before the next reconnect.
-		if err := waitFor(func() bool { return m.srv.Hub.Clients(sid) == 0 }); err != nil {
-			return res, 0, err
-		}
-		return res, cpu, nil
+	return &replayRig{m: m, sid: sid, em: em, child: benchtest.StartReplayClient(b),
+		cur: benchtest.NewCursor(m.srv.Store, sid), types: benchtest.CatalogTypes()}
+}
+
+// once replays exactly benchReplay events on metis over kind
+// (benchtest.ReplayMetis or ReplaySSE) and returns the client's result
+// and this process's (the server's) CPU time for it. Each subscribe adds
+// bus.subscriber_registered and _unregistered to the session: the
+// cursor is taken anew before every replay, and the server is let to
+// detach the client before the next.
+func (r *replayRig) once(kind string, keep bool) (benchtest.ReplayResult, time.Duration, error) {
+	ctx := context.Background()
+	if err := r.em.Barrier(ctx); err != nil {
+		return benchtest.ReplayResult{}, 0, err
+	}
+	since, err := r.cur.Since(benchReplay)
+	if err != nil {
+		return benchtest.ReplayResult{}, 0, err
+	}
+	runtime.GC()
+	res, cpu, err := r.child.Do(benchtest.ReplayCmd{Kind: kind, URL: r.m.url, SID: r.sid, Since: since, Types: r.types, N: benchReplay, Keep: keep})
+	if err != nil {
+		return res, 0, err
+	}
+	if err := waitFor(func() bool { return r.m.srv.Hub.Clients(r.sid) == 0 }); err != nil {
+		return res, 0, err
+	}
+	return res, cpu, nil
+}
+
+func BenchmarkReplay10k(b *testing.B) {
+	r := newReplayRig(b)
+	child := r.child
+	metisOnce := func(keep bool) (benchtest.ReplayResult, time.Duration, error) {
+		return r.once(benchtest.ReplayMetis, keep)
 	}
 	// Warm up (store pages, first-use allocations) and keep the frames
 	// for the floor.
@@ -405,9 +131,9 @@ func BenchmarkReplay10k(b *testing.B) {
 	}
 	f := startFloor(warm.Frames)
 	defer f.Close()
-	floorOnce := func() (replayResult, time.Duration, error) {
+	floorOnce := func() (benchtest.ReplayResult, time.Duration, error) {
 		runtime.GC()
-		res, cpu, err := child.do(replayCmd{Kind: "floor", URL: f.URL(), N: len(warm.Frames)})
+		res, cpu, err := child.Do(benchtest.ReplayCmd{Kind: benchtest.ReplayFloor, URL: f.URL(), N: len(warm.Frames)})
 		if err != nil {
 			return res, 0, err
 		}
@@ -437,10 +163,10 @@ func BenchmarkReplay10k(b *testing.B) {
 		}()
 	}
 	var ms, cpu, ratio, cpuRatio [2][]float64 // [metis, floor]
-	runs := map[string]func() (replayResult, time.Duration, error){"metis": func() (replayResult, time.Duration, error) { return metisOnce(false) }, "floor": floorOnce}
+	runs := map[string]func() (benchtest.ReplayResult, time.Duration, error){"metis": func() (benchtest.ReplayResult, time.Duration, error) { return metisOnce(false) }, "floor": floorOnce}
 	for b.Loop() {
 		for range benchReps {
-			var got [2]replayResult
+			var got [2]benchtest.ReplayResult
 			var used [2]time.Duration
 			for _, name := range benchSystems() {
 				k := 0
@@ -459,52 +185,12 @@ func BenchmarkReplay10k(b *testing.B) {
 			cpuRatio[0] = append(cpuRatio[0], float64(used[0])/float64(used[1]))
 		}
 	}
-	b.ReportMetric(median(ms[0]), "metis_ms")
-	b.ReportMetric(median(ms[1]), "floor_ms")
-	b.ReportMetric(median(ratio[0]), "ratio")
-	b.ReportMetric(median(cpu[0]), "metis_cpu_us/event")
-	b.ReportMetric(median(cpu[1]), "floor_cpu_us/event")
-	b.ReportMetric(median(cpuRatio[0]), "cpu_ratio")
-}
-
-// childReplaySSE is childReplay over SSE: GET /sessions/{id}/events
-// with the types and since in the query, then cmd.N event records read.
-func childReplaySSE(ctx context.Context, hc *http.Client, cmd replayCmd, start time.Time) replayResult {
-	u := cmd.URL + "/sessions/" + cmd.SID + "/events?types=" + strings.Join(cmd.Types, ",") + "&since=" + cmd.Since
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return replayResult{Err: err.Error()}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return replayResult{Err: err.Error()}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return replayResult{Err: resp.Status}
-	}
-	r := bufio.NewReaderSize(resp.Body, 64<<10)
-	var total int64
-	for got := 0; got < cmd.N; {
-		line, err := r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			for err == bufio.ErrBufferFull {
-				total += int64(len(line))
-				line, err = r.ReadSlice('\n')
-			}
-			got++
-			total += int64(len(line))
-			continue
-		}
-		if err != nil {
-			return replayResult{Err: fmt.Sprintf("after %d events: %v", got, err)}
-		}
-		if bytes.HasPrefix(line, sseEventPrefix) {
-			got++
-			total += int64(len(line))
-		}
-	}
-	return replayResult{NS: int64(time.Since(start)), Bytes: total}
+	b.ReportMetric(benchtest.Median(ms[0]), "metis_ms")
+	b.ReportMetric(benchtest.Median(ms[1]), "floor_ms")
+	b.ReportMetric(benchtest.Median(ratio[0]), "ratio")
+	b.ReportMetric(benchtest.Median(cpu[0]), "metis_cpu_us/event")
+	b.ReportMetric(benchtest.Median(cpu[1]), "floor_cpu_us/event")
+	b.ReportMetric(benchtest.Median(cpuRatio[0]), "cpu_ratio")
 }
 
 // BenchmarkReplay10kSSE is BenchmarkReplay10k's metis half over SSE:
@@ -513,34 +199,8 @@ func childReplaySSE(ctx context.Context, hc *http.Client, cmd replayCmd, start t
 // this process's CPU per replayed event, and the time in the client
 // from the request to the last event read.
 func BenchmarkReplay10kSSE(b *testing.B) {
-	m := startBenchMetis(b, 0)
-	ctx := context.Background()
-	sid := benchHistory(b, m, benchReplay+200)
-	em, err := m.srv.Bus.Emitter(ctx, sid)
-	if err != nil {
-		b.Fatal(err)
-	}
-	child := startReplayChild(b)
-	cur := &benchCursor{m: m, sid: sid}
-	types := catalogTypes()
-	once := func() (replayResult, time.Duration, error) {
-		if err := em.Barrier(ctx); err != nil {
-			return replayResult{}, 0, err
-		}
-		since, err := cur.since(benchReplay)
-		if err != nil {
-			return replayResult{}, 0, err
-		}
-		runtime.GC()
-		res, cpu, err := child.do(replayCmd{Kind: "sse", URL: m.url, SID: sid, Since: since, Types: types, N: benchReplay})
-		if err != nil {
-			return res, 0, err
-		}
-		if err := waitFor(func() bool { return m.srv.Hub.Clients(sid) == 0 }); err != nil {
-			return res, 0, err
-		}
-		return res, cpu, nil
-	}
+	r := newReplayRig(b)
+	once := func() (benchtest.ReplayResult, time.Duration, error) { return r.once(benchtest.ReplaySSE, false) }
 	if _, _, err := once(); err != nil { // warm up
 		b.Fatal(err)
 	}
@@ -555,6 +215,6 @@ func BenchmarkReplay10kSSE(b *testing.B) {
 			cpu = append(cpu, float64(c)/1e3/benchReplay)
 		}
 	}
-	b.ReportMetric(median(ms), "sse_ms")
-	b.ReportMetric(median(cpu), "sse_cpu_us/event")
+	b.ReportMetric(benchtest.Median(ms), "sse_ms")
+	b.ReportMetric(benchtest.Median(cpu), "sse_cpu_us/event")
 }

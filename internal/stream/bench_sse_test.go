@@ -19,13 +19,14 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/metis-agent/metis/internal/benchtest"
 )
 
 const (
@@ -61,7 +62,7 @@ func benchSSEChild(args string) int {
 		fmt.Fprintln(os.Stderr, "sse child: bad numbers", args)
 		return 2
 	}
-	raiseNoFile()
+	benchtest.RaiseNoFile()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: n}}
@@ -77,26 +78,17 @@ func benchSSEChild(args string) int {
 	}
 	var bodies []io.Closer
 	for range n {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/sessions/"+sid+"/events?types=text.delta", nil)
+		body, err := openDeltaSSE(ctx, hc, url, sid)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "sse child:", err)
 			return 1
 		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "sse child:", err)
-			return 1
-		}
-		if resp.StatusCode != http.StatusOK {
-			fmt.Fprintln(os.Stderr, "sse child:", resp.Status)
-			return 1
-		}
-		bodies = append(bodies, resp.Body)
+		bodies = append(bodies, body)
 		ready.Add(1)
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			r := bufio.NewReaderSize(resp.Body, 64<<10)
+			r := bufio.NewReaderSize(body, 64<<10)
 			acked := false
 			for got := 0; got < deltas; {
 				line, err := r.ReadSlice('\n')
@@ -118,14 +110,14 @@ func benchSSEChild(args string) int {
 		}()
 	}
 	ready.Wait()
-	fmt.Println("ready")
+	benchtest.Tell("ready")
 	done.Wait()
 	if failure != nil {
 		fmt.Fprintln(os.Stderr, "sse child:", failure)
 		return 1
 	}
-	fmt.Println("done")
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	benchtest.Tell("done")
+	benchtest.AwaitParent()
 	for _, b := range bodies {
 		b.Close()
 	}
@@ -133,49 +125,36 @@ func benchSSEChild(args string) int {
 }
 
 func BenchmarkFanoutSSE(b *testing.B) {
-	raiseNoFile()
+	benchtest.RaiseNoFile()
 	// A client queue larger than the run, so nobody is closed as slow.
 	m := startBenchMetis(b, 5*benchSSEDeltas)
 	texts := make([]string, benchSSEDeltas)
 	for i := range texts {
-		texts[i] = benchText(i)
+		texts[i] = benchtest.DeltaText(i)
 	}
 	var rates, cpuNs []float64
 	for b.Loop() {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d", benchEnvSSEChild, m.url, m.sid, benchSSEClients, benchSSEDeltas))
-		cmd.Stderr = os.Stderr
-		stdin, err := cmd.StdinPipe()
+		child, err := benchtest.StartChild(fmt.Sprintf("%s=%s %s %d %d", benchEnvSSEChild, m.url, m.sid, benchSSEClients, benchSSEDeltas))
 		if err != nil {
 			b.Fatal(err)
 		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		out := bufio.NewReader(stdout)
-		if line, err := out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
-			stdin.Close()
-			_ = cmd.Wait()
-			b.Fatalf("sse child did not get ready: %q %v", line, err)
+		if err := child.Expect("ready"); err != nil {
+			_ = child.Close()
+			b.Fatalf("sse child: %v", err)
 		}
 		runtime.GC()
-		cpu0 := cpuTime()
+		cpu0 := benchtest.CPUTime()
 		start := time.Now()
 		for i := range benchSSEDeltas {
 			if err := m.emitDelta(texts[i]); err != nil {
 				b.Fatal(err)
 			}
 		}
-		line, err := out.ReadString('\n')
+		err = child.Expect("done")
 		elapsed := time.Since(start)
-		cpu := cpuTime() - cpu0
-		stdin.Close()
-		if werr := cmd.Wait(); err != nil || strings.TrimSpace(line) != "done" || werr != nil {
-			b.Fatalf("sse child: %q %v %v", line, err, werr)
+		cpu := benchtest.CPUTime() - cpu0
+		if cerr := child.Close(); err != nil || cerr != nil {
+			b.Fatalf("sse child: %v %v", err, cerr)
 		}
 		if err := waitFor(func() bool { return m.srv.Hub.Clients(m.sid) == 0 }); err != nil {
 			b.Fatal(err)
@@ -184,8 +163,8 @@ func BenchmarkFanoutSSE(b *testing.B) {
 		rates = append(rates, frames/elapsed.Seconds())
 		cpuNs = append(cpuNs, float64(cpu)/frames)
 	}
-	b.ReportMetric(median(rates), "frames/s")
-	b.ReportMetric(median(cpuNs), "cpu_ns/frame")
+	b.ReportMetric(benchtest.Median(rates), "frames/s")
+	b.ReportMetric(benchtest.Median(cpuNs), "cpu_ns/frame")
 }
 
 // benchIdleSSE is benchIdleChild for SSE clients: it opens n streams
@@ -199,18 +178,13 @@ func benchIdleSSE(ctx context.Context, hc *http.Client, url, sid string, n int) 
 		}
 	}()
 	for range n {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/sessions/"+sid+"/events?types=text.delta", nil)
+		body, err := openDeltaSSE(ctx, hc, url, sid)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 1
 		}
-		resp, err := hc.Do(req)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			fmt.Fprintln(os.Stderr, "child:", err, resp)
-			return 1
-		}
-		bodies = append(bodies, resp.Body)
-		r := bufio.NewReader(resp.Body)
+		bodies = append(bodies, body)
+		r := bufio.NewReader(body)
 		for {
 			line, err := r.ReadSlice('\n')
 			if err != nil {
@@ -223,7 +197,25 @@ func benchIdleSSE(ctx context.Context, hc *http.Client, url, sid string, n int) 
 		}
 		go func() { _, _ = io.Copy(io.Discard, r) }()
 	}
-	fmt.Println("ready")
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	benchtest.Tell("ready")
+	benchtest.AwaitParent()
 	return 0
+}
+
+// openDeltaSSE opens an SSE stream of session sid's text deltas (GET
+// /sessions/{id}/events?types=text.delta) and returns its body.
+func openDeltaSSE(ctx context.Context, hc *http.Client, url, sid string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/sessions/"+sid+"/events?types=text.delta", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
+	}
+	return resp.Body, nil
 }

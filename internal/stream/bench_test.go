@@ -63,32 +63,27 @@ package stream_test
 // run before reading MemStats.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/metis-agent/metis/internal/benchtest"
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
@@ -110,35 +105,6 @@ const (
 	benchIdle   = 500                     // idle connections
 )
 
-// benchTextDelta is the agent's text.delta payload (internal/agent).
-type benchTextDelta struct {
-	MessageID string `json:"message_id"`
-	Index     int    `json:"content_block_index"`
-	Text      string `json:"text"`
-}
-
-// benchText is delta seq's text: a sequence number the clients parse,
-// then a few words, the size of a typical model delta.
-func benchText(seq int) string { return fmt.Sprintf("#%08d the quick", seq) }
-
-var benchTextKey = []byte(`"text":"#`)
-
-// benchSeq returns the sequence number of a delta frame, or -1.
-func benchSeq(frame []byte) int {
-	i := bytes.Index(frame, benchTextKey)
-	if i < 0 || len(frame) < i+len(benchTextKey)+8 {
-		return -1
-	}
-	n := 0
-	for _, c := range frame[i+len(benchTextKey) : i+len(benchTextKey)+8] {
-		if c < '0' || c > '9' {
-			return -1
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
-}
-
 // benchDeltaFrames pre-encodes n text.delta event frames exactly as metis
 // frames them (a sealed event.Event wrapped by protocol.EventFrame).
 func benchDeltaFrames(n int) [][]byte {
@@ -147,7 +113,7 @@ func benchDeltaFrames(n int) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
 		id, ts := seq.Next()
-		payload, err := json.Marshal(benchTextDelta{MessageID: benchMsgID, Text: benchText(i)})
+		payload, err := json.Marshal(benchtest.DeltaPayload{MessageID: benchMsgID, Text: benchtest.DeltaText(i)})
 		if err != nil {
 			panic(err)
 		}
@@ -232,159 +198,8 @@ func startBenchMetisWith(tb testing.TB, set func(*config.Config)) *benchMetis {
 // emitDelta is the model adapter's emit of one text delta.
 func (m *benchMetis) emitDelta(text string) error {
 	_, err := m.em.Emit(bus.Spec{Type: event.TextDelta, TurnID: benchTurn, Actor: event.ActorModel,
-		Payload: benchTextDelta{MessageID: benchMsgID, Text: text}})
+		Payload: benchtest.DeltaPayload{MessageID: benchMsgID, Text: text}})
 	return err
-}
-
-// benchAttach performs GET /sessions/{id} and returns the ws_url.
-func benchAttach(ctx context.Context, hc *http.Client, base, sid string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/sessions/"+sid, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET /sessions/%s: %s", sid, resp.Status)
-	}
-	var info struct {
-		WSURL string `json:"ws_url"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
-		return "", err
-	}
-	return info.WSURL, nil
-}
-
-// benchConnect attaches to a metis session, subscribes with an explicit
-// type filter (and since, if not empty) and reads the subscribe_ack.
-func benchConnect(ctx context.Context, hc *http.Client, base, sid, typ, since string) (*websocket.Conn, protocol.SubscribeAck, error) {
-	var ack protocol.SubscribeAck
-	u, err := benchAttach(ctx, hc, base, sid)
-	if err != nil {
-		return nil, ack, err
-	}
-	ws, _, err := websocket.Dial(ctx, u, nil)
-	if err != nil {
-		return nil, ack, err
-	}
-	sub := map[string]any{"type": "subscribe", "filter": map[string]any{"event_types": []string{typ}}, "snapshot": false, "since": nil}
-	if since != "" {
-		sub["since"] = since
-	}
-	b, _ := json.Marshal(sub)
-	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
-		ws.CloseNow()
-		return nil, ack, err
-	}
-	_, data, err := ws.Read(ctx)
-	if err != nil {
-		ws.CloseNow()
-		return nil, ack, err
-	}
-	if err := json.Unmarshal(data, &ack); err != nil || ack.Type != protocol.TypeSubscribeAck {
-		ws.CloseNow()
-		return nil, ack, fmt.Errorf("want subscribe_ack, got %s", data)
-	}
-	return ws, ack, nil
-}
-
-// ---------------------------------------------------------------------------
-// the shared client
-
-type benchSample struct {
-	seq int32
-	at  int64 // ns since base
-}
-
-// benchRx reads one connection in its own goroutine, recording the
-// receive time of every delta frame, until the connection ends.
-type benchRx struct {
-	ws      *websocket.Conn
-	base    time.Time
-	record  bool
-	want    int64
-	got     atomic.Int64
-	samples []benchSample
-	done    chan struct{} // closed when want frames arrived
-	exited  chan struct{} // closed when the reader stops
-	err     error
-}
-
-func newBenchRx(ws *websocket.Conn, base time.Time, want int, record bool) *benchRx {
-	r := &benchRx{ws: ws, base: base, record: record, want: int64(want), done: make(chan struct{}), exited: make(chan struct{})}
-	if record {
-		r.samples = make([]benchSample, 0, want)
-	}
-	go r.run()
-	return r
-}
-
-func (r *benchRx) run() {
-	defer close(r.exited)
-	buf := make([]byte, 4096)
-	for {
-		_, rd, err := r.ws.Reader(context.Background())
-		if err != nil {
-			r.err = err
-			return
-		}
-		n := 0
-		for {
-			if n == len(buf) {
-				buf = append(buf, make([]byte, len(buf))...)
-			}
-			m, err := rd.Read(buf[n:])
-			n += m
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				r.err = err
-				return
-			}
-		}
-		at := int64(time.Since(r.base))
-		seq := benchSeq(buf[:n])
-		if seq < 0 {
-			continue
-		}
-		if r.record {
-			r.samples = append(r.samples, benchSample{int32(seq), at})
-		}
-		if r.got.Add(1) == r.want {
-			close(r.done)
-		}
-	}
-}
-
-// waitAll waits until every client got its frames; it returns the number
-// of clients that ended early (with their close status) or timed out.
-func waitAll(rxs []*benchRx, timeout time.Duration) (failed int, why string) {
-	deadline := time.After(timeout)
-	for _, r := range rxs {
-		select {
-		case <-r.done:
-		case <-r.exited:
-			failed++
-			why = fmt.Sprintf("client ended after %d frames: close status %d: %v", r.got.Load(), websocket.CloseStatus(r.err), r.err)
-		case <-deadline:
-			return len(rxs), "timed out"
-		}
-	}
-	return failed, why
-}
-
-func closeAll(rxs []*benchRx) {
-	for _, r := range rxs {
-		r.ws.CloseNow()
-	}
-	for _, r := range rxs {
-		<-r.exited
-	}
 }
 
 // ---------------------------------------------------------------------------
@@ -406,7 +221,7 @@ type metisSystem struct {
 func newMetisSystem(tb testing.TB, deltas, clientQueue int) *metisSystem {
 	s := &metisSystem{m: startBenchMetis(tb, clientQueue), texts: make([]string, deltas)}
 	for i := range s.texts {
-		s.texts[i] = benchText(i)
+		s.texts[i] = benchtest.DeltaText(i)
 	}
 	return s
 }
@@ -415,7 +230,7 @@ func (s *metisSystem) connect(tb testing.TB, n int) []*websocket.Conn {
 	tb.Helper()
 	out := make([]*websocket.Conn, n)
 	for i := range out {
-		ws, _, err := benchConnect(context.Background(), s.m.hc, s.m.url, s.m.sid, string(event.TextDelta), "")
+		ws, _, err := benchtest.Dial(context.Background(), s.m.hc, s.m.url, s.m.sid, []string{string(event.TextDelta)}, "")
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -481,7 +296,7 @@ func benchSystems() []string {
 // latency
 
 func BenchmarkLatency(b *testing.B) {
-	raiseNoFile()
+	benchtest.RaiseNoFile()
 	for _, n := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("clients=%d", n), func(b *testing.B) {
 			for _, name := range benchSystems() {
@@ -501,56 +316,40 @@ func runLatency(b *testing.B, name string, nClients int) {
 		sys := newSystem(b, name, total, 100000)
 		conns := sys.connect(b, nClients)
 		base := time.Now()
-		rxs := make([]*benchRx, nClients)
-		for i, ws := range conns {
-			rxs[i] = newBenchRx(ws, base, total, true)
-		}
+		rxs := benchtest.NewReaders(conns, base, total, true)
 		emitAt := make([]int64, total)
 		runtime.GC()
 		ms0 := memStats()
-		cpu0 := cpuTime()
-		start := time.Now()
-		for i := range total {
-			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-				time.Sleep(d)
-			}
-			emitAt[i] = int64(time.Since(base))
-			if err := sys.send(i); err != nil {
-				b.Fatal(err)
-			}
+		cpu0 := benchtest.CPUTime()
+		if err := benchtest.EmitPaced(base, emitAt, 0, total, interval, sys.send); err != nil {
+			b.Fatal(err)
 		}
 		rates = append(rates, float64(measured-1)/(float64(emitAt[total-1]-emitAt[benchWarm])/1e9))
-		if failed, why := waitAll(rxs, 60*time.Second); failed > 0 {
+		if failed, why := benchtest.WaitAll(rxs, 60*time.Second); failed > 0 {
 			b.Fatalf("%s: %d of %d clients did not get every delta: %s", name, failed, nClients, why)
 		}
-		cpu = append(cpu, float64(cpuTime()-cpu0)/float64(total)/1e3)
+		cpu = append(cpu, float64(benchtest.CPUTime()-cpu0)/float64(total)/1e3)
 		ms1 := memStats()
 		allocB = append(allocB, float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(total))
 		gcs = append(gcs, float64(ms1.NumGC-ms0.NumGC))
-		closeAll(rxs)
-		for _, r := range rxs {
-			for _, s := range r.samples {
-				if int(s.seq) >= benchWarm {
-					lat = append(lat, float64(s.at-emitAt[s.seq])/1e3)
-				}
-			}
-		}
+		benchtest.CloseAll(rxs)
+		lat = append(lat, benchtest.Latencies(rxs, emitAt, benchWarm, total)...)
 	}
 	slices.Sort(lat)
-	b.ReportMetric(quantile(lat, 0.50), "p50_us")
-	b.ReportMetric(quantile(lat, 0.99), "p99_us")
-	b.ReportMetric(quantile(lat, 0.999), "p999_us")
-	b.ReportMetric(median(rates), "deltas/s")
-	b.ReportMetric(median(cpu), "cpu_us/delta")
-	b.ReportMetric(median(allocB), "alloc_B/delta")
-	b.ReportMetric(median(gcs), "GCs")
+	b.ReportMetric(benchtest.Quantile(lat, 0.50), "p50_us")
+	b.ReportMetric(benchtest.Quantile(lat, 0.99), "p99_us")
+	b.ReportMetric(benchtest.Quantile(lat, 0.999), "p999_us")
+	b.ReportMetric(benchtest.Median(rates), "deltas/s")
+	b.ReportMetric(benchtest.Median(cpu), "cpu_us/delta")
+	b.ReportMetric(benchtest.Median(allocB), "alloc_B/delta")
+	b.ReportMetric(benchtest.Median(gcs), "GCs")
 }
 
 // ---------------------------------------------------------------------------
 // fan-out
 
 func BenchmarkFanout(b *testing.B) {
-	raiseNoFile()
+	benchtest.RaiseNoFile()
 	const n = 100
 	b.Run(fmt.Sprintf("clients=%d", n), func(b *testing.B) {
 		for _, name := range benchSystems() {
@@ -566,13 +365,10 @@ func runFanout(b *testing.B, name string, nClients int) {
 		sys := newSystem(b, name, benchFanout, 5*benchFanout)
 		conns := sys.connect(b, nClients)
 		base := time.Now()
-		rxs := make([]*benchRx, nClients)
-		for i, ws := range conns {
-			rxs[i] = newBenchRx(ws, base, benchFanout, false)
-		}
+		rxs := benchtest.NewReaders(conns, base, benchFanout, false)
 		runtime.GC()
 		ms0 := memStats()
-		cpu0 := cpuTime()
+		cpu0 := benchtest.CPUTime()
 		start := time.Now()
 		for i := range benchFanout {
 			if err := sys.send(i); err != nil {
@@ -580,25 +376,25 @@ func runFanout(b *testing.B, name string, nClients int) {
 			}
 		}
 		emitted := time.Since(start)
-		failed, why := waitAll(rxs, 120*time.Second)
+		failed, why := benchtest.WaitAll(rxs, 120*time.Second)
 		elapsed := time.Since(start)
-		cpu := cpuTime() - cpu0
+		cpu := benchtest.CPUTime() - cpu0
 		ms1 := memStats()
 		if failed > 0 {
 			b.Fatalf("%s: %d of %d clients did not get every delta (slow close?): %s", name, failed, nClients, why)
 		}
-		closeAll(rxs)
+		benchtest.CloseAll(rxs)
 		rates = append(rates, float64(nClients*benchFanout)/elapsed.Seconds())
 		emitMs = append(emitMs, float64(emitted)/1e6)
 		cpuNs = append(cpuNs, float64(cpu)/float64(nClients*benchFanout))
 		allocB = append(allocB, float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(nClients*benchFanout))
 		gcs = append(gcs, float64(ms1.NumGC-ms0.NumGC))
 	}
-	b.ReportMetric(median(rates), "frames/s")
-	b.ReportMetric(median(emitMs), "emit_ms")
-	b.ReportMetric(median(cpuNs), "cpu_ns/frame")
-	b.ReportMetric(median(allocB), "alloc_B/frame")
-	b.ReportMetric(median(gcs), "GCs")
+	b.ReportMetric(benchtest.Median(rates), "frames/s")
+	b.ReportMetric(benchtest.Median(emitMs), "emit_ms")
+	b.ReportMetric(benchtest.Median(cpuNs), "cpu_ns/frame")
+	b.ReportMetric(benchtest.Median(allocB), "alloc_B/frame")
+	b.ReportMetric(benchtest.Median(gcs), "GCs")
 }
 
 // ---------------------------------------------------------------------------
@@ -628,7 +424,7 @@ func benchIdleChild() int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
 	}
-	raiseNoFile()
+	benchtest.RaiseNoFile()
 	ctx := context.Background()
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	if kind == "sse" {
@@ -638,7 +434,7 @@ func benchIdleChild() int {
 	for range n {
 		var ws *websocket.Conn
 		if kind == "metis" {
-			ws, _, err = benchConnect(ctx, hc, url, sid, string(event.TextDelta), "")
+			ws, _, err = benchtest.Dial(ctx, hc, url, sid, []string{string(event.TextDelta)}, "")
 		} else {
 			ws, _, err = websocket.Dial(ctx, url, nil)
 		}
@@ -655,8 +451,8 @@ func benchIdleChild() int {
 			}
 		}()
 	}
-	fmt.Println("ready")
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	benchtest.Tell("ready")
+	benchtest.AwaitParent()
 	for _, ws := range conns {
 		ws.CloseNow()
 	}
@@ -664,7 +460,7 @@ func benchIdleChild() int {
 }
 
 func BenchmarkIdleConnMemory(b *testing.B) {
-	raiseNoFile()
+	benchtest.RaiseNoFile()
 	for _, name := range benchSystems() {
 		b.Run(name, func(b *testing.B) {
 			if name == "metis" {
@@ -720,35 +516,23 @@ func benchIdleMemory(b *testing.B, kind, url, sid string, registered func() int,
 		}
 		waitGoroutines(g0)
 	}
-	b.ReportMetric(median(kib), "KiB/conn")
-	b.ReportMetric(median(heap), "heapKiB/conn")
-	b.ReportMetric(median(stack), "stackKiB/conn")
-	b.ReportMetric(median(gor), "goroutines/conn")
+	b.ReportMetric(benchtest.Median(kib), "KiB/conn")
+	b.ReportMetric(benchtest.Median(heap), "heapKiB/conn")
+	b.ReportMetric(benchtest.Median(stack), "stackKiB/conn")
+	b.ReportMetric(benchtest.Median(gor), "goroutines/conn")
 }
 
 // idleRound runs a child holding n connections, calls measure (if not
 // nil) once the server holds them all, then ends the child and waits
 // until the server released them.
 func idleRound(kind, url, sid string, n int, registered func() int, settle func() error, measure func()) error {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), benchEnvChild+"="+kind, benchEnvURL+"="+url, benchEnvSID+"="+sid, benchEnvN+"="+strconv.Itoa(n))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	child, err := benchtest.StartChild(benchEnvChild+"="+kind, benchEnvURL+"="+url, benchEnvSID+"="+sid, benchEnvN+"="+strconv.Itoa(n))
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	if err := child.Expect("ready"); err != nil {
+		_ = child.Close()
 		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		stdin.Close()
-		_ = cmd.Wait()
-		return fmt.Errorf("child did not get ready: %q %v", line, err)
 	}
 	if err := waitFor(func() bool { return registered() == n }); err != nil {
 		return fmt.Errorf("%d of %d connections registered: %w", registered(), n, err)
@@ -760,9 +544,8 @@ func idleRound(kind, url, sid string, n int, registered func() int, settle func(
 	if measure != nil {
 		measure()
 	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("child: %w", err)
+	if err := child.Close(); err != nil {
+		return err
 	}
 	if err := waitFor(func() bool { return registered() == 0 }); err != nil {
 		return fmt.Errorf("%d connections still registered: %w", registered(), err)
@@ -814,55 +597,10 @@ func writeHeapProfile(kind string) {
 // $METIS_STREAM_BENCH_GCS overrides it.
 var benchGCs = 2
 
-var noFileOnce sync.Once
-
-// raiseNoFile lifts the soft file-descriptor limit to the hard one.
-func raiseNoFile() {
-	noFileOnce.Do(func() {
-		var l syscall.Rlimit
-		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
-			l.Cur = l.Max
-			_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
-		}
-	})
-}
-
-// cpuTime is the CPU time this process used so far (every thread, user
-// and system). Unlike wall time it barely moves with the load of other
-// processes on a shared machine.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func memStats() runtime.MemStats {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms
-}
-
-// quantile of sorted xs (nearest rank).
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // ---------------------------------------------------------------------------
@@ -874,7 +612,7 @@ const (
 )
 
 func BenchmarkOverflowClose(b *testing.B) {
-	raiseNoFile()
+	benchtest.RaiseNoFile()
 	b.Run(fmt.Sprintf("clients=%d", benchOverflowReaders), func(b *testing.B) {
 		var alone, wedged, ratios, closeMs []float64
 		i := 0
@@ -884,10 +622,10 @@ func BenchmarkOverflowClose(b *testing.B) {
 				withWedged := (k+i)%2 == 1
 				lat, took := runOverflowLatency(b, withWedged)
 				if withWedged {
-					p99[1] = quantile(lat, 0.99)
+					p99[1] = benchtest.Quantile(lat, 0.99)
 					closeMs = append(closeMs, float64(took)/1e6)
 				} else {
-					p99[0] = quantile(lat, 0.99)
+					p99[0] = benchtest.Quantile(lat, 0.99)
 				}
 			}
 			alone = append(alone, p99[0])
@@ -897,10 +635,10 @@ func BenchmarkOverflowClose(b *testing.B) {
 				i, p99[0], p99[1], p99[1]/p99[0], closeMs[len(closeMs)-1])
 			i++
 		}
-		b.ReportMetric(median(alone), "p99_us_alone")
-		b.ReportMetric(median(wedged), "p99_us_wedged")
-		b.ReportMetric(median(ratios), "p99_ratio")
-		b.ReportMetric(median(closeMs), "overflow_to_close_ms")
+		b.ReportMetric(benchtest.Median(alone), "p99_us_alone")
+		b.ReportMetric(benchtest.Median(wedged), "p99_us_wedged")
+		b.ReportMetric(benchtest.Median(ratios), "p99_ratio")
+		b.ReportMetric(benchtest.Median(closeMs), "overflow_to_close_ms")
 	})
 }
 
@@ -920,33 +658,16 @@ func runOverflowLatency(b *testing.B, wedged bool) (lat []float64, overflowToClo
 	}
 	conns := sys.connect(b, benchOverflowReaders)
 	base := time.Now()
-	rxs := make([]*benchRx, len(conns))
-	for i, ws := range conns {
-		rxs[i] = newBenchRx(ws, base, total, true)
-	}
+	rxs := benchtest.NewReaders(conns, base, total, true)
 	emitAt := make([]int64, total)
-	start := time.Now()
-	for i := range total {
-		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-			time.Sleep(d)
-		}
-		emitAt[i] = int64(time.Since(base))
-		if err := sys.send(i); err != nil {
-			b.Fatal(err)
-		}
+	if err := benchtest.EmitPaced(base, emitAt, 0, total, interval, sys.send); err != nil {
+		b.Fatal(err)
 	}
-	if failed, why := waitAll(rxs, 60*time.Second); failed > 0 {
+	if failed, why := benchtest.WaitAll(rxs, 60*time.Second); failed > 0 {
 		b.Fatalf("%d of %d readers did not get every delta: %s", failed, len(rxs), why)
 	}
-	closeAll(rxs)
-	for _, r := range rxs {
-		for _, s := range r.samples {
-			if int(s.seq) >= benchWarm {
-				lat = append(lat, float64(s.at-emitAt[s.seq])/1e3)
-			}
-		}
-	}
-	slices.Sort(lat)
+	benchtest.CloseAll(rxs)
+	lat = benchtest.Latencies(rxs, emitAt, benchWarm, total)
 	if wedged {
 		overflowToClose = benchOverflowToClose(b, sys.m)
 	}
@@ -959,7 +680,7 @@ func runOverflowLatency(b *testing.B, wedged bool) (lat []float64, overflowToClo
 func benchConnectNarrow(b *testing.B, m *benchMetis) *websocket.Conn {
 	b.Helper()
 	ctx := context.Background()
-	u, err := benchAttach(ctx, m.hc, m.url, m.sid)
+	u, err := benchtest.Attach(ctx, m.hc, m.url, m.sid)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metis-agent/metis/internal/benchtest"
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 )
@@ -75,7 +76,7 @@ func BenchmarkClusterCommit(b *testing.B) {
 		iter++
 	}
 	for k, v := range m {
-		b.ReportMetric(median(v), k)
+		b.ReportMetric(benchtest.Median(v), k)
 	}
 }
 

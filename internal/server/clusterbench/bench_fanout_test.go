@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metis-agent/metis/internal/benchtest"
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 )
@@ -68,7 +69,7 @@ func BenchmarkClusterFanout(b *testing.B) {
 		iter++
 	}
 	for k, v := range m {
-		b.ReportMetric(median(v), k)
+		b.ReportMetric(benchtest.Median(v), k)
 	}
 }
 
@@ -95,7 +96,7 @@ type fanoutResult struct {
 func newFanoutRun(b *testing.B, s *system) *fanoutRun {
 	sid, em := s.session(b, "")
 	total := fanoutFlat + fanoutWarm + int(fanoutPaced/(time.Second/fanoutRate))
-	return &fanoutRun{sys: s, sid: sid, em: em, texts: deltaTexts(total)}
+	return &fanoutRun{sys: s, sid: sid, em: em, texts: benchtest.DeltaTexts(total)}
 }
 
 // run connects the clients (evenly over the nodes), runs both phases
@@ -104,21 +105,25 @@ func (r *fanoutRun) run(b *testing.B) fanoutResult {
 	ctx := context.Background()
 	total := len(r.texts)
 	base := time.Now()
-	rs := make([]*reader, fanoutClients)
+	rs := make([]*benchtest.Reader, fanoutClients)
+	var remote []*benchtest.Reader // the clients of the nodes that do not own the tree
 	for i := range rs {
 		n := i % len(r.sys.nodes)
 		ws, _, err := dial(ctx, r.sys.nodes[n], r.sid, []string{string(event.TextDelta)}, "")
 		if err != nil {
 			b.Fatalf("%s: client %d: %v", r.sys.name, i, err)
 		}
-		rs[i] = newReader(ws, n, base, total)
+		rs[i] = benchtest.NewReader(ws, base, total, true)
+		if n != 0 {
+			remote = append(remote, rs[i])
+		}
 	}
-	defer closeReaders(rs)
+	defer benchtest.CloseAll(rs)
 	settle(b, r.em)
 	emitAt := make([]int64, total)
 
 	// Flat out.
-	cpu0 := cpuTime()
+	cpu0 := benchtest.CPUTime()
 	start := time.Now()
 	for i := range fanoutFlat {
 		emitAt[i] = int64(time.Since(base))
@@ -126,34 +131,26 @@ func (r *fanoutRun) run(b *testing.B) fanoutResult {
 			b.Fatal(err)
 		}
 	}
-	if err := waitGot(rs, fanoutFlat, 5*time.Minute); err != nil {
+	if err := benchtest.WaitGot(rs, fanoutFlat, 5*time.Minute); err != nil {
 		b.Fatalf("%s flat out: %v", r.sys.name, err)
 	}
 	elapsed := time.Since(start)
 	var res fanoutResult
-	res.cpuPerFrame = float64(cpuTime()-cpu0) / 1e3 / float64(fanoutClients*fanoutFlat)
+	res.cpuPerFrame = float64(benchtest.CPUTime()-cpu0) / 1e3 / float64(fanoutClients*fanoutFlat)
 	res.framesPerSec = float64(fanoutClients*fanoutFlat) / elapsed.Seconds()
 
 	// Paced.
-	interval := time.Second / fanoutRate
-	start = time.Now()
-	for i := fanoutFlat; i < total; i++ {
-		if d := time.Until(start.Add(time.Duration(i-fanoutFlat) * interval)); d > 0 {
-			time.Sleep(d)
-		}
-		emitAt[i] = int64(time.Since(base))
-		if err := emitDelta(r.em, r.texts[i]); err != nil {
-			b.Fatal(err)
-		}
+	send := func(i int) error { return emitDelta(r.em, r.texts[i]) }
+	if err := benchtest.EmitPaced(base, emitAt, fanoutFlat, total, time.Second/fanoutRate, send); err != nil {
+		b.Fatal(err)
 	}
-	if err := waitGot(rs, int64(total), 2*time.Minute); err != nil {
+	if err := benchtest.WaitGot(rs, int64(total), 2*time.Minute); err != nil {
 		b.Fatalf("%s paced: %v", r.sys.name, err)
 	}
-	closeReaders(rs) // the samples are read once the readers are gone
-	res.flatP99 = quantile(latencies(rs, emitAt, 0, fanoutFlat, nil), 0.99)
-	lat := latencies(rs, emitAt, fanoutFlat+fanoutWarm, total, nil)
-	res.p50, res.p99 = quantile(lat, 0.50), quantile(lat, 0.99)
-	remote := latencies(rs, emitAt, fanoutFlat+fanoutWarm, total, func(r *reader) bool { return r.node != 0 })
-	res.remoteP99 = quantile(remote, 0.99)
+	benchtest.CloseAll(rs) // the samples are read once the readers are gone
+	res.flatP99 = benchtest.Quantile(benchtest.Latencies(rs, emitAt, 0, fanoutFlat), 0.99)
+	lat := benchtest.Latencies(rs, emitAt, fanoutFlat+fanoutWarm, total)
+	res.p50, res.p99 = benchtest.Quantile(lat, 0.50), benchtest.Quantile(lat, 0.99)
+	res.remoteP99 = benchtest.Quantile(benchtest.Latencies(remote, emitAt, fanoutFlat+fanoutWarm, total), 0.99)
 	return res
 }

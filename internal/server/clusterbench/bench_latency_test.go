@@ -2,10 +2,10 @@ package clusterbench_test
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/metis-agent/metis/internal/benchtest"
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 )
@@ -46,7 +46,7 @@ func BenchmarkClusterLatency(b *testing.B) {
 		for k := range runs {
 			r := runs[(k+iter)%len(runs)]
 			lat, c := r.run(b)
-			q := [2]float64{quantile(lat, 0.50), quantile(lat, 0.99)}
+			q := [2]float64{benchtest.Quantile(lat, 0.50), benchtest.Quantile(lat, 0.99)}
 			got[r.sys.name] = q
 			p50[r.sys.name] = append(p50[r.sys.name], q[0])
 			p99[r.sys.name] = append(p99[r.sys.name], q[1])
@@ -61,13 +61,13 @@ func BenchmarkClusterLatency(b *testing.B) {
 		iter++
 	}
 	for _, s := range systems {
-		b.ReportMetric(median(p50[s.name]), s.name+"_p50_us")
-		b.ReportMetric(median(p99[s.name]), s.name+"_p99_us")
-		b.ReportMetric(median(cpu[s.name]), s.name+"_cpu_us/delta")
+		b.ReportMetric(benchtest.Median(p50[s.name]), s.name+"_p50_us")
+		b.ReportMetric(benchtest.Median(p99[s.name]), s.name+"_p99_us")
+		b.ReportMetric(benchtest.Median(cpu[s.name]), s.name+"_cpu_us/delta")
 	}
 	for _, name := range []string{sysR1, sysR3} {
-		b.ReportMetric(median(ratio50[name]), name+"_p50_ratio")
-		b.ReportMetric(median(ratio99[name]), name+"_p99_ratio")
+		b.ReportMetric(benchtest.Median(ratio50[name]), name+"_p50_ratio")
+		b.ReportMetric(benchtest.Median(ratio99[name]), name+"_p99_ratio")
 	}
 }
 
@@ -91,7 +91,7 @@ type latencyRun struct {
 func newLatencyRun(b *testing.B, s *system) *latencyRun {
 	sid, em := s.session(b, "")
 	total := latencyWarm + int(latencyDur/(time.Second/latencyRate))
-	return &latencyRun{sys: s, sid: sid, em: em, client: len(s.nodes) - 1, texts: deltaTexts(total)}
+	return &latencyRun{sys: s, sid: sid, em: em, client: len(s.nodes) - 1, texts: benchtest.DeltaTexts(total)}
 }
 
 // run connects one client, emits the paced deltas and returns the
@@ -105,34 +105,17 @@ func (r *latencyRun) run(b *testing.B) ([]float64, float64) {
 	settle(b, r.em)
 	total := len(r.texts)
 	base := time.Now()
-	rd := newReader(ws, r.client, base, total)
+	rd := []*benchtest.Reader{benchtest.NewReader(ws, base, total, true)}
 	emitAt := make([]int64, total)
-	interval := time.Second / latencyRate
-	cpu0 := cpuTime()
-	start := time.Now()
-	for i := range total {
-		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-			time.Sleep(d)
-		}
-		emitAt[i] = int64(time.Since(base))
-		if err := emitDelta(r.em, r.texts[i]); err != nil {
-			b.Fatal(err)
-		}
+	cpu0 := benchtest.CPUTime()
+	send := func(i int) error { return emitDelta(r.em, r.texts[i]) }
+	if err := benchtest.EmitPaced(base, emitAt, 0, total, time.Second/latencyRate, send); err != nil {
+		b.Fatal(err)
 	}
-	if err := waitGot([]*reader{rd}, int64(total), time.Minute); err != nil {
+	if err := benchtest.WaitGot(rd, int64(total), time.Minute); err != nil {
 		b.Fatalf("%s: %v", r.sys.name, err)
 	}
-	cpu := float64(cpuTime()-cpu0) / float64(total) / 1e3
-	closeReaders([]*reader{rd})
-	return latencies([]*reader{rd}, emitAt, latencyWarm, total, nil), cpu
-}
-
-// cpuTime is the CPU time this process used so far (every thread, user
-// and system).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu := float64(benchtest.CPUTime()-cpu0) / float64(total) / 1e3
+	benchtest.CloseAll(rd)
+	return benchtest.Latencies(rd, emitAt, latencyWarm, total), cpu
 }

@@ -3,14 +3,13 @@ package clusterbench_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/metis-agent/metis/internal/benchtest"
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
@@ -50,7 +49,7 @@ import (
 //	go test -run '^$' -bench ClusterReplay10k -benchtime 1x -count 3 ./internal/server/clusterbench/
 func BenchmarkClusterReplay10k(b *testing.B) {
 	r := newReplayRig(b)
-	child := startReplayClient(b)
+	child := benchtest.StartReplayClient(b)
 	m := map[string][]float64{}
 	add := func(k string, v float64) { m[k] = append(m[k], v) }
 	iter := 0
@@ -79,13 +78,13 @@ func BenchmarkClusterReplay10k(b *testing.B) {
 		add("cold_ms", ms)
 		add("cold_cpu_us/event", cpu)
 		add("cold_start_ms", startMs)
-		add("cold_ratio", ms/median(single))
+		add("cold_ratio", ms/benchtest.Median(single))
 		b.Logf("iteration %d: single %.1f ms, warm %.1f ms (medians of %d), cold %.1f ms (start %.1f ms)",
-			iter, median(single), median(m["warm_ms"][len(m["warm_ms"])-replayReps:]), replayReps, ms, startMs)
+			iter, benchtest.Median(single), benchtest.Median(m["warm_ms"][len(m["warm_ms"])-replayReps:]), replayReps, ms, startMs)
 		iter++
 	}
 	for k, v := range m {
-		b.ReportMetric(median(v), k)
+		b.ReportMetric(benchtest.Median(v), k)
 	}
 }
 
@@ -101,18 +100,13 @@ type replayRig struct {
 	sid    string
 	since  string // the cluster nodes' cursor: exactly replayEvents follow it
 	types  []string
-	cur    *cursor // single-node's cursor (its subscribes add events)
-	idle   func()  // closes the warm node's idle client
+	cur    *benchtest.Cursor // single-node's cursor (its subscribes add events)
+	idle   func()            // closes the warm node's idle client
 }
 
 func newReplayRig(b *testing.B) *replayRig {
 	ctx := context.Background()
-	r := &replayRig{r3: startSystem(b, sysR3, 2, nil)}
-	for _, i := range event.All() {
-		if i.Family == event.Catalog {
-			r.types = append(r.types, string(i.Type))
-		}
-	}
+	r := &replayRig{r3: startSystem(b, sysR3, 2, nil), types: benchtest.CatalogTypes()}
 	r.sid = makeHistory(b, r.r3, replayEvents+200)
 	owner, warm := r.r3.nodes[0], r.r3.nodes[1]
 	want, err := owner.srv.Store.CountEvents(ctx, store.EventQuery{SessionIDs: []string{r.sid}})
@@ -123,8 +117,7 @@ func newReplayRig(b *testing.B) *replayRig {
 		n, err := warm.srv.Store.CountEvents(ctx, store.EventQuery{SessionIDs: []string{r.sid}})
 		return err == nil && n == want
 	})
-	c := &cursor{st: warm.srv.Store, sid: r.sid}
-	if r.since, err = c.since(replayEvents); err != nil {
+	if r.since, err = benchtest.NewCursor(warm.srv.Store, r.sid).Since(replayEvents); err != nil {
 		b.Fatal(err)
 	}
 	// The warm node's feed runs while an idle client follows the tree.
@@ -141,8 +134,8 @@ func newReplayRig(b *testing.B) *replayRig {
 	home := b.TempDir()
 	projectInto(b, r.r3.urls[0], filepath.Join(home, "metis.db"))
 	r.single = startNode(b, "single", home, nil)
-	r.cur = &cursor{st: r.single.srv.Store, sid: r.sid}
-	if _, err := r.cur.since(replayEvents); err != nil {
+	r.cur = benchtest.NewCursor(r.single.srv.Store, r.sid)
+	if _, err := r.cur.Since(replayEvents); err != nil {
 		b.Fatal(err)
 	}
 	return r
@@ -150,7 +143,7 @@ func newReplayRig(b *testing.B) *replayRig {
 
 // replay runs one replay on single or warm and returns its time (ms)
 // and this process's CPU per replayed event (µs).
-func (r *replayRig) replay(b *testing.B, child *replayClient, name string) (float64, float64) {
+func (r *replayRig) replay(b *testing.B, child *benchtest.ReplayClient, name string) (float64, float64) {
 	n, since := r.r3.nodes[1], r.since
 	if name == "single" {
 		n = r.single
@@ -162,18 +155,16 @@ func (r *replayRig) replay(b *testing.B, child *replayClient, name string) (floa
 			err = em.Barrier(context.Background())
 		}
 		if err == nil {
-			since, err = r.cur.since(replayEvents)
+			since, err = r.cur.Since(replayEvents)
 		}
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu0 := cpuTime()
-	res, err := child.do(replayCmd{URL: n.url, SID: r.sid, Since: since, Types: r.types, N: replayEvents})
+	res, cpu, err := child.Do(benchtest.ReplayCmd{Kind: benchtest.ReplayMetis, URL: n.url, SID: r.sid, Since: since, Types: r.types, N: replayEvents})
 	if err != nil {
 		b.Fatalf("%s: %v", name, err)
 	}
-	cpu := cpuTime() - cpu0
 	if name == "single" {
 		// Let the server detach the client (and store its
 		// unregistration) before the next cursor is taken.
@@ -183,18 +174,18 @@ func (r *replayRig) replay(b *testing.B, child *replayClient, name string) (floa
 }
 
 // cold starts a node on an empty home, replays on it and stops it.
-func (r *replayRig) cold(b *testing.B, child *replayClient, iter int) (ms, cpuPerEvent, startMs float64) {
+func (r *replayRig) cold(b *testing.B, child *benchtest.ReplayClient, iter int) (ms, cpuPerEvent, startMs float64) {
 	url := r.r3.urls[len(r.r3.urls)-1]
 	name := fmt.Sprintf("node-cold%d", iter)
-	cpu0 := cpuTime()
+	cpu0 := benchtest.CPUTime()
 	t0 := time.Now()
 	n := startNode(b, "cold", "", func(c *config.Config) { c.NATS, c.Node = url, name })
 	started := time.Since(t0)
-	res, err := child.do(replayCmd{URL: n.url, SID: r.sid, Since: r.since, Types: r.types, N: replayEvents, Retry: true})
+	res, _, err := child.Do(benchtest.ReplayCmd{Kind: benchtest.ReplayMetis, URL: n.url, SID: r.sid, Since: r.since, Types: r.types, N: replayEvents, Retry: true})
 	if err != nil {
 		b.Fatalf("cold: %v", err)
 	}
-	cpu := cpuTime() - cpu0
+	cpu := benchtest.CPUTime() - cpu0
 	n.stop(b)
 	return float64(started+time.Duration(res.NS)) / 1e6, float64(cpu) / 1e3 / replayEvents, float64(started) / 1e6
 }
@@ -241,78 +232,11 @@ func projectInto(b *testing.B, natsURL, path string) {
 // turns there (list_dir, read_file of a 3 KiB file, short echoes) until
 // its store holds at least n events of the session.
 func makeHistory(b *testing.B, s *system, n int) string {
-	ctx := context.Background()
 	owner := s.nodes[0]
-	if err := os.MkdirAll(filepath.Join(owner.ws, "src"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	for i := range 12 {
-		if err := os.WriteFile(filepath.Join(owner.ws, "src", fmt.Sprintf("module_%02d.go", i)), []byte("package src\n"), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var notes strings.Builder
-	for i := 0; notes.Len() < 3000; i++ {
-		fmt.Fprintf(&notes, "Line %d of the notes: the quick brown fox jumps over the lazy dog.\n", i)
-	}
-	if err := os.WriteFile(filepath.Join(owner.ws, "notes.md"), []byte(notes.String()), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	benchtest.WriteHistoryWorkspace(b, owner.ws)
 	sid, _ := s.session(b, "builtin:demo")
-	prompts := []string{
-		"what is in the workspace?",
-		`/tool read_file {"path": "notes.md"}`,
-		"/echo done, thanks",
-		"and what is in src?",
-		`/tool list_dir {"path": "src"}`,
-	}
-	q := store.EventQuery{SessionIDs: []string{sid}}
 	t0 := time.Now()
-	turns := 0
-	for i := 0; ; i++ {
-		if i%20 == 0 {
-			have, err := owner.srv.Store.CountEvents(ctx, q)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if have >= n {
-				break
-			}
-		}
-		if _, err := owner.srv.Sessions.Submit(ctx, sid, prompts[i%len(prompts)]); err != nil {
-			b.Fatal(err)
-		}
-		if err := owner.srv.Sessions.Wait(ctx, sid); err != nil {
-			b.Fatal(err)
-		}
-		turns++
-	}
+	turns := benchtest.RunHistory(b, owner.srv, sid, n)
 	b.Logf("history: %d turns in %.1f s on %s", turns, time.Since(t0).Seconds(), s.name)
 	return sid
-}
-
-// cursor finds the id after which exactly n events of a session are
-// stored, reading only what was appended since its last call.
-type cursor struct {
-	st  *store.Store
-	sid string
-	ids []string
-}
-
-func (c *cursor) since(n int) (string, error) {
-	q := store.EventQuery{SessionIDs: []string{c.sid}}
-	if len(c.ids) > 0 {
-		q.AfterID = c.ids[len(c.ids)-1]
-	}
-	err := c.st.ScanEvents(context.Background(), q, func(r store.EventRow) error {
-		c.ids = append(c.ids, r.ID)
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	if len(c.ids) <= n {
-		return "", fmt.Errorf("%d events stored, want more than %d", len(c.ids), n)
-	}
-	return c.ids[len(c.ids)-n-1], nil
 }

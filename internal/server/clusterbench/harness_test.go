@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metis-agent/metis/internal/benchtest"
 	"github.com/metis-agent/metis/internal/event"
 )
 
@@ -18,32 +19,32 @@ func TestHarnessDeliversEveryDeltaToEveryNode(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := startSystem(t, name, 2, nil)
 			sid, em := s.session(t, "")
-			var rs []*reader
-			for i, n := range s.nodes {
+			var rs []*benchtest.Reader
+			for _, n := range s.nodes {
 				ws, _, err := dial(context.Background(), n, sid, []string{string(event.TextDelta)}, "")
 				if err != nil {
 					t.Fatal(err)
 				}
-				rs = append(rs, newReader(ws, i, time.Now(), 50))
+				rs = append(rs, benchtest.NewReader(ws, time.Now(), 50, true))
 			}
 			settle(t, em)
-			texts := deltaTexts(50)
+			texts := benchtest.DeltaTexts(50)
 			for _, text := range texts {
 				if err := emitDelta(em, text); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := waitGot(rs, int64(len(texts)), time.Minute); err != nil {
+			if err := benchtest.WaitGot(rs, int64(len(texts)), time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			closeReaders(rs)
-			for _, r := range rs {
-				if len(r.samples) != len(texts) {
-					t.Fatalf("node %d's client got %d deltas, want %d", r.node, len(r.samples), len(texts))
+			benchtest.CloseAll(rs)
+			for node, r := range rs {
+				if len(r.Samples()) != len(texts) {
+					t.Fatalf("node %d's client got %d deltas, want %d", node, len(r.Samples()), len(texts))
 				}
-				for i, smp := range r.samples {
-					if int(smp.seq) != i {
-						t.Fatalf("node %d's client got delta %d at position %d", r.node, smp.seq, i)
+				for i, smp := range r.Samples() {
+					if int(smp.Seq) != i {
+						t.Fatalf("node %d's client got delta %d at position %d", node, smp.Seq, i)
 					}
 				}
 			}
