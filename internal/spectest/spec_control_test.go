@@ -38,7 +38,7 @@ import (
 // 404 turn_not_found over HTTP); cancelling an ended turn changes
 // nothing.
 func TestSpec11_1_10_IdempotentCancel(t *testing.T) {
-	eachTransport(t, testIdempotentCancel)
+	streamtest.EachTransport(t, testIdempotentCancel)
 }
 
 func testIdempotentCancel(t *testing.T, tr streamtest.Transport) {
@@ -219,7 +219,7 @@ func cancelTurn(t *testing.T, h *servertest.Harness, c streamtest.Conn, sid, tur
 // an actors filter delivers only that actor's events. On SSE the filter
 // is the query (types=, actors=, preset=), refused with 400.
 func TestSpec11_1_13_FilterValidation(t *testing.T) {
-	eachTransport(t, testFilterValidation)
+	streamtest.EachTransport(t, testFilterValidation)
 }
 
 func testFilterValidation(t *testing.T, tr streamtest.Transport) {

@@ -45,12 +45,6 @@ func heartbeat(interval time.Duration, misses int) servertest.Option {
 	return func(c *config.Config) { c.PingInterval, c.PingMisses = interval, misses }
 }
 
-// eachTransport runs f as one subtest per transport.
-func eachTransport(t *testing.T, f func(t *testing.T, tr streamtest.Transport)) {
-	t.Helper()
-	streamtest.EachTransport(t, f)
-}
-
 // connect opens a client of a session's stream over a transport.
 func connect(t *testing.T, tr streamtest.Transport, h *servertest.Harness, sid string) streamtest.Conn {
 	t.Helper()

@@ -32,7 +32,7 @@ func subscriptionNames(t *testing.T, h *servertest.Harness, sid string, typ even
 // name it registered with; a connection that never subscribed (the
 // WebSocket's), or whose subscribe was refused, leaves no meta-events.
 func TestSpec3_6_DisconnectUnregisters(t *testing.T) {
-	eachTransport(t, testDisconnectUnregisters)
+	streamtest.EachTransport(t, testDisconnectUnregisters)
 }
 
 func testDisconnectUnregisters(t *testing.T, tr streamtest.Transport) {
@@ -85,7 +85,7 @@ func testDisconnectUnregisters(t *testing.T, tr streamtest.Transport) {
 // attached client, and the stream then closes with 1001 and reason
 // server_shutdown (on SSE, in the close event that ends the response).
 func TestShutdownFlushesAndCloses(t *testing.T) {
-	eachTransport(t, testShutdownFlushesAndCloses)
+	streamtest.EachTransport(t, testShutdownFlushesAndCloses)
 }
 
 func testShutdownFlushesAndCloses(t *testing.T, tr streamtest.Transport) {
@@ -124,7 +124,7 @@ func testShutdownFlushesAndCloses(t *testing.T, tr streamtest.Transport) {
 // timeout, even though its (large) queue never overflowed; the turn is
 // not held up, and no client_too_slow warning is emitted.
 func TestWriteTimeoutDropsStalledClient(t *testing.T) {
-	eachTransport(t, testWriteTimeoutDropsStalledClient)
+	streamtest.EachTransport(t, testWriteTimeoutDropsStalledClient)
 }
 
 func testWriteTimeoutDropsStalledClient(t *testing.T, tr streamtest.Transport) {

@@ -54,7 +54,7 @@ func TestSpec11_1_4_ReplayTooLarge(t *testing.T) {
 	}
 
 	end := firstDelivered(t, h, sid, event.TurnCompleted, turn).ID
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		c := connect(t, tr, h, sid)
 		serr := subscribeErr(t, c, "preset:full", &cursor, false)
 		if serr.Code != protocol.CodeReplayTooLarge || !strings.Contains(serr.Message, strconv.Itoa(limit)) || !strings.Contains(serr.Message, "snapshot") {
@@ -98,7 +98,7 @@ func TestSpec11_1_4_ReplayLimitBoundary(t *testing.T) {
 		t.Fatalf("%d matching events", len(m))
 	}
 
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		c, ack, _ := attachSub(t, tr, h, sid, filter, ptr(m[len(m)-21]), false)
 		if ack.ReplayEventCount != 20 || ack.StreamingGap {
 			t.Fatalf("ack %+v", ack)
@@ -130,7 +130,7 @@ func TestSpec11_1_5_CursorExpired(t *testing.T) {
 		turn := h.Submit(sid, "/echo remembered")
 		h.WaitTurn(sid)
 
-		eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+		streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 			old := streamtest.IDAt(t, time.Now().Add(-h.Config.Retention-time.Hour))
 			c := connect(t, tr, h, sid)
 			if serr := subscribeErr(t, c, "preset:chat", &old, false); serr.Code != protocol.CodeCursorExpired || !strings.Contains(serr.Message, "snapshot") {
@@ -158,7 +158,7 @@ func TestSpec11_1_5_CursorExpired(t *testing.T) {
 		at, err := event.IDTime(cursor)
 		servertest.Must(t, err)
 		servertest.WaitFor(t, "the cursor to age past the retention", func() bool { return time.Since(at) > 1100*time.Millisecond })
-		eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+		streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 			c := connect(t, tr, h, sid)
 			if serr := subscribeErr(t, c, "preset:chat", &cursor, false); serr.Code != protocol.CodeCursorExpired {
 				t.Fatalf("subscribe_error %+v", serr)
@@ -169,7 +169,7 @@ func TestSpec11_1_5_CursorExpired(t *testing.T) {
 	t.Run("malformed cursors", func(t *testing.T) {
 		h := servertest.Start(t, "")
 		sid := h.CreateSession()
-		eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+		streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 			c := connect(t, tr, h, sid)
 			for _, since := range []string{
 				"evt_not-a-ulid",
@@ -214,7 +214,7 @@ func TestSpec11_1_5_CursorExpired(t *testing.T) {
 // end of the response). It reconnects with since and replays exactly the
 // rest (spec §10.5).
 func TestSpec11_1_11_SlowClientClosed(t *testing.T) {
-	eachTransport(t, testSlowClientClosed)
+	streamtest.EachTransport(t, testSlowClientClosed)
 }
 
 func testSlowClientClosed(t *testing.T, tr streamtest.Transport) {

@@ -26,7 +26,7 @@ const overflowCloseBound = 3 * time.Second
 // within overflowCloseBound of the client_too_slow warning, and the
 // close is counted as a slow-client close with its reason.
 func TestSpec10_5_NeverReadingClientCutAtOverflow(t *testing.T) {
-	eachTransport(t, testNeverReadingClientCutAtOverflow)
+	streamtest.EachTransport(t, testNeverReadingClientCutAtOverflow)
 }
 
 func testNeverReadingClientCutAtOverflow(t *testing.T, tr streamtest.Transport) {
@@ -107,7 +107,7 @@ func value(t *testing.T, c prometheus.Metric) float64 {
 // it reconnect with its cursor, and the close is counted as a slow-client
 // close.
 func TestResyncClosesWithClientTooSlow(t *testing.T) {
-	eachTransport(t, testResyncClosesWithClientTooSlow)
+	streamtest.EachTransport(t, testResyncClosesWithClientTooSlow)
 }
 
 func testResyncClosesWithClientTooSlow(t *testing.T, tr streamtest.Transport) {

@@ -108,7 +108,7 @@ func (p *pumpClient) close() {
 // snapshot holds the messages committed as of its seam, and the events
 // are exactly those the session delivered after it.
 func TestSpec11_1_16_SnapshotReplaySeam(t *testing.T) {
-	eachTransport(t, testSnapshotReplaySeam)
+	streamtest.EachTransport(t, testSnapshotReplaySeam)
 }
 
 func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {

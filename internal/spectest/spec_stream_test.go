@@ -25,7 +25,7 @@ import (
 // fragments parse to tool.use_end's final_input, and final_content is
 // what the messages endpoint persisted.
 func TestSpec11_1_1_HappyPathStream(t *testing.T) {
-	eachTransport(t, testHappyPathStream)
+	streamtest.EachTransport(t, testHappyPathStream)
 }
 
 func testHappyPathStream(t *testing.T, tr streamtest.Transport) {
@@ -191,7 +191,7 @@ func testHappyPathStream(t *testing.T, tr streamtest.Transport) {
 // events <= snapshot_at_event_id, name the turn in flight, and are
 // followed by exactly the events after that id, in order.
 func TestSpec11_1_2_SnapshotConsistency(t *testing.T) {
-	eachTransport(t, testSnapshotConsistency)
+	streamtest.EachTransport(t, testSnapshotConsistency)
 }
 
 func testSnapshotConsistency(t *testing.T, tr streamtest.Transport) {
@@ -280,7 +280,7 @@ func testSnapshotConsistency(t *testing.T, tr streamtest.Transport) {
 // turn_count counts exactly the turn.started events <= the seam. A client
 // attaches the moment a turn has started.
 func TestSpec11_1_2_SnapshotSessionCountsAsOfSeam(t *testing.T) {
-	eachTransport(t, testSnapshotSessionCountsAsOfSeam)
+	streamtest.EachTransport(t, testSnapshotSessionCountsAsOfSeam)
 }
 
 func testSnapshotSessionCountsAsOfSeam(t *testing.T, tr streamtest.Transport) {
@@ -331,7 +331,7 @@ func snapshotSession(t *testing.T, s *protocol.Snapshot) sessionSummary {
 // live stream are exactly what an uninterrupted client with the same
 // filter saw after that id, without duplicates or gaps.
 func TestSpec11_1_3_ReconnectWithReplay(t *testing.T) {
-	eachTransport(t, testReconnectWithReplay)
+	streamtest.EachTransport(t, testReconnectWithReplay)
 }
 
 func testReconnectWithReplay(t *testing.T, tr streamtest.Transport) {
@@ -382,7 +382,7 @@ func testReconnectWithReplay(t *testing.T, tr streamtest.Transport) {
 // (streaming_gap false), then the live deltas follow, and the text it
 // rebuilds is the whole message.
 func TestSpec11_1_3_ReconnectMidMessage(t *testing.T) {
-	eachTransport(t, testReconnectMidMessage)
+	streamtest.EachTransport(t, testReconnectMidMessage)
 }
 
 func testReconnectMidMessage(t *testing.T, tr streamtest.Transport) {
@@ -437,7 +437,7 @@ func testReconnectMidMessage(t *testing.T, tr streamtest.Transport) {
 // true, every catalog event after its cursor, and only the streaming
 // events still in the ring.
 func TestSpec11_1_3_ReconnectRingExhausted(t *testing.T) {
-	eachTransport(t, testReconnectRingExhausted)
+	streamtest.EachTransport(t, testReconnectRingExhausted)
 }
 
 func testReconnectRingExhausted(t *testing.T, tr streamtest.Transport) {
@@ -497,7 +497,7 @@ func testReconnectRingExhausted(t *testing.T, tr streamtest.Transport) {
 // filter receive byte-identical event sequences; a preset:full client
 // sees the same events plus the meta-events.
 func TestSpec11_1_6_MultiClientIdenticalStreams(t *testing.T) {
-	eachTransport(t, testMultiClientIdenticalStreams)
+	streamtest.EachTransport(t, testMultiClientIdenticalStreams)
 }
 
 func testMultiClientIdenticalStreams(t *testing.T, tr streamtest.Transport) {

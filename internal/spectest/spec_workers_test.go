@@ -17,7 +17,7 @@ import (
 // planner's in id order, live and on replay; the planner's own events
 // are the same in both.
 func TestSpec11_1_12_WorkerHiddenVsIncluded(t *testing.T) {
-	eachTransport(t, testWorkerHiddenVsIncluded)
+	streamtest.EachTransport(t, testWorkerHiddenVsIncluded)
 }
 
 func testWorkerHiddenVsIncluded(t *testing.T, tr streamtest.Transport) {

@@ -13,20 +13,21 @@ import (
 // does not decode.
 func PayloadOf[T any](t testing.TB, e *protocol.EventEnvelope) T {
 	t.Helper()
-	var v T
-	if err := json.Unmarshal(e.Payload, &v); err != nil {
-		t.Fatalf("%s payload %s: %v", e.Type, e.Payload, err)
-	}
-	return v
+	return decodePayload[T](t, e.Type, e.Payload)
 }
 
 // EventPayloadOf decodes a recorded or stored event's payload, failing
 // the test if it does not decode.
 func EventPayloadOf[T any](t testing.TB, e *event.Event) T {
 	t.Helper()
+	return decodePayload[T](t, string(e.Type), e.Payload)
+}
+
+func decodePayload[T any](t testing.TB, typ string, payload []byte) T {
+	t.Helper()
 	var v T
-	if err := json.Unmarshal(e.Payload, &v); err != nil {
-		t.Fatalf("%s payload %s: %v", e.Type, e.Payload, err)
+	if err := json.Unmarshal(payload, &v); err != nil {
+		t.Fatalf("%s payload %s: %v", typ, payload, err)
 	}
 	return v
 }

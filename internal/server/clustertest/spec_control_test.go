@@ -31,7 +31,7 @@ import (
 // cancel is one bus.handler_warning, which reaches every node.
 func TestCluster11_1_10_CancelOnOneNodeSeenByEveryNode(t *testing.T) {
 	tri := startTrio(t, withQueue(100_000))
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		var clients []streamtest.Conn
 		for _, h := range tri.nodes {
@@ -187,7 +187,7 @@ func checkCancellation(t *testing.T, what string, evs []*protocol.EventEnvelope,
 // what they gave live.
 func TestCluster11_1_12_WorkerHiddenVsIncludedOnNonOwners(t *testing.T) {
 	tri := startTrio(t, withQueue(100_000))
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		chat := streamtest.PresetFilter(event.PresetChat)
 		type pair struct{ hidden, shown streamtest.Conn }

@@ -133,12 +133,6 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// eachTransport runs f as one subtest per transport.
-func eachTransport(t *testing.T, f func(t *testing.T, tr streamtest.Transport)) {
-	t.Helper()
-	streamtest.EachTransport(t, f)
-}
-
 // subscribe connects a client of node h over tr, subscribes, and reads
 // the ack (and the snapshot when asked for one); it fails on a
 // subscribe_error.

@@ -32,7 +32,7 @@ import (
 // its stream then ended.
 func TestCluster11_1_11_SlowClientIsolatedPerNode(t *testing.T) {
 	tri := startTrio(t, withQueue(200))
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		slow := tri.nodes[1]
 		var before [3]float64
@@ -157,7 +157,7 @@ func TestCluster11_1_4_ReplayLimitOnNonOwners(t *testing.T) {
 	}
 	eventually(t, "node 2's projection", func() bool { return lastStored(t, tri.nodes[2], sid) >= m[7] })
 	msgs := len(messagesOf(t, tri.owner(), sid))
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		h := tri.nodes[2]
 		c, ack, _ := subscribe(t, tr, h, sid, filter, ptr(m[1]), false)
 		if ack.ReplayEventCount != 6 || ack.StreamingGap {
@@ -200,7 +200,7 @@ func TestCluster11_1_5_CursorExpiredOnNonOwners(t *testing.T) {
 	end := firstOf(t, tri.owner(), sid, event.TurnCompleted, turn)
 	eventually(t, "node 2's projection", func() bool { return lastStored(t, tri.nodes[2], sid) >= end })
 	retention := tri.owner().Config.Retention
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		h := tri.nodes[2]
 		c := tr.Connect(t, h.URL, sid, nil)
 		old := streamtest.IDAt(t, time.Now().Add(-retention-time.Hour))
@@ -231,7 +231,7 @@ func TestCluster11_1_5_CursorExpiredOnNonOwners(t *testing.T) {
 func TestCluster11_1_13_FilterValidationOnNonOwners(t *testing.T) {
 	tri := startTrio(t)
 	sid := tri.session()
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		c := tr.Connect(t, tri.nodes[1].URL, sid, nil)
 		c.Subscribe(protocol.Filter{EventTypes: []string{"text.delta", "made.up.thing"}}, nil, false)
 		f := nextFrame(t, c)

@@ -23,7 +23,7 @@ import (
 // owner's events in between, and the live stream follows.
 func TestCluster11_1_3_ReplayOfACursorTakenOnAnotherNode(t *testing.T) {
 	tri := startTrio(t)
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		chat := streamtest.PresetTypes(event.PresetChat)
 		ref, _, _ := subscribe(t, tr, tri.owner(), sid, "preset:chat", nil, false)

@@ -30,7 +30,7 @@ import (
 // owner's events in (since, seam], without a streaming gap.
 func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
 	tri := startTrio(t, withQueue(100_000))
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		owner := tri.owner()
 		observer, _, _ := subscribe(t, tr, tri.nodes[1], sid, "preset:full", nil, false)

@@ -26,7 +26,7 @@ import (
 // every node.
 func TestCluster11_1_1_HappyPathStream(t *testing.T) {
 	tri := startTrio(t)
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		var clients []streamtest.Conn
 		for _, h := range tri.nodes {
@@ -156,7 +156,7 @@ func rebuild(t *testing.T, what string, evs []*protocol.EventEnvelope) map[strin
 // included, and filtered to the chat types they are the chat stream.
 func TestCluster11_1_6_IdenticalStreamsFromEveryNode(t *testing.T) {
 	tri := startTrio(t)
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		type client struct {
 			c    streamtest.Conn
