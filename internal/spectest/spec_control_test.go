@@ -38,7 +38,7 @@ import (
 // 404 turn_not_found over HTTP); cancelling an ended turn changes
 // nothing.
 func TestSpec11_1_10_IdempotentCancel(t *testing.T) {
-	eachTransport(t, testIdempotentCancel)
+	streamtest.EachTransport(t, testIdempotentCancel)
 }
 
 func testIdempotentCancel(t *testing.T, tr streamtest.Transport) {
@@ -49,7 +49,7 @@ func testIdempotentCancel(t *testing.T, tr streamtest.Transport) {
 	turn := h.Submit(sid, "/long 400")
 
 	var seen []*protocol.EventEnvelope
-	for countType(seen, event.TextDelta) < 5 {
+	for streamtest.CountType(seen, event.TextDelta) < 5 {
 		seen = append(seen, a.Events(readTimeout, func(*protocol.EventEnvelope) bool { return true })...)
 	}
 	const reason = "user_pressed_ctrl_c"
@@ -92,7 +92,7 @@ func testIdempotentCancel(t *testing.T, tr streamtest.Transport) {
 			}
 		case event.LLMCallFailed:
 			failed++
-			if p := decodeEvent[llmPayload](t, e); p.ErrorClass != "cancelled" {
+			if p := streamtest.EventPayloadOf[streamtest.LLMPayload](t, e); p.ErrorClass != "cancelled" {
 				t.Errorf("llm.call_failed error_class %q", p.ErrorClass)
 			}
 		case event.TurnCompleted:
@@ -107,14 +107,14 @@ func testIdempotentCancel(t *testing.T, tr streamtest.Transport) {
 
 	// The client's view of the cancellation, in order.
 	var partial strings.Builder
-	var mc []completePayload
+	var mc []streamtest.CompletePayload
 	order := []string{}
 	for _, e := range evA {
 		switch event.Type(e.Type) {
 		case event.TextDelta:
-			partial.WriteString(decode[deltaPayload](t, e).Text)
+			partial.WriteString(streamtest.PayloadOf[streamtest.DeltaPayload](t, e).Text)
 		case event.MessageComplete:
-			mc = append(mc, decode[completePayload](t, e))
+			mc = append(mc, streamtest.PayloadOf[streamtest.CompletePayload](t, e))
 			order = append(order, e.Type)
 		case event.LLMCallFailed, event.TurnCancelled:
 			order = append(order, e.Type)
@@ -138,7 +138,7 @@ func testIdempotentCancel(t *testing.T, tr streamtest.Transport) {
 	redundant := func() int {
 		n := 0
 		for _, e := range storedEvents(t, h, sid, event.BusHandlerWarning) {
-			if p := decodeEvent[warningPayload](t, e); p.Reason == "redundant_cancel" && p.TurnID == turn {
+			if p := streamtest.EventPayloadOf[streamtest.WarningPayload](t, e); p.Reason == "redundant_cancel" && p.TurnID == turn {
 				n++
 			}
 		}
@@ -146,7 +146,7 @@ func testIdempotentCancel(t *testing.T, tr streamtest.Transport) {
 	}
 	servertest.WaitFor(t, "the redundant-cancel warning", func() bool { return redundant() > 0 })
 	isRedundant := func(e *protocol.EventEnvelope) bool {
-		return e.Type == string(event.BusHandlerWarning) && decode[warningPayload](t, e).Reason == "redundant_cancel"
+		return e.Type == string(event.BusHandlerWarning) && streamtest.PayloadOf[streamtest.WarningPayload](t, e).Reason == "redundant_cancel"
 	}
 	if !slices.ContainsFunc(evA, isRedundant) {
 		a.Events(readTimeout, isRedundant)
@@ -219,7 +219,7 @@ func cancelTurn(t *testing.T, h *servertest.Harness, c streamtest.Conn, sid, tur
 // an actors filter delivers only that actor's events. On SSE the filter
 // is the query (types=, actors=, preset=), refused with 400.
 func TestSpec11_1_13_FilterValidation(t *testing.T) {
-	eachTransport(t, testFilterValidation)
+	streamtest.EachTransport(t, testFilterValidation)
 }
 
 func testFilterValidation(t *testing.T, tr streamtest.Transport) {
@@ -258,7 +258,7 @@ func testFilterValidation(t *testing.T, tr streamtest.Transport) {
 	presets := map[string]any{"preset:chat": "preset:chat", "preset:full": "preset:full"}
 	for name, p := range presets {
 		cp, ackP, _ := attachSub(t, tr, h, sid, p, nil, false)
-		want := typeSet(name)
+		want := streamtest.PresetTypes(name)
 		if len(ackP.ResolvedFilter.EventTypes) != len(want) {
 			t.Fatalf("%s resolved to %d types, want %d", name, len(ackP.ResolvedFilter.EventTypes), len(want))
 		}
@@ -280,9 +280,9 @@ func testFilterValidation(t *testing.T, tr streamtest.Transport) {
 	})
 
 	set := map[string]bool{"text.delta": true, "route.decided": true, "turn.completed": true}
-	sameIDs(t, "mixed filter", mixedEvs, delivered(h, sid, "", mixedEvs[len(mixedEvs)-1].ID, set))
-	if countType(mixedEvs, event.TextDelta) == 0 || countType(mixedEvs, event.RouteDecided) != 1 {
-		t.Fatalf("mixed filter delivered %v", collapse(types(mixedEvs)))
+	streamtest.SameIDs(t, "mixed filter", mixedEvs, delivered(h, sid, "", mixedEvs[len(mixedEvs)-1].ID, set))
+	if streamtest.CountType(mixedEvs, event.TextDelta) == 0 || streamtest.CountType(mixedEvs, event.RouteDecided) != 1 {
+		t.Fatalf("mixed filter delivered %v", streamtest.Collapse(streamtest.Types(mixedEvs)))
 	}
 	var wantTools []string
 	for _, e := range h.Live.Events(sid) {
@@ -290,8 +290,8 @@ func testFilterValidation(t *testing.T, tr streamtest.Transport) {
 			wantTools = append(wantTools, e.ID)
 		}
 	}
-	if !slices.Equal(ids(toolEvs), wantTools) || len(toolEvs) != 4 {
-		t.Fatalf("actors [tool] delivered %v", types(toolEvs))
+	if !slices.Equal(streamtest.IDs(toolEvs), wantTools) || len(toolEvs) != 4 {
+		t.Fatalf("actors [tool] delivered %v", streamtest.Types(toolEvs))
 	}
 	for _, e := range toolEvs {
 		if e.Actor != event.ActorTool || !strings.HasPrefix(e.Type, "tool.") {

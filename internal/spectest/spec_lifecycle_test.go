@@ -22,7 +22,7 @@ func subscriptionNames(t *testing.T, h *servertest.Harness, sid string, typ even
 	t.Helper()
 	var out []string
 	for _, e := range storedEvents(t, h, sid, typ) {
-		out = append(out, decodeEvent[warningPayload](t, e).SubscriptionName)
+		out = append(out, streamtest.EventPayloadOf[streamtest.WarningPayload](t, e).SubscriptionName)
 	}
 	return out
 }
@@ -32,7 +32,7 @@ func subscriptionNames(t *testing.T, h *servertest.Harness, sid string, typ even
 // name it registered with; a connection that never subscribed (the
 // WebSocket's), or whose subscribe was refused, leaves no meta-events.
 func TestSpec3_6_DisconnectUnregisters(t *testing.T) {
-	eachTransport(t, testDisconnectUnregisters)
+	streamtest.EachTransport(t, testDisconnectUnregisters)
 }
 
 func testDisconnectUnregisters(t *testing.T, tr streamtest.Transport) {
@@ -85,7 +85,7 @@ func testDisconnectUnregisters(t *testing.T, tr streamtest.Transport) {
 // attached client, and the stream then closes with 1001 and reason
 // server_shutdown (on SSE, in the close event that ends the response).
 func TestShutdownFlushesAndCloses(t *testing.T) {
-	eachTransport(t, testShutdownFlushesAndCloses)
+	streamtest.EachTransport(t, testShutdownFlushesAndCloses)
 }
 
 func testShutdownFlushesAndCloses(t *testing.T, tr streamtest.Transport) {
@@ -107,12 +107,12 @@ func testShutdownFlushesAndCloses(t *testing.T, tr streamtest.Transport) {
 		}
 		evs = append(evs, f.Event)
 	}
-	sameIDs(t, "up to the close", evs, delivered(h, sid, "", "", typeSet(event.PresetChat)))
+	streamtest.SameIDs(t, "up to the close", evs, delivered(h, sid, "", "", streamtest.PresetTypes(event.PresetChat)))
 	last := evs[len(evs)-1]
 	if last.Type != string(event.TurnCancelled) {
 		t.Fatalf("last event before the close: %s", last.Type)
 	}
-	if p := decode[struct {
+	if p := streamtest.PayloadOf[struct {
 		Reason string `json:"reason"`
 	}](t, last); p.Reason != "server_shutdown" {
 		t.Fatalf("turn.cancelled reason %q", p.Reason)
@@ -124,13 +124,13 @@ func testShutdownFlushesAndCloses(t *testing.T, tr streamtest.Transport) {
 // timeout, even though its (large) queue never overflowed; the turn is
 // not held up, and no client_too_slow warning is emitted.
 func TestWriteTimeoutDropsStalledClient(t *testing.T) {
-	eachTransport(t, testWriteTimeoutDropsStalledClient)
+	streamtest.EachTransport(t, testWriteTimeoutDropsStalledClient)
 }
 
 func testWriteTimeoutDropsStalledClient(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "", writeTimeout(300*time.Millisecond), clientQueue(100000))
 	sid := h.CreateSession()
-	stalled := connectNarrow(t, tr, h, sid)
+	stalled := streamtest.ConnectNarrow(t, tr, h.URL, sid)
 	subscribeOn(t, stalled, "preset:chat", nil, false)
 	servertest.WaitFor(t, "registration", func() bool {
 		return len(subscriptionNames(t, h, sid, event.BusSubscriberRegistered)) == 1
@@ -143,7 +143,7 @@ func testWriteTimeoutDropsStalledClient(t *testing.T, tr streamtest.Transport) {
 		return slices.Contains(subscriptionNames(t, h, sid, event.BusSubscriberUnregister), name)
 	})
 	for _, e := range storedEvents(t, h, sid, event.BusHandlerWarning) {
-		if p := decodeEvent[warningPayload](t, e); p.SubscriptionName == name {
+		if p := streamtest.EventPayloadOf[streamtest.WarningPayload](t, e); p.SubscriptionName == name {
 			t.Errorf("unexpected warning %s", e.Payload)
 		}
 	}
@@ -161,9 +161,9 @@ func testWriteTimeoutDropsStalledClient(t *testing.T, tr streamtest.Transport) {
 		}
 		got = append(got, f.Event)
 	}
-	all := delivered(h, sid, "", firstDelivered(t, h, sid, event.TurnCompleted, turn).ID, typeSet(event.PresetChat))
+	all := delivered(h, sid, "", firstDelivered(t, h, sid, event.TurnCompleted, turn).ID, streamtest.PresetTypes(event.PresetChat))
 	if len(got) == 0 || len(got) >= len(all) {
 		t.Fatalf("stalled client read %d of %d events", len(got), len(all))
 	}
-	sameIDs(t, "stalled client's prefix", got, all[:len(got)])
+	streamtest.SameIDs(t, "stalled client's prefix", got, all[:len(got)])
 }

@@ -54,7 +54,7 @@ func TestSpec11_1_4_ReplayTooLarge(t *testing.T) {
 	}
 
 	end := firstDelivered(t, h, sid, event.TurnCompleted, turn).ID
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		c := connect(t, tr, h, sid)
 		serr := subscribeErr(t, c, "preset:full", &cursor, false)
 		if serr.Code != protocol.CodeReplayTooLarge || !strings.Contains(serr.Message, strconv.Itoa(limit)) || !strings.Contains(serr.Message, "snapshot") {
@@ -93,26 +93,19 @@ func TestSpec11_1_4_ReplayLimitBoundary(t *testing.T) {
 		h.WaitTurn(sid)
 	}
 	filter := protocol.Filter{EventTypes: []string{"turn.started", "turn.completed"}}
-	m := recIDs(storedEvents(t, h, sid, event.TurnStarted, event.TurnCompleted))
+	m := streamtest.EventIDs(storedEvents(t, h, sid, event.TurnStarted, event.TurnCompleted))
 	if len(m) != 22 {
 		t.Fatalf("%d matching events", len(m))
 	}
 
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		c, ack, _ := attachSub(t, tr, h, sid, filter, ptr(m[len(m)-21]), false)
 		if ack.ReplayEventCount != 20 || ack.StreamingGap {
 			t.Fatalf("ack %+v", ack)
 		}
-		var got []*protocol.EventEnvelope
-		for range 20 {
-			f := readSkippingPings(t, c)
-			if f.Event == nil {
-				t.Fatalf("want a replayed event, got %s", f.Raw)
-			}
-			got = append(got, f.Event)
-		}
-		if !slices.Equal(ids(got), m[2:]) {
-			t.Fatalf("replay %v", types(got))
+		got := streamtest.ReadEvents(t, c, readTimeout, 20)
+		if !slices.Equal(streamtest.IDs(got), m[2:]) {
+			t.Fatalf("replay %v", streamtest.Types(got))
 		}
 
 		c2 := connect(t, tr, h, sid)
@@ -137,8 +130,8 @@ func TestSpec11_1_5_CursorExpired(t *testing.T) {
 		turn := h.Submit(sid, "/echo remembered")
 		h.WaitTurn(sid)
 
-		eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
-			old := idAt(t, time.Now().Add(-h.Config.Retention-time.Hour))
+		streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+			old := streamtest.IDAt(t, time.Now().Add(-h.Config.Retention-time.Hour))
 			c := connect(t, tr, h, sid)
 			if serr := subscribeErr(t, c, "preset:chat", &old, false); serr.Code != protocol.CodeCursorExpired || !strings.Contains(serr.Message, "snapshot") {
 				t.Fatalf("subscribe_error %+v", serr)
@@ -148,13 +141,13 @@ func TestSpec11_1_5_CursorExpired(t *testing.T) {
 				t.Fatalf("snapshot with %d messages", len(snap.Messages))
 			}
 
-			recent := idAt(t, time.Now().Add(-h.Config.Retention+time.Hour))
+			recent := streamtest.IDAt(t, time.Now().Add(-h.Config.Retention+time.Hour))
 			c2, ack, _ := attachSub(t, tr, h, sid, "preset:chat", &recent, false)
-			want := delivered(h, sid, recent, firstDelivered(t, h, sid, event.TurnCompleted, turn).ID, typeSet(event.PresetChat))
+			want := delivered(h, sid, recent, firstDelivered(t, h, sid, event.TurnCompleted, turn).ID, streamtest.PresetTypes(event.PresetChat))
 			if ack.ReplayEventCount != len(want) {
 				t.Fatalf("replay of %d events, want %d", ack.ReplayEventCount, len(want))
 			}
-			sameIDs(t, "replay", until(t, c2, event.TurnCompleted, turn), want)
+			streamtest.SameIDs(t, "replay", until(t, c2, event.TurnCompleted, turn), want)
 		})
 	})
 
@@ -165,7 +158,7 @@ func TestSpec11_1_5_CursorExpired(t *testing.T) {
 		at, err := event.IDTime(cursor)
 		servertest.Must(t, err)
 		servertest.WaitFor(t, "the cursor to age past the retention", func() bool { return time.Since(at) > 1100*time.Millisecond })
-		eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+		streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 			c := connect(t, tr, h, sid)
 			if serr := subscribeErr(t, c, "preset:chat", &cursor, false); serr.Code != protocol.CodeCursorExpired {
 				t.Fatalf("subscribe_error %+v", serr)
@@ -176,7 +169,7 @@ func TestSpec11_1_5_CursorExpired(t *testing.T) {
 	t.Run("malformed cursors", func(t *testing.T) {
 		h := servertest.Start(t, "")
 		sid := h.CreateSession()
-		eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+		streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 			c := connect(t, tr, h, sid)
 			for _, since := range []string{
 				"evt_not-a-ulid",
@@ -221,7 +214,7 @@ func TestSpec11_1_5_CursorExpired(t *testing.T) {
 // end of the response). It reconnects with since and replays exactly the
 // rest (spec §10.5).
 func TestSpec11_1_11_SlowClientClosed(t *testing.T) {
-	eachTransport(t, testSlowClientClosed)
+	streamtest.EachTransport(t, testSlowClientClosed)
 }
 
 func testSlowClientClosed(t *testing.T, tr streamtest.Transport) {
@@ -236,13 +229,13 @@ func testSlowClientClosed(t *testing.T, tr streamtest.Transport) {
 	// covers the grace itself.
 	h := servertest.Start(t, "", clientQueue(150), demoDelay(300*time.Microsecond), overflowGrace(5*time.Second))
 	sid := h.CreateSession()
-	slow := connectNarrow(t, tr, h, sid)
+	slow := streamtest.ConnectNarrow(t, tr, h.URL, sid)
 	subscribeOn(t, slow, "preset:chat", nil, false)
 	var slowName string
 	servertest.WaitFor(t, "the slow client's registration", func() bool {
 		regs := storedEvents(t, h, sid, event.BusSubscriberRegistered)
 		if len(regs) == 1 {
-			slowName = decodeEvent[warningPayload](t, regs[0]).SubscriptionName
+			slowName = streamtest.EventPayloadOf[streamtest.WarningPayload](t, regs[0]).SubscriptionName
 		}
 		return len(regs) == 1
 	})
@@ -258,7 +251,7 @@ func testSlowClientClosed(t *testing.T, tr streamtest.Transport) {
 			return false
 		}
 		for _, e := range evs {
-			var p warningPayload
+			var p streamtest.WarningPayload
 			if json.Unmarshal(e.Payload, &p) == nil && p.Reason == "client_too_slow" {
 				return true
 			}
@@ -302,16 +295,16 @@ func testSlowClientClosed(t *testing.T, tr streamtest.Transport) {
 	turn := h.Submit(sid, "/long 300")
 	all := until(t, good, event.TurnCompleted, turn)
 	end := all[len(all)-1].ID
-	sameIDs(t, "healthy client", all, delivered(h, sid, "", end, typeSet(event.PresetChat)))
+	streamtest.SameIDs(t, "healthy client", all, delivered(h, sid, "", end, streamtest.PresetTypes(event.PresetChat)))
 	h.WaitTurn(sid)
 	if n := len(storedEvents(t, h, sid, event.TurnCompleted)); n != 1 {
 		t.Fatalf("%d turn.completed stored", n)
 	}
 
-	tooSlow := func() []warningPayload {
-		var out []warningPayload
+	tooSlow := func() []streamtest.WarningPayload {
+		var out []streamtest.WarningPayload
 		for _, e := range storedEvents(t, h, sid, event.BusHandlerWarning) {
-			if p := decodeEvent[warningPayload](t, e); p.Reason == "client_too_slow" {
+			if p := streamtest.EventPayloadOf[streamtest.WarningPayload](t, e); p.Reason == "client_too_slow" {
 				out = append(out, p)
 			}
 		}
@@ -332,7 +325,7 @@ func testSlowClientClosed(t *testing.T, tr streamtest.Transport) {
 		}
 		got = append(got, f.Event)
 	}
-	if len(got) == 0 || len(got) >= len(all) || !slices.Equal(ids(got), ids(all[:len(got)])) {
+	if len(got) == 0 || len(got) >= len(all) || !slices.Equal(streamtest.IDs(got), streamtest.IDs(all[:len(got)])) {
 		t.Fatalf("slow client got %d frames before the close; want a proper prefix of the %d events", len(got), len(all))
 	}
 	t.Logf("slow client read %d buffered events before the close", len(got))
@@ -358,7 +351,7 @@ func testSlowClientClosed(t *testing.T, tr streamtest.Transport) {
 		t.Fatalf("ack %+v", ack)
 	}
 	rest := until(t, again, event.TurnCompleted, turn)
-	if !slices.Equal(append(ids(got), ids(rest)...), ids(all)) {
+	if !slices.Equal(append(streamtest.IDs(got), streamtest.IDs(rest)...), streamtest.IDs(all)) {
 		t.Fatalf("after reconnecting: %d + %d events, want %d", len(got), len(rest), len(all))
 	}
 }
@@ -476,14 +469,4 @@ func TestSpec11_1_15_Heartbeat(t *testing.T) {
 		turn := h.Submit(sid, "/echo still open")
 		until(t, c, event.TurnCompleted, turn)
 	})
-}
-
-// decodeEvent decodes a stored event's payload.
-func decodeEvent[T any](t *testing.T, e *event.Event) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal(e.Payload, &v); err != nil {
-		t.Fatalf("%s payload %s: %v", e.Type, e.Payload, err)
-	}
-	return v
 }

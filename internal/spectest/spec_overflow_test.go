@@ -26,7 +26,7 @@ const overflowCloseBound = 3 * time.Second
 // within overflowCloseBound of the client_too_slow warning, and the
 // close is counted as a slow-client close with its reason.
 func TestSpec10_5_NeverReadingClientCutAtOverflow(t *testing.T) {
-	eachTransport(t, testNeverReadingClientCutAtOverflow)
+	streamtest.EachTransport(t, testNeverReadingClientCutAtOverflow)
 }
 
 func testNeverReadingClientCutAtOverflow(t *testing.T, tr streamtest.Transport) {
@@ -34,7 +34,7 @@ func testNeverReadingClientCutAtOverflow(t *testing.T, tr streamtest.Transport) 
 	// socket is full, not because a burst outran the writer.
 	h := servertest.Start(t, "", clientQueue(20), demoDelay(300*time.Microsecond))
 	sid := h.CreateSession()
-	stalled := connectNarrow(t, tr, h, sid)
+	stalled := streamtest.ConnectNarrow(t, tr, h.URL, sid)
 	subscribeOn(t, stalled, "preset:chat", nil, false)
 	var name string
 	servertest.WaitFor(t, "registration", func() bool {
@@ -51,7 +51,7 @@ func testNeverReadingClientCutAtOverflow(t *testing.T, tr streamtest.Transport) 
 	var overflowAt, goneAt time.Time
 	servertest.WaitFor(t, "the never-reading client to be unregistered", func() bool {
 		for _, e := range storedEvents(t, h, sid, event.BusSubscriberUnregister) {
-			if decodeEvent[warningPayload](t, e).SubscriptionName == name {
+			if streamtest.EventPayloadOf[streamtest.WarningPayload](t, e).SubscriptionName == name {
 				goneAt = e.TS
 				return true
 			}
@@ -59,7 +59,7 @@ func testNeverReadingClientCutAtOverflow(t *testing.T, tr streamtest.Transport) 
 		return false
 	})
 	for _, e := range storedEvents(t, h, sid, event.BusHandlerWarning) {
-		if p := decodeEvent[warningPayload](t, e); p.SubscriptionName == name && p.Reason == "client_too_slow" {
+		if p := streamtest.EventPayloadOf[streamtest.WarningPayload](t, e); p.SubscriptionName == name && p.Reason == "client_too_slow" {
 			overflowAt = e.TS
 		}
 	}
@@ -107,7 +107,7 @@ func value(t *testing.T, c prometheus.Metric) float64 {
 // it reconnect with its cursor, and the close is counted as a slow-client
 // close.
 func TestResyncClosesWithClientTooSlow(t *testing.T) {
-	eachTransport(t, testResyncClosesWithClientTooSlow)
+	streamtest.EachTransport(t, testResyncClosesWithClientTooSlow)
 }
 
 func testResyncClosesWithClientTooSlow(t *testing.T, tr streamtest.Transport) {

@@ -108,7 +108,7 @@ func (p *pumpClient) close() {
 // snapshot holds the messages committed as of its seam, and the events
 // are exactly those the session delivered after it.
 func TestSpec11_1_16_SnapshotReplaySeam(t *testing.T) {
-	eachTransport(t, testSnapshotReplaySeam)
+	streamtest.EachTransport(t, testSnapshotReplaySeam)
 }
 
 func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {
@@ -176,7 +176,7 @@ func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {
 			k := kinds[i]
 			var set map[string]bool
 			if k.filter == "preset:chat" {
-				set = typeSet(event.PresetChat)
+				set = streamtest.PresetTypes(event.PresetChat)
 			}
 			ack := c.next()
 			if ack.Ack == nil {
@@ -212,8 +212,8 @@ func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {
 				}
 			}
 			what := fmt.Sprintf("iteration %d client %d (%s, snapshot %v, since %q, ack %s, lower %s)", it, i, k.filter, k.snapshot, sinces[i], ack.Raw, lower)
-			checkIncreasing(t, what, evs, lower)
-			sameIDs(t, what, evs, delivered(h, sid, lower, end, set))
+			streamtest.CheckIncreasing(t, what, evs, lower)
+			streamtest.SameIDs(t, what, evs, delivered(h, sid, lower, end, set))
 			// The ack names the seam: the snapshot's id, or the last id the
 			// replay covers; the replay is exactly (since, seam].
 			seam := ack.Ack.SeamEventID
@@ -226,7 +226,7 @@ func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {
 					t.Fatalf("%s: replay_event_count %d, %d events in (since, seam]", what, ack.Ack.ReplayEventCount, len(replayed))
 				}
 				if seam < end {
-					sameIDs(t, what+": replay", evs[:len(replayed)], replayed)
+					streamtest.SameIDs(t, what+": replay", evs[:len(replayed)], replayed)
 				}
 			}
 			c.close()
@@ -240,9 +240,9 @@ func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {
 	final := messages(t, h, sid)
 	anchor := anchors(t, h, sid, final)
 	for _, r := range snaps {
-		want := asOf(final, anchor, r.snap.SnapshotAtEventID, h.Config.SnapshotMessages)
-		if !sameJSON(r.snap.Messages, want) {
-			t.Fatalf("iteration %d: snapshot as of %s:\n got %s\nwant %s", r.it, r.snap.SnapshotAtEventID, msgIDs(r.snap.Messages), msgIDs(want))
+		want := streamtest.AsOf(final, anchor, r.snap.SnapshotAtEventID, h.Config.SnapshotMessages)
+		if !streamtest.SameJSON(r.snap.Messages, want) {
+			t.Fatalf("iteration %d: snapshot as of %s:\n got %s\nwant %s", r.it, r.snap.SnapshotAtEventID, streamtest.MessageIDs(r.snap.Messages), streamtest.MessageIDs(want))
 		}
 		n := 0
 		for _, m := range final {

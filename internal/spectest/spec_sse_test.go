@@ -98,7 +98,7 @@ func TestSSE_WireFormat(t *testing.T) {
 	}
 	turn := h.Submit(sid, "what is in my workspace?")
 	evs := until(t, c, event.TurnCompleted, turn)
-	sameIDs(t, "sse", evs, delivered(h, sid, snap.ID, evs[len(evs)-1].ID, typeSet(event.PresetChat)))
+	streamtest.SameIDs(t, "sse", evs, delivered(h, sid, snap.ID, evs[len(evs)-1].ID, streamtest.PresetTypes(event.PresetChat)))
 	if c.LastEventID() != evs[len(evs)-1].ID {
 		t.Fatalf("last event id %q, want %q", c.LastEventID(), evs[len(evs)-1].ID)
 	}
@@ -115,7 +115,7 @@ func TestSSE_LastEventIDOverridesSince(t *testing.T) {
 	created := lastDelivered(h, sid)
 	first := h.Submit(sid, "/echo before")
 	h.WaitTurn(sid)
-	chat := typeSet(event.PresetChat)
+	chat := streamtest.PresetTypes(event.PresetChat)
 
 	t.Run("since in the URL", func(t *testing.T) {
 		c := streamtest.NewSSE(t, h.URL, sid, nil)
@@ -137,7 +137,7 @@ func TestSSE_LastEventIDOverridesSince(t *testing.T) {
 		if ack == nil || ack.Since == nil || *ack.Since != cursor || ack.Snapshot || ack.ReplayEventCount != len(want) {
 			t.Fatalf("resumed with ack %+v, want since %s and %d events", ack, cursor, len(want))
 		}
-		sameIDs(t, "after the resume", until(t, c, event.TurnCompleted, turn), want)
+		streamtest.SameIDs(t, "after the resume", until(t, c, event.TurnCompleted, turn), want)
 	})
 
 	t.Run("snapshot in the URL", func(t *testing.T) {
@@ -157,7 +157,7 @@ func TestSSE_LastEventIDOverridesSince(t *testing.T) {
 		if ack == nil || ack.Snapshot || ack.Since == nil || *ack.Since != cursor {
 			t.Fatalf("resumed with ack %+v, want a replay after %s", ack, cursor)
 		}
-		sameIDs(t, "after the resume", until(t, c, event.TurnCompleted, turn), delivered(h, sid, cursor, end, chat))
+		streamtest.SameIDs(t, "after the resume", until(t, c, event.TurnCompleted, turn), delivered(h, sid, cursor, end, chat))
 	})
 }
 
@@ -173,7 +173,7 @@ func TestSSE_RefusedBeforeTheStreamOpens(t *testing.T) {
 	created := lastDelivered(h, sid)
 	h.Submit(sid, "/echo enough events for the replay limit")
 	h.WaitTurn(sid)
-	old := idAt(t, time.Now().Add(-h.Config.Retention-time.Hour))
+	old := streamtest.IDAt(t, time.Now().Add(-h.Config.Retention-time.Hour))
 	stream := h.URL + "/sessions/" + sid + "/events?"
 	for _, tc := range []struct {
 		name, url string
@@ -339,7 +339,7 @@ func TestSSE_CurlIsAClient(t *testing.T) {
 		t.Fatalf("curl read %d data lines: %q (scan error %v)", len(data), data, lines.Err())
 	}
 	h.WaitTurn(sid)
-	want := recIDs(delivered(h, sid, "", "", typeSet(event.PresetChat)))
+	want := streamtest.EventIDs(delivered(h, sid, "", "", streamtest.PresetTypes(event.PresetChat)))
 	if !slices.Equal(ids, want[len(want)-len(ids):]) || len(ids) != len(data)-1 || !strings.Contains(data[len(data)-1], turn) {
 		t.Fatalf("curl read ids %v for %d events of turn %s", ids, len(data)-1, turn)
 	}

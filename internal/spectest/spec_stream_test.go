@@ -19,25 +19,13 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// demoTurnChat is the collapsed (runs of one type folded) preset:chat
-// sequence of a builtin:demo turn on a plain prompt: thinking, text and
-// a list_dir call, then the final answer (spec §5.3's order).
-var demoTurnChat = []string{
-	"turn.started", "route.decided",
-	"llm.call_started", "message.start", "thinking.delta", "text.delta",
-	"tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete", "llm.call_completed",
-	"tool.called", "tool.completed",
-	"llm.call_started", "message.start", "text.delta", "message.complete", "llm.call_completed",
-	"turn.completed",
-}
-
 // TestSpec11_1_1_HappyPathStream: a turn's events arrive in canonical
 // order with well-formed envelopes; per message, the text and thinking
 // deltas rebuild message.complete's final_content, the tool input
 // fragments parse to tool.use_end's final_input, and final_content is
 // what the messages endpoint persisted.
 func TestSpec11_1_1_HappyPathStream(t *testing.T) {
-	eachTransport(t, testHappyPathStream)
+	streamtest.EachTransport(t, testHappyPathStream)
 }
 
 func testHappyPathStream(t *testing.T, tr streamtest.Transport) {
@@ -47,20 +35,20 @@ func testHappyPathStream(t *testing.T, tr streamtest.Transport) {
 	if ack.Snapshot || ack.Since != nil || ack.ReplayEventCount != 0 || ack.StreamingGap {
 		t.Fatalf("ack %+v", ack)
 	}
-	if want := typeSet(event.PresetChat); len(ack.ResolvedFilter.EventTypes) != len(want) {
+	if want := streamtest.PresetTypes(event.PresetChat); len(ack.ResolvedFilter.EventTypes) != len(want) {
 		t.Fatalf("resolved filter %v, want preset:chat's %d types", ack.ResolvedFilter.EventTypes, len(want))
 	}
 	turn := h.Submit(sid, "what is in my workspace?")
 	evs := until(t, c, event.TurnCompleted, turn)
 
-	if got := collapse(types(evs)); !slices.Equal(got, demoTurnChat) {
-		t.Fatalf("event order\n got %v\nwant %v", got, demoTurnChat)
+	if got := streamtest.Collapse(streamtest.Types(evs)); !slices.Equal(got, streamtest.DemoTurnChat) {
+		t.Fatalf("event order\n got %v\nwant %v", got, streamtest.DemoTurnChat)
 	}
-	checkIncreasing(t, "stream", evs, ack.SeamEventID)
+	streamtest.CheckIncreasing(t, "stream", evs, ack.SeamEventID)
 	if created := storedEvents(t, h, sid)[0]; ack.SeamEventID < created.ID {
 		t.Fatalf("seam_event_id %q is before session.created %s", ack.SeamEventID, created.ID)
 	}
-	sameIDs(t, "client vs delivered", evs, delivered(h, sid, "", evs[len(evs)-1].ID, typeSet(event.PresetChat)))
+	streamtest.SameIDs(t, "client vs delivered", evs, delivered(h, sid, "", evs[len(evs)-1].ID, streamtest.PresetTypes(event.PresetChat)))
 	for _, e := range evs {
 		if !strings.HasPrefix(e.ID, event.IDPrefix) || e.SessionID != sid || e.TurnID == nil || *e.TurnID != turn || e.Actor == "" {
 			t.Fatalf("envelope %+v", e)
@@ -78,15 +66,15 @@ func testHappyPathStream(t *testing.T, tr streamtest.Transport) {
 	text, thinking, input := map[blockKey]string{}, map[blockKey]string{}, map[blockKey]string{}
 	sigs := map[blockKey]*string{}
 	starts := map[string]bool{}
-	uses := map[blockKey]toolUsePayload{}
-	ends := map[blockKey]toolUsePayload{}
-	completes := map[string]completePayload{}
+	uses := map[blockKey]streamtest.ToolUsePayload{}
+	ends := map[blockKey]streamtest.ToolUsePayload{}
+	completes := map[string]streamtest.CompletePayload{}
 	var order []string // message ids in order
 	llmStarted := map[string]bool{}
 	for _, e := range evs {
 		switch event.Type(e.Type) {
 		case event.LLMCallStarted:
-			llmStarted[decode[llmPayload](t, e).MessageID] = true
+			llmStarted[streamtest.PayloadOf[streamtest.LLMPayload](t, e).MessageID] = true
 		case event.MessageStart:
 			var p struct {
 				MessageID string `json:"message_id"`
@@ -100,10 +88,10 @@ func testHappyPathStream(t *testing.T, tr streamtest.Transport) {
 			starts[p.MessageID] = true
 			order = append(order, p.MessageID)
 		case event.TextDelta:
-			d := decode[deltaPayload](t, e)
+			d := streamtest.PayloadOf[streamtest.DeltaPayload](t, e)
 			text[blockKey{d.MessageID, d.Index}] += d.Text
 		case event.ThinkingDelta:
-			d := decode[deltaPayload](t, e)
+			d := streamtest.PayloadOf[streamtest.DeltaPayload](t, e)
 			k := blockKey{d.MessageID, d.Index}
 			if sigs[k] != nil {
 				t.Fatalf("thinking delta after the one carrying the signature: %s", e.Payload)
@@ -111,26 +99,26 @@ func testHappyPathStream(t *testing.T, tr streamtest.Transport) {
 			thinking[k] += d.Text
 			sigs[k] = d.Signature
 		case event.ToolUseStart:
-			d := decode[toolUsePayload](t, e)
+			d := streamtest.PayloadOf[streamtest.ToolUsePayload](t, e)
 			uses[blockKey{d.MessageID, d.Index}] = d
 		case event.ToolUseInputDelta:
-			d := decode[toolInputPayload](t, e)
+			d := streamtest.PayloadOf[streamtest.ToolInputPayload](t, e)
 			k := blockKey{d.MessageID, d.Index}
 			if uses[k].ToolUseID != d.ToolUseID {
 				t.Fatalf("input delta for %s before its tool.use_start", d.ToolUseID)
 			}
 			input[k] += d.PartialJSON
 		case event.ToolUseEnd:
-			d := decode[toolUsePayload](t, e)
+			d := streamtest.PayloadOf[streamtest.ToolUsePayload](t, e)
 			ends[blockKey{d.MessageID, d.Index}] = d
 		case event.MessageComplete:
-			d := decode[completePayload](t, e)
+			d := streamtest.PayloadOf[streamtest.CompletePayload](t, e)
 			if !starts[d.MessageID] {
 				t.Fatalf("message.complete for %s without message.start", d.MessageID)
 			}
 			completes[d.MessageID] = d
 		case event.LLMCallCompleted:
-			d := decode[llmPayload](t, e)
+			d := streamtest.PayloadOf[streamtest.LLMPayload](t, e)
 			mc, ok := completes[d.MessageID]
 			if !ok || mc.StopReason != d.StopReason || mc.Usage != d.Usage {
 				t.Fatalf("llm.call_completed %s does not match message.complete %+v", e.Payload, mc)
@@ -168,7 +156,7 @@ func testHappyPathStream(t *testing.T, tr streamtest.Transport) {
 				if u.ToolUseID != b.ID || u.ToolName != b.Name || e.ToolUseID != b.ID {
 					t.Errorf("tool use block %+v: start %+v end %+v", b, u, e)
 				}
-				if !json.Valid([]byte(input[k])) || !jsonEqual([]byte(input[k]), e.FinalInput) || !jsonEqual(e.FinalInput, b.Input) {
+				if !json.Valid([]byte(input[k])) || !streamtest.JSONEqual([]byte(input[k]), e.FinalInput) || !streamtest.JSONEqual(e.FinalInput, b.Input) {
 					t.Errorf("tool input: fragments %q, final_input %s, block input %s", input[k], e.FinalInput, b.Input)
 				}
 			default:
@@ -186,7 +174,7 @@ func testHappyPathStream(t *testing.T, tr streamtest.Transport) {
 		}
 		a, _ := json.Marshal(p.Content)
 		b, _ := json.Marshal(mc.FinalContent)
-		if !jsonEqual(a, b) || p.Status != message.StatusComplete {
+		if !streamtest.JSONEqual(a, b) || p.Status != message.StatusComplete {
 			t.Errorf("persisted %s (%s) differs from final_content %s", a, p.Status, b)
 		}
 	}
@@ -203,7 +191,7 @@ func testHappyPathStream(t *testing.T, tr streamtest.Transport) {
 // events <= snapshot_at_event_id, name the turn in flight, and are
 // followed by exactly the events after that id, in order.
 func TestSpec11_1_2_SnapshotConsistency(t *testing.T) {
-	eachTransport(t, testSnapshotConsistency)
+	streamtest.EachTransport(t, testSnapshotConsistency)
 }
 
 func testSnapshotConsistency(t *testing.T, tr streamtest.Transport) {
@@ -248,16 +236,16 @@ func testSnapshotConsistency(t *testing.T, tr streamtest.Transport) {
 		snap *protocol.Snapshot
 		evs  []*protocol.EventEnvelope
 	}{{snap1, ev1}, {snap2, ev2}} {
-		checkIncreasing(t, "events after the snapshot", x.evs, x.snap.SnapshotAtEventID)
-		sameIDs(t, "events after the snapshot", x.evs, delivered(h, sid, x.snap.SnapshotAtEventID, end, nil))
+		streamtest.CheckIncreasing(t, "events after the snapshot", x.evs, x.snap.SnapshotAtEventID)
+		streamtest.SameIDs(t, "events after the snapshot", x.evs, delivered(h, sid, x.snap.SnapshotAtEventID, end, nil))
 	}
 
 	final := messages(t, h, sid)
 	anchor := anchors(t, h, sid, final)
 	for _, s := range []*protocol.Snapshot{snap1, snap2} {
-		want := asOf(final, anchor, s.SnapshotAtEventID, h.Config.SnapshotMessages)
-		if !sameJSON(s.Messages, want) {
-			t.Fatalf("snapshot as of %s:\n got %s\nwant %s", s.SnapshotAtEventID, msgIDs(s.Messages), msgIDs(want))
+		want := streamtest.AsOf(final, anchor, s.SnapshotAtEventID, h.Config.SnapshotMessages)
+		if !streamtest.SameJSON(s.Messages, want) {
+			t.Fatalf("snapshot as of %s:\n got %s\nwant %s", s.SnapshotAtEventID, streamtest.MessageIDs(s.Messages), streamtest.MessageIDs(want))
 		}
 	}
 	if len(snap1.Messages) != 4 || len(snap2.Messages) != 5 {
@@ -270,16 +258,16 @@ func testSnapshotConsistency(t *testing.T, tr streamtest.Transport) {
 	var tail strings.Builder
 	for _, e := range ev2 {
 		if e.Type == string(event.TextDelta) {
-			tail.WriteString(decode[deltaPayload](t, e).Text)
+			tail.WriteString(streamtest.PayloadOf[streamtest.DeltaPayload](t, e).Text)
 		}
 	}
 	if full := last.PlainText(); tail.Len() == 0 || tail.Len() >= len(full) || !strings.HasSuffix(full, tail.String()) {
 		t.Fatalf("deltas after the mid-turn seam (%d bytes) are not a proper tail of the answer (%d bytes)", tail.Len(), len(full))
 	}
-	var mc completePayload
+	var mc streamtest.CompletePayload
 	for _, e := range ev2 {
 		if e.Type == string(event.MessageComplete) {
-			mc = decode[completePayload](t, e)
+			mc = streamtest.PayloadOf[streamtest.CompletePayload](t, e)
 		}
 	}
 	if mc.MessageID != last.ID || len(mc.FinalContent) != 1 || mc.FinalContent[0].Text != last.PlainText() {
@@ -292,7 +280,7 @@ func testSnapshotConsistency(t *testing.T, tr streamtest.Transport) {
 // turn_count counts exactly the turn.started events <= the seam. A client
 // attaches the moment a turn has started.
 func TestSpec11_1_2_SnapshotSessionCountsAsOfSeam(t *testing.T) {
-	eachTransport(t, testSnapshotSessionCountsAsOfSeam)
+	streamtest.EachTransport(t, testSnapshotSessionCountsAsOfSeam)
 }
 
 func testSnapshotSessionCountsAsOfSeam(t *testing.T, tr streamtest.Transport) {
@@ -343,7 +331,7 @@ func snapshotSession(t *testing.T, s *protocol.Snapshot) sessionSummary {
 // live stream are exactly what an uninterrupted client with the same
 // filter saw after that id, without duplicates or gaps.
 func TestSpec11_1_3_ReconnectWithReplay(t *testing.T) {
-	eachTransport(t, testReconnectWithReplay)
+	streamtest.EachTransport(t, testReconnectWithReplay)
 }
 
 func testReconnectWithReplay(t *testing.T, tr streamtest.Transport) {
@@ -368,17 +356,17 @@ func testReconnectWithReplay(t *testing.T, tr streamtest.Transport) {
 	after := until(t, a2, event.TurnCompleted, t3)
 	all := until(t, b, event.TurnCompleted, t3)
 
-	checkIncreasing(t, "replay and live", after, cursor)
-	if got, want := ids(append(before, after...)), ids(all); !slices.Equal(got, want) {
+	streamtest.CheckIncreasing(t, "replay and live", after, cursor)
+	if got, want := streamtest.IDs(append(before, after...)), streamtest.IDs(all); !slices.Equal(got, want) {
 		t.Fatalf("dropped client saw %d events, uninterrupted %d", len(got), len(want))
 	}
 	// The replay is exactly the events in (cursor, end of t2].
 	end2 := firstDelivered(t, h, sid, event.TurnCompleted, t2).ID
-	want := delivered(h, sid, cursor, end2, typeSet(event.PresetChat))
+	want := delivered(h, sid, cursor, end2, streamtest.PresetTypes(event.PresetChat))
 	if ack.ReplayEventCount != len(want) {
 		t.Fatalf("replay_event_count %d, want %d", ack.ReplayEventCount, len(want))
 	}
-	sameIDs(t, "replay", after[:ack.ReplayEventCount], want)
+	streamtest.SameIDs(t, "replay", after[:ack.ReplayEventCount], want)
 
 	// Reconnecting with the newest id replays nothing.
 	last := all[len(all)-1].ID
@@ -394,7 +382,7 @@ func testReconnectWithReplay(t *testing.T, tr streamtest.Transport) {
 // (streaming_gap false), then the live deltas follow, and the text it
 // rebuilds is the whole message.
 func TestSpec11_1_3_ReconnectMidMessage(t *testing.T) {
-	eachTransport(t, testReconnectMidMessage)
+	streamtest.EachTransport(t, testReconnectMidMessage)
 }
 
 func testReconnectMidMessage(t *testing.T, tr streamtest.Transport) {
@@ -405,7 +393,7 @@ func testReconnectMidMessage(t *testing.T, tr streamtest.Transport) {
 	turn := h.Submit(sid, "/long 300")
 
 	var before []*protocol.EventEnvelope
-	for countType(before, event.TextDelta) < 40 {
+	for streamtest.CountType(before, event.TextDelta) < 40 {
 		before = append(before, a.Events(readTimeout, func(*protocol.EventEnvelope) bool { return true })...)
 	}
 	a.Close()
@@ -418,15 +406,15 @@ func testReconnectMidMessage(t *testing.T, tr streamtest.Transport) {
 	}
 	after := until(t, a2, event.TurnCompleted, turn)
 	all := until(t, b, event.TurnCompleted, turn)
-	checkIncreasing(t, "replay and live", after, cursor)
-	if got, want := ids(append(before, after...)), ids(all); !slices.Equal(got, want) {
+	streamtest.CheckIncreasing(t, "replay and live", after, cursor)
+	if got, want := streamtest.IDs(append(before, after...)), streamtest.IDs(all); !slices.Equal(got, want) {
 		t.Fatalf("dropped client saw %d events, uninterrupted %d", len(got), len(want))
 	}
 	replay := after[:ack.ReplayEventCount]
-	if countType(replay, event.TextDelta) < 100 {
-		t.Fatalf("replay carries %d text deltas; the ring should have returned at least 100", countType(replay, event.TextDelta))
+	if streamtest.CountType(replay, event.TextDelta) < 100 {
+		t.Fatalf("replay carries %d text deltas; the ring should have returned at least 100", streamtest.CountType(replay, event.TextDelta))
 	}
-	if countType(after[ack.ReplayEventCount:], event.TextDelta) == 0 || countType(replay, event.MessageComplete) != 0 {
+	if streamtest.CountType(after[ack.ReplayEventCount:], event.TextDelta) == 0 || streamtest.CountType(replay, event.MessageComplete) != 0 {
 		t.Fatalf("the message was not still streaming after the replay")
 	}
 	var text strings.Builder
@@ -434,9 +422,9 @@ func testReconnectMidMessage(t *testing.T, tr streamtest.Transport) {
 	for _, e := range append(before, after...) {
 		switch event.Type(e.Type) {
 		case event.TextDelta:
-			text.WriteString(decode[deltaPayload](t, e).Text)
+			text.WriteString(streamtest.PayloadOf[streamtest.DeltaPayload](t, e).Text)
 		case event.MessageComplete:
-			final = decode[completePayload](t, e).FinalContent[0].Text
+			final = streamtest.PayloadOf[streamtest.CompletePayload](t, e).FinalContent[0].Text
 		}
 	}
 	if text.String() != final || !strings.HasSuffix(final, "Sentence 300 of 300. ") {
@@ -449,7 +437,7 @@ func testReconnectMidMessage(t *testing.T, tr streamtest.Transport) {
 // true, every catalog event after its cursor, and only the streaming
 // events still in the ring.
 func TestSpec11_1_3_ReconnectRingExhausted(t *testing.T) {
-	eachTransport(t, testReconnectRingExhausted)
+	streamtest.EachTransport(t, testReconnectRingExhausted)
 }
 
 func testReconnectRingExhausted(t *testing.T, tr streamtest.Transport) {
@@ -497,8 +485,8 @@ func testReconnectRingExhausted(t *testing.T, tr streamtest.Transport) {
 			want = append(want, e.ID)
 		}
 	}
-	if got := ids(replay); !slices.Equal(got, want) {
-		t.Fatalf("replay\n got %v\nwant %v", types(replay), want)
+	if got := streamtest.IDs(replay); !slices.Equal(got, want) {
+		t.Fatalf("replay\n got %v\nwant %v", streamtest.Types(replay), want)
 	}
 	if catalog < 6 {
 		t.Fatalf("only %d catalog events after the cursor", catalog)
@@ -509,7 +497,7 @@ func testReconnectRingExhausted(t *testing.T, tr streamtest.Transport) {
 // filter receive byte-identical event sequences; a preset:full client
 // sees the same events plus the meta-events.
 func TestSpec11_1_6_MultiClientIdenticalStreams(t *testing.T) {
-	eachTransport(t, testMultiClientIdenticalStreams)
+	streamtest.EachTransport(t, testMultiClientIdenticalStreams)
 }
 
 func testMultiClientIdenticalStreams(t *testing.T, tr streamtest.Transport) {
@@ -538,11 +526,11 @@ func testMultiClientIdenticalStreams(t *testing.T, tr streamtest.Transport) {
 			}
 		}
 		if i == 0 {
-			first, firstRaw = ids(evs), raw
-			sameIDs(t, "client 0", evs, delivered(h, sid, "", evs[len(evs)-1].ID, typeSet(event.PresetChat)))
+			first, firstRaw = streamtest.IDs(evs), raw
+			streamtest.SameIDs(t, "client 0", evs, delivered(h, sid, "", evs[len(evs)-1].ID, streamtest.PresetTypes(event.PresetChat)))
 			continue
 		}
-		if !slices.Equal(ids(evs), first) {
+		if !slices.Equal(streamtest.IDs(evs), first) {
 			t.Fatalf("client %d saw %d events, client 0 %d", i, len(evs), len(first))
 		}
 		for k := range raw {
@@ -552,7 +540,7 @@ func testMultiClientIdenticalStreams(t *testing.T, tr streamtest.Transport) {
 		}
 	}
 	fe := until(t, full, event.TurnCompleted, turn)
-	chatSet := typeSet(event.PresetChat)
+	chatSet := streamtest.PresetTypes(event.PresetChat)
 	var filtered []string
 	for _, e := range fe {
 		if chatSet[e.Type] {

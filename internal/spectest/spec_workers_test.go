@@ -1,7 +1,6 @@
 package spectest_test
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 
@@ -11,21 +10,6 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// delegateCmd is a builtin:demo prompt that delegates task to a worker.
-func delegateCmd(task string) string {
-	b, _ := json.Marshal(map[string]string{"task": task})
-	return "/tool delegate " + string(b)
-}
-
-// sessionsOf counts events per session.
-func sessionsOf(evs []*protocol.EventEnvelope) map[string]int {
-	m := map[string]int{}
-	for _, e := range evs {
-		m[e.SessionID]++
-	}
-	return m
-}
-
 // TestSpec11_1_12_WorkerHiddenVsIncluded: one planner session seen with
 // include_worker_sessions false and true (on SSE:
 // include_worker_sessions=true in the query): the events of its workers,
@@ -33,29 +17,29 @@ func sessionsOf(evs []*protocol.EventEnvelope) map[string]int {
 // planner's in id order, live and on replay; the planner's own events
 // are the same in both.
 func TestSpec11_1_12_WorkerHiddenVsIncluded(t *testing.T) {
-	eachTransport(t, testWorkerHiddenVsIncluded)
+	streamtest.EachTransport(t, testWorkerHiddenVsIncluded)
 }
 
 func testWorkerHiddenVsIncluded(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
-	chat := presetFilter(event.PresetChat)
+	chat := streamtest.PresetFilter(event.PresetChat)
 	hidden, _, _ := attachSub(t, tr, h, sid, chat(false), nil, false)
 	shown, _, _ := attachSub(t, tr, h, sid, chat(true), nil, false)
 
-	turn := h.Submit(sid, delegateCmd(delegateCmd("/echo from the nested worker")))
+	turn := h.Submit(sid, streamtest.DelegateCmd(streamtest.DelegateCmd("/echo from the nested worker")))
 	plannerEnd := func(e *protocol.EventEnvelope) bool {
 		return e.SessionID == sid && streamtest.UntilType(event.TurnCompleted, turn)(e)
 	}
 	hev := hidden.Events(readTimeout, plannerEnd)
 	sev := shown.Events(readTimeout, plannerEnd)
-	if got := sessionsOf(hev); len(got) != 1 || got[sid] == 0 {
+	if got := streamtest.SessionsOf(hev); len(got) != 1 || got[sid] == 0 {
 		t.Fatalf("hidden stream carried sessions %v", got)
 	}
-	if got := sessionsOf(sev); len(got) != 3 {
+	if got := streamtest.SessionsOf(sev); len(got) != 3 {
 		t.Fatalf("included stream carried sessions %v, want the planner and two workers", got)
 	}
-	checkIncreasing(t, "included stream", sev, "")
+	streamtest.CheckIncreasing(t, "included stream", sev, "")
 	var plannerOnly []*protocol.EventEnvelope
 	workerText := 0
 	for _, e := range sev {
@@ -65,8 +49,8 @@ func testWorkerHiddenVsIncluded(t *testing.T, tr streamtest.Transport) {
 			workerText++
 		}
 	}
-	if !slices.Equal(ids(plannerOnly), ids(hev)) {
-		t.Fatalf("planner events differ between the two streams:\n%v\n%v", types(plannerOnly), types(hev))
+	if !slices.Equal(streamtest.IDs(plannerOnly), streamtest.IDs(hev)) {
+		t.Fatalf("planner events differ between the two streams:\n%v\n%v", streamtest.Types(plannerOnly), streamtest.Types(hev))
 	}
 	if workerText == 0 {
 		t.Fatal("no worker text.delta on the included stream")
@@ -82,21 +66,8 @@ func testWorkerHiddenVsIncluded(t *testing.T, tr streamtest.Transport) {
 		if include {
 			want = sev[1:]
 		}
-		if ack.ReplayEventCount != len(evs) || !slices.Equal(ids(evs), ids(want)) {
+		if ack.ReplayEventCount != len(evs) || !slices.Equal(streamtest.IDs(evs), streamtest.IDs(want)) {
 			t.Fatalf("replay include=%v: ack says %d, got %d events, the live stream had %d after turn.started", include, ack.ReplayEventCount, len(evs), len(want))
 		}
-	}
-}
-
-// presetFilter returns a preset's types as a filter, with or without the
-// workers.
-func presetFilter(preset string) func(workers bool) protocol.Filter {
-	var names []string
-	for ty := range typeSet(preset) {
-		names = append(names, ty)
-	}
-	slices.Sort(names)
-	return func(workers bool) protocol.Filter {
-		return protocol.Filter{EventTypes: names, IncludeWorkerSessions: workers}
 	}
 }

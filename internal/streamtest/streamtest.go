@@ -13,8 +13,19 @@
 // (EndOf): the close code and the JSON reason of the WebSocket's close
 // frame, or of the SSE stream's final close event.
 //
-// It imports protocol, event and the WebSocket library; only tests
-// import it.
+// It also holds the helpers the two spec §11 suites (internal/spectest,
+// one node, and internal/server/clustertest, three) share, taking a
+// testing.TB, a server's base URL and a read timeout rather than a
+// harness: subscribing and reading the answer (subscribe.go),
+// comparing what a client saw with what the server delivered
+// (compare.go, delivered.go), payloads (payload.go), what a snapshot as
+// of an event holds (asof.go), JSON equality (jsoncmp.go), filter
+// presets (preset.go), builtin:demo prompts (demo.go) and a client with
+// a narrow socket (narrow_linux.go).
+//
+// It imports protocol, event, message and the WebSocket library, never
+// a server or its harness (internal/server, internal/servertest); only
+// tests import it.
 package streamtest
 
 import (

@@ -31,7 +31,7 @@ import (
 // cancel is one bus.handler_warning, which reaches every node.
 func TestCluster11_1_10_CancelOnOneNodeSeenByEveryNode(t *testing.T) {
 	tri := startTrio(t, withQueue(100_000))
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		var clients []streamtest.Conn
 		for _, h := range tri.nodes {
@@ -41,7 +41,7 @@ func TestCluster11_1_10_CancelOnOneNodeSeenByEveryNode(t *testing.T) {
 		turn := tri.nodes[1].Submit(sid, "/long 400")
 		canceller := clients[2]
 		var seen []*protocol.EventEnvelope
-		for countOf(seen, event.TextDelta) < 5 {
+		for streamtest.CountType(seen, event.TextDelta) < 5 {
 			seen = append(seen, canceller.Events(specRead, func(*protocol.EventEnvelope) bool { return true })...)
 		}
 		const reason = "user_pressed_ctrl_c"
@@ -84,7 +84,7 @@ func TestCluster11_1_10_CancelOnOneNodeSeenByEveryNode(t *testing.T) {
 					want = append(want, e.ID)
 				}
 			}
-			if !slices.Equal(eventIDs(own), want) {
+			if !slices.Equal(streamtest.IDs(own), want) {
 				t.Fatalf("%s's client: %d events of the turn, the owner delivered %d", node, len(own), len(want))
 			}
 			switch i {
@@ -187,9 +187,9 @@ func checkCancellation(t *testing.T, what string, evs []*protocol.EventEnvelope,
 // what they gave live.
 func TestCluster11_1_12_WorkerHiddenVsIncludedOnNonOwners(t *testing.T) {
 	tri := startTrio(t, withQueue(100_000))
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
-		chat := chatFilter()
+		chat := streamtest.PresetFilter(event.PresetChat)
 		type pair struct{ hidden, shown streamtest.Conn }
 		var pairs []pair
 		for _, h := range tri.nodes[1:] {
@@ -197,7 +197,7 @@ func TestCluster11_1_12_WorkerHiddenVsIncludedOnNonOwners(t *testing.T) {
 			shown, _, _ := subscribe(t, tr, h, sid, chat(true), nil, false)
 			pairs = append(pairs, pair{hidden, shown})
 		}
-		turn := tri.nodes[2].Submit(sid, delegateCmd(delegateCmd("/echo from the nested worker")))
+		turn := tri.nodes[2].Submit(sid, streamtest.DelegateCmd(streamtest.DelegateCmd("/echo from the nested worker")))
 		plannerEnd := func(e *protocol.EventEnvelope) bool {
 			return e.SessionID == sid && streamtest.UntilType(event.TurnCompleted, turn)(e)
 		}
@@ -206,28 +206,28 @@ func TestCluster11_1_12_WorkerHiddenVsIncludedOnNonOwners(t *testing.T) {
 			node := tri.nodes[i+1].Config.Node
 			h := p.hidden.Events(specRead, plannerEnd)
 			s := p.shown.Events(specRead, plannerEnd)
-			if got := sessionsOf(h); len(got) != 1 || got[sid] == 0 {
+			if got := streamtest.SessionsOf(h); len(got) != 1 || got[sid] == 0 {
 				t.Fatalf("%s: the hidden stream carried sessions %v", node, got)
 			}
-			if got := sessionsOf(s); len(got) != 3 {
+			if got := streamtest.SessionsOf(s); len(got) != 3 {
 				t.Fatalf("%s: the included stream carried sessions %v, want the planner and two workers", node, got)
 			}
-			checkIncreasing(t, node+"'s included stream", s, "")
+			streamtest.CheckIncreasing(t, node+"'s included stream", s, "")
 			var planner []*protocol.EventEnvelope
 			for _, e := range s {
 				if e.SessionID == sid {
 					planner = append(planner, e)
 				}
 			}
-			if !slices.Equal(eventIDs(planner), eventIDs(h)) {
+			if !slices.Equal(streamtest.IDs(planner), streamtest.IDs(h)) {
 				t.Fatalf("%s: the planner's events differ between the two streams", node)
 			}
-			tri.sameAsOwner(node+"'s hidden stream", sid, "", h, presetTypes(event.PresetChat))
+			tri.sameAsOwner(node+"'s hidden stream", sid, "", h, streamtest.PresetTypes(event.PresetChat))
 			if i == 0 {
 				hev, sev = h, s
 				continue
 			}
-			if !slices.Equal(eventIDs(h), eventIDs(hev)) || !slices.Equal(eventIDs(s), eventIDs(sev)) {
+			if !slices.Equal(streamtest.IDs(h), streamtest.IDs(hev)) || !slices.Equal(streamtest.IDs(s), streamtest.IDs(sev)) {
 				t.Fatalf("nodes 1 and 2 differ: hidden %d and %d events, included %d and %d", len(hev), len(h), len(sev), len(s))
 			}
 			p.hidden.Close()
@@ -242,38 +242,10 @@ func TestCluster11_1_12_WorkerHiddenVsIncludedOnNonOwners(t *testing.T) {
 			if include {
 				want = sev[1:]
 			}
-			if ack.ReplayEventCount != len(evs) || ack.StreamingGap || !slices.Equal(eventIDs(evs), eventIDs(want)) {
+			if ack.ReplayEventCount != len(evs) || ack.StreamingGap || !slices.Equal(streamtest.IDs(evs), streamtest.IDs(want)) {
 				t.Fatalf("replay on node 2, include=%v: ack %+v, %d events, the live stream had %d after turn.started", include, ack, len(evs), len(want))
 			}
 			c.Close()
 		}
 	})
-}
-
-// delegateCmd is a builtin:demo prompt that delegates task to a worker.
-func delegateCmd(task string) string {
-	b, _ := json.Marshal(map[string]string{"task": task})
-	return "/tool delegate " + string(b)
-}
-
-// sessionsOf counts events per session.
-func sessionsOf(evs []*protocol.EventEnvelope) map[string]int {
-	m := map[string]int{}
-	for _, e := range evs {
-		m[e.SessionID]++
-	}
-	return m
-}
-
-// chatFilter returns preset:chat's types as a filter, with or without
-// the workers.
-func chatFilter() func(workers bool) protocol.Filter {
-	var names []string
-	for ty := range presetTypes(event.PresetChat) {
-		names = append(names, ty)
-	}
-	slices.Sort(names)
-	return func(workers bool) protocol.Filter {
-		return protocol.Filter{EventTypes: names, IncludeWorkerSessions: workers}
-	}
 }

@@ -3,15 +3,15 @@ package clustertest_test
 // The three-node harness of the spec §11 suite over a cluster: a
 // three-server NATS cluster (JetStream, the stream with three
 // replicas) and one metis node connected to each server, plus the
-// helpers the suite's tests share: subscribing a client of a node,
-// reading it, and comparing what it saw with what the tree's owner
-// delivered.
+// suite's bindings of internal/streamtest's spec helpers (which the
+// single-node suite shares) to a node and this suite's read timeout:
+// subscribing a client of a node, reading it, and comparing what it
+// saw with what the tree's owner delivered.
 
 import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 
@@ -133,63 +133,32 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// eachTransport runs f as one subtest per transport.
-func eachTransport(t *testing.T, f func(t *testing.T, tr streamtest.Transport)) {
-	t.Helper()
-	for _, tr := range streamtest.Transports {
-		t.Run(tr.Name, func(t *testing.T) { f(t, tr) })
-	}
-}
-
 // subscribe connects a client of node h over tr, subscribes, and reads
 // the ack (and the snapshot when asked for one); it fails on a
 // subscribe_error.
 func subscribe(t *testing.T, tr streamtest.Transport, h *servertest.Harness, sid string, filter any, since *string, snapshot bool) (streamtest.Conn, *protocol.SubscribeAck, *protocol.Snapshot) {
 	t.Helper()
-	c := tr.Connect(t, h.URL, sid, nil)
-	ack, snap := subscribeOn(t, c, filter, since, snapshot)
-	return c, ack, snap
+	return streamtest.Subscribe(t, tr, h.URL, sid, specRead, filter, since, snapshot)
 }
 
 // subscribeOn subscribes a connected client and reads the ack and, if
 // asked for, the snapshot.
 func subscribeOn(t *testing.T, c streamtest.Conn, filter any, since *string, snapshot bool) (*protocol.SubscribeAck, *protocol.Snapshot) {
 	t.Helper()
-	c.Subscribe(filter, since, snapshot)
-	f := nextFrame(t, c)
-	if f.Ack == nil {
-		t.Fatalf("want subscribe_ack, got %s", f.Raw)
-	}
-	if !snapshot {
-		return f.Ack, nil
-	}
-	s := nextFrame(t, c)
-	if s.Snap == nil {
-		t.Fatalf("want snapshot, got %s", s.Raw)
-	}
-	return f.Ack, s.Snap
+	return streamtest.SubscribeOn(t, c, specRead, filter, since, snapshot)
 }
 
-// subscribeRefused subscribes and expects a subscribe_error.
+// subscribeRefused subscribes and expects a subscribe_error (on SSE,
+// with the HTTP status of its code).
 func subscribeRefused(t *testing.T, c streamtest.Conn, filter any, since *string) *protocol.SubscribeError {
 	t.Helper()
-	c.Subscribe(filter, since, false)
-	f := nextFrame(t, c)
-	if f.Err == nil {
-		t.Fatalf("want subscribe_error, got %s", f.Raw)
-	}
-	return f.Err
+	return streamtest.SubscribeRefused(t, c, specRead, filter, since, false)
 }
 
 // nextFrame reads the next frame that is not a ping or pong.
 func nextFrame(t *testing.T, c streamtest.Conn) streamtest.Frame {
 	t.Helper()
-	for {
-		f := c.Read(specRead)
-		if f.Type != protocol.TypePing && f.Type != protocol.TypePong {
-			return f
-		}
-	}
+	return streamtest.NextFrame(t, c, specRead)
 }
 
 // readUntil reads event frames up to and including the first event of
@@ -211,58 +180,18 @@ func readUntil(t *testing.T, c streamtest.Conn, typ event.Type, turn string) ([]
 	}
 }
 
-// eventIDs lists event ids.
-func eventIDs(evs []*protocol.EventEnvelope) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.ID
-	}
-	return out
-}
-
-// eventTypes lists event types with runs of one type folded into one
-// entry.
-func eventTypes(evs []*protocol.EventEnvelope) []string {
-	var out []string
-	for _, e := range evs {
-		if len(out) == 0 || out[len(out)-1] != e.Type {
-			out = append(out, e.Type)
-		}
-	}
-	return out
-}
-
-// presetTypes is a preset's type set.
-func presetTypes(preset string) map[string]bool {
-	ts, ok := event.Preset(preset)
-	if !ok {
-		panic(preset)
-	}
-	m := map[string]bool{}
-	for _, t := range ts {
-		m[string(t)] = true
-	}
-	return m
-}
-
-// ownerDelivered returns the ids of the events the owner delivered for
-// a session with after < id <= upTo whose type is in set (nil: all). It
-// first waits until the owner's recorder has upTo: a client can read an
-// event before the recorder, a later live sink, has it.
-func (tr *trio) ownerDelivered(sid, after, upTo string, set map[string]bool) []string {
+// ownerDelivered returns the events the owner delivered for a session
+// with after < id <= upTo whose type is in set (nil: all). It first
+// waits until the owner's recorder has upTo: a client can read an event
+// before the recorder, a later live sink, has it.
+func (tr *trio) ownerDelivered(sid, after, upTo string, set map[string]bool) []*event.Event {
 	tr.t.Helper()
 	h := tr.owner()
 	eventually(tr.t, "the owner's recorder to catch up", func() bool {
 		evs := h.Live.Events(sid)
 		return len(evs) > 0 && evs[len(evs)-1].ID >= upTo
 	})
-	var out []string
-	for _, e := range h.Live.Events(sid) {
-		if e.ID > after && e.ID <= upTo && (set == nil || set[string(e.Type)]) {
-			out = append(out, e.ID)
-		}
-	}
-	return out
+	return streamtest.Between(h.Live.Events(sid), after, upTo, set)
 }
 
 // sameAsOwner fails unless a client's events are exactly what the
@@ -273,46 +202,7 @@ func (tr *trio) sameAsOwner(what, sid, after string, got []*protocol.EventEnvelo
 	if len(got) == 0 {
 		tr.t.Fatalf("%s: no events", what)
 	}
-	want := tr.ownerDelivered(sid, after, got[len(got)-1].ID, set)
-	g := eventIDs(got)
-	if slices.Equal(g, want) {
-		return
-	}
-	i := 0
-	for i < len(g) && i < len(want) && g[i] == want[i] {
-		i++
-	}
-	at := func(list []string) string {
-		if i < len(list) {
-			return list[i]
-		}
-		return "(end)"
-	}
-	tr.t.Fatalf("%s: %d events, the owner delivered %d; first difference at %d: got %s, want %s", what, len(g), len(want), i, at(g), at(want))
-}
-
-// checkIncreasing fails unless every id is after `after` and the ids
-// strictly increase (which also rules out duplicates).
-func checkIncreasing(t *testing.T, what string, evs []*protocol.EventEnvelope, after string) {
-	t.Helper()
-	prev := after
-	for i, e := range evs {
-		if e.ID <= prev {
-			t.Fatalf("%s: event %d (%s %s) is not after %q", what, i, e.ID, e.Type, prev)
-		}
-		prev = e.ID
-	}
-}
-
-// countOf counts events of a type.
-func countOf(evs []*protocol.EventEnvelope, typ event.Type) int {
-	n := 0
-	for _, e := range evs {
-		if e.Type == string(typ) {
-			n++
-		}
-	}
-	return n
+	streamtest.SameIDs(tr.t, what+" vs the owner", got, tr.ownerDelivered(sid, after, got[len(got)-1].ID, set))
 }
 
 // rawGET returns the body of a GET on node h, failing unless it is 200.

@@ -32,7 +32,7 @@ import (
 // its stream then ended.
 func TestCluster11_1_11_SlowClientIsolatedPerNode(t *testing.T) {
 	tri := startTrio(t, withQueue(200))
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		slow := tri.nodes[1]
 		var before [3]float64
@@ -40,7 +40,7 @@ func TestCluster11_1_11_SlowClientIsolatedPerNode(t *testing.T) {
 			before[i] = counter(t, h.Server.Metrics.Stream.Closes.WithLabelValues("client_too_slow"))
 		}
 		slowBefore := counter(t, slow.Server.Metrics.Stream.SlowCloses)
-		stalled := connectNarrow(t, tr, slow, sid)
+		stalled := streamtest.ConnectNarrow(t, tr, slow.URL, sid)
 		subscribeOn(t, stalled, "preset:chat", nil, false)
 
 		type result struct {
@@ -77,10 +77,10 @@ func TestCluster11_1_11_SlowClientIsolatedPerNode(t *testing.T) {
 			if r.err != nil {
 				t.Fatalf("%s's healthy client: %v after %d events", r.node, r.err, len(r.evs))
 			}
-			tri.sameAsOwner(r.node+"'s healthy client", sid, "", r.evs, presetTypes(event.PresetChat))
+			tri.sameAsOwner(r.node+"'s healthy client", sid, "", r.evs, streamtest.PresetTypes(event.PresetChat))
 			if all == nil {
 				all = r.evs
-			} else if !slices.Equal(eventIDs(r.evs), eventIDs(all)) {
+			} else if !slices.Equal(streamtest.IDs(r.evs), streamtest.IDs(all)) {
 				t.Fatalf("%s's healthy client got %d events, another %d", r.node, len(r.evs), len(all))
 			}
 		}
@@ -118,7 +118,7 @@ func TestCluster11_1_11_SlowClientIsolatedPerNode(t *testing.T) {
 			}
 			got = append(got, f.Event)
 		}
-		if len(got) >= len(all) || !slices.Equal(eventIDs(got), eventIDs(all[:len(got)])) {
+		if len(got) >= len(all) || !slices.Equal(streamtest.IDs(got), streamtest.IDs(all[:len(got)])) {
 			t.Fatalf("the stalled client got %d events; want a proper prefix of the turn's %d", len(got), len(all))
 		}
 	})
@@ -157,22 +157,15 @@ func TestCluster11_1_4_ReplayLimitOnNonOwners(t *testing.T) {
 	}
 	eventually(t, "node 2's projection", func() bool { return lastStored(t, tri.nodes[2], sid) >= m[7] })
 	msgs := len(messagesOf(t, tri.owner(), sid))
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		h := tri.nodes[2]
 		c, ack, _ := subscribe(t, tr, h, sid, filter, ptr(m[1]), false)
 		if ack.ReplayEventCount != 6 || ack.StreamingGap {
 			t.Fatalf("ack %+v", ack)
 		}
-		var got []*protocol.EventEnvelope
-		for range 6 {
-			f := nextFrame(t, c)
-			if f.Event == nil {
-				t.Fatalf("want a replayed event, got %s", f.Raw)
-			}
-			got = append(got, f.Event)
-		}
-		if !slices.Equal(eventIDs(got), m[2:]) {
-			t.Fatalf("replay %v, want %v", eventIDs(got), m[2:])
+		got := streamtest.ReadEvents(t, c, specRead, 6)
+		if !slices.Equal(streamtest.IDs(got), m[2:]) {
+			t.Fatalf("replay %v, want %v", streamtest.IDs(got), m[2:])
 		}
 		c.Close()
 
@@ -207,10 +200,10 @@ func TestCluster11_1_5_CursorExpiredOnNonOwners(t *testing.T) {
 	end := firstOf(t, tri.owner(), sid, event.TurnCompleted, turn)
 	eventually(t, "node 2's projection", func() bool { return lastStored(t, tri.nodes[2], sid) >= end })
 	retention := tri.owner().Config.Retention
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		h := tri.nodes[2]
 		c := tr.Connect(t, h.URL, sid, nil)
-		old := idAt(t, time.Now().Add(-retention-time.Hour))
+		old := streamtest.IDAt(t, time.Now().Add(-retention-time.Hour))
 		if serr := subscribeRefused(t, c, "preset:chat", &old); serr.Code != protocol.CodeCursorExpired || !strings.Contains(serr.Message, "snapshot") {
 			t.Fatalf("subscribe_error %+v", serr)
 		}
@@ -222,13 +215,13 @@ func TestCluster11_1_5_CursorExpiredOnNonOwners(t *testing.T) {
 		}
 		c.Close()
 
-		recent := idAt(t, time.Now().Add(-retention+time.Hour))
+		recent := streamtest.IDAt(t, time.Now().Add(-retention+time.Hour))
 		c2, ack, _ := subscribe(t, tr, h, sid, "preset:chat", &recent, false)
 		evs, _ := readUntil(t, c2, event.TurnCompleted, turn)
 		if ack.ReplayEventCount != len(evs) {
 			t.Fatalf("replay_event_count %d, %d events replayed", ack.ReplayEventCount, len(evs))
 		}
-		tri.sameAsOwner("the replay", sid, recent, evs, presetTypes(event.PresetChat))
+		tri.sameAsOwner("the replay", sid, recent, evs, streamtest.PresetTypes(event.PresetChat))
 	})
 }
 
@@ -238,7 +231,7 @@ func TestCluster11_1_5_CursorExpiredOnNonOwners(t *testing.T) {
 func TestCluster11_1_13_FilterValidationOnNonOwners(t *testing.T) {
 	tri := startTrio(t)
 	sid := tri.session()
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		c := tr.Connect(t, tri.nodes[1].URL, sid, nil)
 		c.Subscribe(protocol.Filter{EventTypes: []string{"text.delta", "made.up.thing"}}, nil, false)
 		f := nextFrame(t, c)
@@ -250,13 +243,4 @@ func TestCluster11_1_13_FilterValidationOnNonOwners(t *testing.T) {
 		}
 		subscribeOn(t, c, "preset:chat", nil, false)
 	})
-}
-
-// idAt returns a well-formed event id whose time is at.
-func idAt(t *testing.T, at time.Time) string {
-	t.Helper()
-	seq, err := event.NewSequencer("", func() time.Time { return at })
-	servertest.Must(t, err)
-	id, _ := seq.Next()
-	return id
 }

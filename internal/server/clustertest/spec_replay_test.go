@@ -23,15 +23,15 @@ import (
 // owner's events in between, and the live stream follows.
 func TestCluster11_1_3_ReplayOfACursorTakenOnAnotherNode(t *testing.T) {
 	tri := startTrio(t)
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
-		chat := presetTypes(event.PresetChat)
+		chat := streamtest.PresetTypes(event.PresetChat)
 		ref, _, _ := subscribe(t, tr, tri.owner(), sid, "preset:chat", nil, false)
 		a, _, _ := subscribe(t, tr, tri.nodes[1], sid, "preset:chat", nil, false)
 
 		t1 := tri.owner().Submit(sid, "/long 80")
 		var before []*protocol.EventEnvelope
-		for countOf(before, event.TextDelta) < 40 {
+		for streamtest.CountType(before, event.TextDelta) < 40 {
 			before = append(before, a.Events(specRead, func(*protocol.EventEnvelope) bool { return true })...)
 		}
 		a.Close()
@@ -43,9 +43,9 @@ func TestCluster11_1_3_ReplayOfACursorTakenOnAnotherNode(t *testing.T) {
 			t.Fatalf("node 2's ack for node 1's cursor %s: %+v", cursor, ack)
 		}
 		after, _ := readUntil(t, b, event.TurnCompleted, t1)
-		checkIncreasing(t, "node 2 after node 1's cursor", after, cursor)
+		streamtest.CheckIncreasing(t, "node 2 after node 1's cursor", after, cursor)
 		all, _ := readUntil(t, ref, event.TurnCompleted, t1)
-		if got, want := eventIDs(append(before, after...)), eventIDs(all); !slices.Equal(got, want) {
+		if got, want := streamtest.IDs(append(before, after...)), streamtest.IDs(all); !slices.Equal(got, want) {
 			t.Fatalf("the client saw %d events on nodes 1 and 2, the owner's client %d", len(got), len(want))
 		}
 		if ack.ReplayEventCount > 0 { // none when node 1's client had read up to the log's end
@@ -65,13 +65,13 @@ func TestCluster11_1_3_ReplayOfACursorTakenOnAnotherNode(t *testing.T) {
 		t3 := tri.nodes[1].Submit(sid, "/echo back again")
 		again, _ := readUntil(t, c, event.TurnCompleted, t3)
 		live, _ := readUntil(t, ref, event.TurnCompleted, t3)
-		checkIncreasing(t, "node 1 after node 2's cursor", again, cursor)
-		if !slices.Equal(eventIDs(again), eventIDs(live)) {
+		streamtest.CheckIncreasing(t, "node 1 after node 2's cursor", again, cursor)
+		if !slices.Equal(streamtest.IDs(again), streamtest.IDs(live)) {
 			t.Fatalf("after the second reconnect: %d events, the owner's client %d", len(again), len(live))
 		}
 		replay := again[:ack.ReplayEventCount]
 		tri.sameAsOwner("node 1's replay", sid, cursor, replay, chat)
-		if countOf(replay, event.TurnCompleted) != 1 {
+		if streamtest.CountType(replay, event.TurnCompleted) != 1 {
 			t.Fatalf("node 1's replay of %d events does not hold turn %s", len(replay), t2)
 		}
 	})

@@ -33,7 +33,7 @@ func TestClusterNodeRestartRebuildsItsProjection(t *testing.T) {
 	sid := tri.session()
 	first := tri.nodes[1].Submit(sid, "what is in my workspace?")
 	tri.owner().WaitTurn(sid)
-	tri.nodes[2].Submit(sid, delegateCmd("/echo from the worker"))
+	tri.nodes[2].Submit(sid, streamtest.DelegateCmd("/echo from the worker"))
 	tri.owner().WaitTurn(sid)
 	last := tri.owner().Submit(sid, "/echo and done")
 	tri.owner().WaitTurn(sid)
@@ -63,7 +63,7 @@ func TestClusterNodeRestartRebuildsItsProjection(t *testing.T) {
 			s.snapshot[tr.Name] = policyVersion.ReplaceAll(f.Raw, []byte(`"routing_policy_version":"(this node's)"`))
 			c.Close()
 
-			c, ack, _ := subscribe(t, tr, h, sid, chatFilter()(true), &since, false)
+			c, ack, _ := subscribe(t, tr, h, sid, streamtest.PresetFilter(event.PresetChat)(true), &since, false)
 			if ack.StreamingGap || ack.ReplayEventCount == 0 {
 				t.Fatalf("%s: replay ack %+v", what, ack)
 			}

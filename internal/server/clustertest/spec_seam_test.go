@@ -30,11 +30,11 @@ import (
 // owner's events in (since, seam], without a streaming gap.
 func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
 	tri := startTrio(t, withQueue(100_000))
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		owner := tri.owner()
 		observer, _, _ := subscribe(t, tr, tri.nodes[1], sid, "preset:full", nil, false)
-		chat := presetTypes(event.PresetChat)
+		chat := streamtest.PresetTypes(event.PresetChat)
 		type snapRecord struct {
 			snap *protocol.Snapshot
 			what string
@@ -109,7 +109,7 @@ func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
 					continue
 				}
 				evs, _ := readUntil(t, s.c, event.TurnCompleted, turn)
-				checkIncreasing(t, s.what, evs, s.lower)
+				streamtest.CheckIncreasing(t, s.what, evs, s.lower)
 				tri.sameAsOwner(s.what, sid, s.lower, evs, s.set)
 				if s.ack.Since != nil {
 					replay := evs[:s.ack.ReplayEventCount]
@@ -130,12 +130,12 @@ func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
 		final := messagesOf(t, owner, sid)
 		anchor := anchors(t, owner, sid, final)
 		for _, r := range snaps {
-			want := asOf(final, anchor, r.snap.SnapshotAtEventID, owner.Config.SnapshotMessages)
+			want := streamtest.AsOf(final, anchor, r.snap.SnapshotAtEventID, owner.Config.SnapshotMessages)
 			if len(r.snap.Messages) != len(want) {
 				t.Fatalf("%s: snapshot as of %s holds %d messages, want %d", r.what, r.snap.SnapshotAtEventID, len(r.snap.Messages), len(want))
 			}
 			for i := range want {
-				if !jsonEqual(r.snap.Messages[i], want[i]) {
+				if !streamtest.JSONEqual(r.snap.Messages[i], want[i]) {
 					t.Fatalf("%s: snapshot message %d:\n%s\nwant\n%s", r.what, i, r.snap.Messages[i], want[i])
 				}
 			}
@@ -168,35 +168,19 @@ func snapshotTurn(t *testing.T, s *protocol.Snapshot) string {
 // countDelivered counts the events of a type node h delivered for a
 // session.
 func countDelivered(h *servertest.Harness, sid string, typ event.Type) int {
-	n := 0
-	for _, e := range h.Live.Events(sid) {
-		if e.Type == typ {
-			n++
-		}
-	}
-	return n
+	return streamtest.CountEvents(h.Live.Events(sid), typ)
 }
 
 // lastID is the id of the newest event node h delivered for a session.
 func lastID(h *servertest.Harness, sid string) string {
-	evs := h.Live.Events(sid)
-	if len(evs) == 0 {
-		return ""
-	}
-	return evs[len(evs)-1].ID
+	return streamtest.LastID(h.Live.Events(sid))
 }
 
 // firstOf returns the id of the first event of a type and turn node h
 // delivered for a session.
 func firstOf(t *testing.T, h *servertest.Harness, sid string, typ event.Type, turn string) string {
 	t.Helper()
-	for _, e := range h.Live.Events(sid) {
-		if e.Type == typ && e.TurnID == turn {
-			return e.ID
-		}
-	}
-	t.Fatalf("%s delivered no %s for turn %s", h.Config.Node, typ, turn)
-	return ""
+	return streamtest.FirstOf(t, h.Config.Node, h.Live.Events(sid), typ, turn).ID
 }
 
 // messagesOf returns a session's conversation from node h's API.
@@ -213,65 +197,10 @@ func messagesOf(t *testing.T, h *servertest.Harness, sid string) []message.Messa
 }
 
 // anchors maps each message id to the id of the catalog event it was
-// committed with (read from node h's store): a user message with
-// turn.started, an assistant message with llm.call_completed or
-// llm.call_failed, a tool results message with the tool.completed or
-// tool.failed of its last result. A snapshot as of event X holds
-// exactly the messages whose anchor is <= X.
+// committed with (streamtest.Anchors), read from node h's store.
 func anchors(t *testing.T, h *servertest.Harness, sid string, msgs []message.Message) map[string]string {
 	t.Helper()
 	evs, err := h.Server.Store.Events(context.Background(), store.EventQuery{SessionIDs: []string{sid}})
 	servertest.Must(t, err)
-	byUser, byLLM, byTool := map[string]string{}, map[string]string{}, map[string]string{}
-	for _, e := range evs {
-		var p struct {
-			UserMessage message.Message `json:"user_message"`
-			MessageID   string          `json:"message_id"`
-			ToolUseID   string          `json:"tool_use_id"`
-		}
-		switch e.Type {
-		case event.TurnStarted:
-			servertest.Must(t, json.Unmarshal(e.Payload, &p))
-			byUser[p.UserMessage.ID] = e.ID
-		case event.LLMCallCompleted, event.LLMCallFailed:
-			servertest.Must(t, json.Unmarshal(e.Payload, &p))
-			byLLM[p.MessageID] = e.ID
-		case event.ToolCompleted, event.ToolFailed:
-			servertest.Must(t, json.Unmarshal(e.Payload, &p))
-			byTool[e.TurnID+"/"+p.ToolUseID] = e.ID // builtin:demo reuses tool_use ids across turns
-		}
-	}
-	out := map[string]string{}
-	for _, m := range msgs {
-		var a string
-		switch m.Role {
-		case message.RoleUser:
-			a = byUser[m.ID]
-		case message.RoleAssistant:
-			a = byLLM[m.ID]
-		case message.RoleTool:
-			a = byTool[m.TurnID+"/"+m.Content[len(m.Content)-1].ToolUseID]
-		}
-		if a == "" {
-			t.Fatalf("no anchor event for message %s (%s)", m.ID, m.Role)
-		}
-		out[m.ID] = a
-	}
-	return out
-}
-
-// asOf returns the newest limit messages whose anchor is <= id, as
-// JSON.
-func asOf(msgs []message.Message, anchor map[string]string, id string, limit int) []json.RawMessage {
-	var out []json.RawMessage
-	for _, m := range msgs {
-		if anchor[m.ID] <= id {
-			b, _ := json.Marshal(m)
-			out = append(out, b)
-		}
-	}
-	if len(out) > limit {
-		out = out[len(out)-limit:]
-	}
-	return out
+	return streamtest.Anchors(t, evs, msgs)
 }

@@ -16,18 +16,6 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// demoTurnChat is the collapsed preset:chat sequence of a builtin:demo
-// turn on a plain prompt (spec §5.3's order): thinking, text and a
-// list_dir call, then the final answer.
-var demoTurnChat = []string{
-	"turn.started", "route.decided",
-	"llm.call_started", "message.start", "thinking.delta", "text.delta",
-	"tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete", "llm.call_completed",
-	"tool.called", "tool.completed",
-	"llm.call_started", "message.start", "text.delta", "message.complete", "llm.call_completed",
-	"turn.completed",
-}
-
 // TestCluster11_1_1_HappyPathStream: a turn submitted to node 2 runs on
 // the owner (node 0); a client of each node gets its events in
 // canonical order, exactly the ones the owner delivered; the text and
@@ -38,7 +26,7 @@ var demoTurnChat = []string{
 // every node.
 func TestCluster11_1_1_HappyPathStream(t *testing.T) {
 	tri := startTrio(t)
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		var clients []streamtest.Conn
 		for _, h := range tri.nodes {
@@ -54,10 +42,10 @@ func TestCluster11_1_1_HappyPathStream(t *testing.T) {
 			h := tri.nodes[i]
 			evs, _ := readUntil(t, c, event.TurnCompleted, turn)
 			what := h.Config.Node + "'s client"
-			if got := eventTypes(evs); !slices.Equal(got, demoTurnChat) {
-				t.Fatalf("%s: event order\n got %v\nwant %v", what, got, demoTurnChat)
+			if got := streamtest.Collapse(streamtest.Types(evs)); !slices.Equal(got, streamtest.DemoTurnChat) {
+				t.Fatalf("%s: event order\n got %v\nwant %v", what, got, streamtest.DemoTurnChat)
 			}
-			tri.sameAsOwner(what, sid, "", evs, presetTypes(event.PresetChat))
+			tri.sameAsOwner(what, sid, "", evs, streamtest.PresetTypes(event.PresetChat))
 			final := rebuild(t, what, evs)
 
 			page := rawGET(t, h, "/sessions/"+sid+"/messages?limit=500")
@@ -74,7 +62,7 @@ func TestCluster11_1_1_HappyPathStream(t *testing.T) {
 			for id, content := range final {
 				m, ok := persisted[id]
 				got, _ := json.Marshal(m.Content)
-				if !ok || m.Status != message.StatusComplete || !jsonEqual(got, content) {
+				if !ok || m.Status != message.StatusComplete || !streamtest.JSONEqual(got, content) {
 					t.Fatalf("%s: message %s on its node: %s (%s), final_content %s", what, id, got, m.Status, content)
 				}
 			}
@@ -141,7 +129,7 @@ func rebuild(t *testing.T, what string, evs []*protocol.EventEnvelope) map[strin
 				case message.BlockThinking:
 					want = b.Thinking
 				case message.BlockToolUse:
-					if !jsonEqual([]byte(got), b.Input) {
+					if !streamtest.JSONEqual([]byte(got), b.Input) {
 						t.Fatalf("%s: message %s block %d: input fragments %q, final input %s", what, mc.MessageID, i, got, b.Input)
 					}
 					continue
@@ -159,17 +147,6 @@ func rebuild(t *testing.T, what string, evs []*protocol.EventEnvelope) map[strin
 	return final
 }
 
-// jsonEqual compares two JSON values semantically.
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return bytes.Equal(a, b)
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return bytes.Equal(xb, yb)
-}
-
 // TestCluster11_1_6_IdenticalStreamsFromEveryNode: two preset:chat
 // clients and one preset:full client on each of the three nodes; a turn
 // submitted to node 1 reaches all nine. Every chat client gets the same
@@ -179,7 +156,7 @@ func jsonEqual(a, b []byte) bool {
 // included, and filtered to the chat types they are the chat stream.
 func TestCluster11_1_6_IdenticalStreamsFromEveryNode(t *testing.T) {
 	tri := startTrio(t)
-	eachTransport(t, func(t *testing.T, tr streamtest.Transport) {
+	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		sid := tri.session()
 		type client struct {
 			c    streamtest.Conn
@@ -194,7 +171,7 @@ func TestCluster11_1_6_IdenticalStreamsFromEveryNode(t *testing.T) {
 			}
 		}
 		turn := tri.nodes[1].Submit(sid, "what is in my workspace?")
-		chat := presetTypes(event.PresetChat)
+		chat := streamtest.PresetTypes(event.PresetChat)
 		var chatRaw, fullRaw [][]byte
 		var chatIDs []string
 		for _, cl := range clients {
@@ -202,7 +179,7 @@ func TestCluster11_1_6_IdenticalStreamsFromEveryNode(t *testing.T) {
 			evs, raw := readUntil(t, cl.c, event.TurnCompleted, turn)
 			if !cl.full {
 				if chatRaw == nil {
-					chatRaw, chatIDs = raw, eventIDs(evs)
+					chatRaw, chatIDs = raw, streamtest.IDs(evs)
 					tri.sameAsOwner(what, sid, "", evs, chat)
 				} else if !sameFrames(raw, chatRaw) {
 					t.Fatalf("%s: %d frames differ from the owner's chat client's %d", what, len(raw), len(chatRaw))

@@ -1,22 +1,22 @@
 //go:build linux
 
-package clustertest_test
+package streamtest
 
 import (
 	"net"
 	"net/http"
 	"syscall"
 	"testing"
-
-	"github.com/metis-agent/metis/internal/servertest"
-	"github.com/metis-agent/metis/internal/streamtest"
 )
 
-// connectNarrow connects a client of node h whose socket has a tiny
+// ConnectNarrow connects a client over tr whose socket has a tiny
 // receive buffer and a small MSS, so that a client that stops reading
 // fills the kernel's buffers after a few dozen frames instead of
-// megabytes, and backs up into the node's queue for it.
-func connectNarrow(t *testing.T, tr streamtest.Transport, h *servertest.Harness, sid string) streamtest.Conn {
+// megabytes (on loopback the MSS is 64 KiB and the server's send buffer
+// grows with it). Without this, "stops reading" would not back up into
+// the server's per-client queue in any reasonable time. Off Linux, it
+// skips the test.
+func ConnectNarrow(t testing.TB, tr Transport, base, sessionID string) Conn {
 	t.Helper()
 	d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
@@ -31,7 +31,8 @@ func connectNarrow(t *testing.T, tr streamtest.Transport, h *servertest.Harness,
 		}
 		return serr
 	}}
+	// A transport of its own: a connection of it is never shared.
 	ht := &http.Transport{DialContext: d.DialContext}
 	t.Cleanup(ht.CloseIdleConnections)
-	return tr.Connect(t, h.URL, sid, &http.Client{Transport: ht})
+	return tr.Connect(t, base, sessionID, &http.Client{Transport: ht})
 }
