@@ -81,42 +81,6 @@ func TestFeedbackFromAnyNodeReachesTheOwner(t *testing.T) {
 	}
 }
 
-// TestBadFeedbackRequestsGetAnErrorReply: a malformed feedback request
-// is answered with bad_request and never reaches the handler.
-func TestBadFeedbackRequestsGetAnErrorReply(t *testing.T) {
-	s := startServer(t)
-	a := newNode(t, s, "node-a", cluster.LeaseConfig{TTL: time.Minute})
-	tree := newSessionID()
-	oa := a.own(t, tree)
-	owner := newTurns("node-a")
-	serving, err := a.router.Serve(oa.Context(), tree, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(serving.Stop)
-	nc := connect(t, s)
-	for _, body := range []string{
-		`not json`,
-		`{"session_id":"a.b","turn_id":"t","rating":"up"}`,
-		`{"session_id":"` + tree + `","turn_id":"","rating":"up"}`,
-		`{"session_id":"` + tree + `","turn_id":"t","rating":7}`,
-	} {
-		m, err := nc.Request("metis.rpc."+tree+".feedback", []byte(body), 5*time.Second)
-		if err != nil {
-			t.Fatalf("%s: %v", body, err)
-		}
-		var rep struct {
-			Error *cluster.RemoteError `json:"error"`
-		}
-		if err := json.Unmarshal(m.Data, &rep); err != nil || rep.Error == nil || rep.Error.Code != "bad_request" {
-			t.Errorf("%s: reply %s, want a bad_request error", body, m.Data)
-		}
-	}
-	if got := owner.calls(); len(got) != 0 {
-		t.Fatalf("bad requests reached the handler: %q", got)
-	}
-}
-
 func FuzzDecodeFeedbackRequest(f *testing.F) {
 	f.Add([]byte(`{"session_id":"sess_1","turn_id":"turn_1","rating":"up","comment":"fine"}`))
 	f.Add([]byte(`{"session_id":"sess_1","turn_id":"turn_1","rating":"down"}`))

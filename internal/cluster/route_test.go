@@ -163,6 +163,9 @@ func TestOwnerThatLostTheTreeStopsAnswering(t *testing.T) {
 	}
 }
 
+// TestBadRequestsGetAnErrorReply: a malformed request of any kind, or
+// one to an unknown subject, is answered with bad_request and never
+// reaches the handler.
 func TestBadRequestsGetAnErrorReply(t *testing.T) {
 	s := startServer(t)
 	a := newNode(t, s, "node-a", cluster.LeaseConfig{TTL: time.Minute})
@@ -175,11 +178,17 @@ func TestBadRequestsGetAnErrorReply(t *testing.T) {
 	}
 	t.Cleanup(serving.Stop)
 	nc := connect(t, s)
-	for subject, body := range map[string]string{
-		"metis.rpc." + tree + ".cancel": `not json`,
-		"metis.rpc." + tree + ".submit": `{"session_id":"a.b","content":"x"}`,
-		"metis.rpc." + tree + ".reboot": `{}`,
+	rpc := "metis.rpc." + tree + "."
+	for _, c := range []struct{ subject, body string }{
+		{rpc + "cancel", `not json`},
+		{rpc + "submit", `{"session_id":"a.b","content":"x"}`},
+		{rpc + "reboot", `{}`},
+		{rpc + "feedback", `not json`},
+		{rpc + "feedback", `{"session_id":"a.b","turn_id":"t","rating":"up"}`},
+		{rpc + "feedback", `{"session_id":"` + tree + `","turn_id":"","rating":"up"}`},
+		{rpc + "feedback", `{"session_id":"` + tree + `","turn_id":"t","rating":7}`},
 	} {
+		subject, body := c.subject, c.body
 		m, err := nc.Request(subject, []byte(body), 5*time.Second)
 		if err != nil {
 			t.Fatalf("%s: %v", subject, err)
