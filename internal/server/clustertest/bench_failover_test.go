@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/natstest"
@@ -107,17 +104,9 @@ func BenchmarkFailover(b *testing.B) {
 // own.
 func benchLeases(b *testing.B, natsURL string) *cluster.Leases {
 	b.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
+	_, js := natsClient(b, natsURL)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
 	ls, err := cluster.OpenLeases(ctx, js, "bench-watcher", cluster.LeaseConfig{TTL: failoverTTL})
 	if err != nil {
 		b.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/metis-agent/metis/internal/cluster"
@@ -38,17 +37,10 @@ func failoverNode(t testing.TB, natsURL, name string) *servertest.Harness {
 // logEvents returns every event of a tree in the log, in stream order.
 func logEvents(t *testing.T, natsURL, tree string) []*event.Event {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc, _ := natsClient(t, natsURL)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	lg, err := cluster.OpenLog(ctx, nc, cluster.LogConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := openLog(t, ctx, nc)
 	var out []*event.Event
 	if err := lg.Replay(ctx, cluster.TreeFilter(tree), 0, func(e cluster.Entry) error {
 		if e.Event != nil {
@@ -231,17 +223,9 @@ func ownerKilledMidTurn(t *testing.T, url string, per [3]string) {
 // away without a word).
 func stealLease(t *testing.T, natsURL, tree string) (uint64, func()) {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc, js := natsClient(t, natsURL)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kv, err := js.KeyValue(ctx, cluster.DefaultLeaseBucket)
 	if err != nil {
 		t.Fatal(err)
@@ -262,11 +246,7 @@ func stealLease(t *testing.T, natsURL, tree string) (uint64, func()) {
 			t.Fatal(err)
 		}
 	}
-	lg, err := cluster.OpenLog(ctx, nc, cluster.LogConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := lg.Claim(ctx, tree, "node-x", rev)
+	f, err := openLog(t, ctx, nc).Claim(ctx, tree, "node-x", rev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,19 +313,12 @@ func TestOwnerThatLostItsLeaseStopsTheTree(t *testing.T) {
 // sequence seq (ownership markers not counted).
 func eventsAfter(t *testing.T, natsURL, tree string, seq uint64) int {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc, _ := natsClient(t, natsURL)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	lg, err := cluster.OpenLog(ctx, nc, cluster.LogConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := openLog(t, ctx, nc)
 	n := 0
-	err = lg.Replay(ctx, cluster.TreeFilter(tree), cluster.ReadFrom(seq+1), func(e cluster.Entry) error {
+	err := lg.Replay(ctx, cluster.TreeFilter(tree), cluster.ReadFrom(seq+1), func(e cluster.Entry) error {
 		if e.Event != nil {
 			n++
 		}

@@ -2,6 +2,8 @@ package clustertest_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -54,27 +56,57 @@ func node(t *testing.T, natsURL, name string) *servertest.Harness {
 	})
 }
 
-// leaseHolder returns the node holding a tree's lease.
-func leaseHolder(t *testing.T, natsURL, tree string) string {
+// natsClient connects to natsURL for a test that reads or writes what
+// the nodes share (the log, the lease bucket); the connection closes
+// when the test ends.
+func natsClient(t testing.TB, natsURL string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc, err := nats.Connect(natsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
+	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, err := cluster.OpenLeases(ctx, js, "clustertest", cluster.LeaseConfig{})
+	return nc, js
+}
+
+// openLog opens the nodes' log for a test, with nc from natsClient.
+func openLog(t testing.TB, ctx context.Context, nc *nats.Conn) *cluster.Log {
+	t.Helper()
+	lg, err := cluster.OpenLog(ctx, nc, cluster.LogConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	holder, _, err := ls.Holder(ctx, tree)
+	return lg
+}
+
+// leaseHolder returns the node holding a tree's lease ("" if none). It
+// reads the bucket's key without opening it as a node would (which
+// would write the bucket's TTL).
+func leaseHolder(t *testing.T, natsURL, tree string) string {
+	t.Helper()
+	_, js := natsClient(t, natsURL)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, cluster.DefaultLeaseBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return holder
+	e, err := kv.Get(ctx, tree)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Node string `json:"node"`
+	}
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		t.Fatalf("lease of %s: %v", tree, err)
+	}
+	return v.Node
 }

@@ -9,9 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/servertest"
@@ -103,17 +100,9 @@ func TestClusterMetricsMove(t *testing.T) {
 
 	// A lease that disappears (deleted here; an expiry is the same to
 	// its holder) is lost at the next renewal.
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc, js := natsClient(t, url)
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kv, err := js.KeyValue(ctx, cluster.DefaultLeaseBucket)
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/streamtest"
@@ -45,15 +42,7 @@ func waitTerminal(t *testing.T, natsURL, tree, turn string) *event.Event {
 // it (renewed) until the returned release is called or the test ends.
 func holdLease(t *testing.T, natsURL, tree string) (release func()) {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natsClient(t, natsURL)
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
 	ls, err := cluster.OpenLeases(ctx, js, "node-x", cluster.LeaseConfig{TTL: failoverTTL})

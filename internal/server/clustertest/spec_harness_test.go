@@ -15,9 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
@@ -87,11 +84,7 @@ func (tr *trio) restart(i int, home string) *servertest.Harness {
 func (tr *trio) checkReplicas() {
 	t := tr.t
 	t.Helper()
-	nc, err := nats.Connect(tr.nats.URLs())
-	servertest.Must(t, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	servertest.Must(t, err)
+	_, js := natsClient(t, tr.nats.URLs())
 	ctx, cancel := context.WithTimeout(t.Context(), specRead)
 	defer cancel()
 	st, err := js.Stream(ctx, cluster.DefaultStream)
