@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/metis-agent/metis/internal/benchtest/cpu"
 	"net/http"
 	"os"
 	"strings"
@@ -224,7 +225,7 @@ func (c *ReplayClient) Do(cmd ReplayCmd) (ReplayResult, time.Duration, error) {
 	if err != nil {
 		return ReplayResult{}, 0, err
 	}
-	cpu0 := CPUTime()
+	cpu0 := cpu.Time()
 	if err := c.c.Send(b); err != nil {
 		return ReplayResult{}, 0, err
 	}
@@ -232,7 +233,7 @@ func (c *ReplayClient) Do(cmd ReplayCmd) (ReplayResult, time.Duration, error) {
 	if err != nil {
 		return ReplayResult{}, 0, fmt.Errorf("replay client: %w", err)
 	}
-	cpu := CPUTime() - cpu0
+	cpu := cpu.Time() - cpu0
 	var res ReplayResult
 	if err := json.Unmarshal(line, &res); err != nil {
 		return res, 0, fmt.Errorf("replay client's answer: %w", err)

@@ -16,8 +16,9 @@
 //   - composition roots: cmd/metis and internal/server wire everything
 //     together and may import anything.
 //   - test support: internal/servertest, internal/streamtest,
-//     internal/spectest, internal/natstest and internal/benchtest may
-//     import anything, and only tests import them.
+//     internal/spectest, internal/natstest, internal/benchtest and
+//     internal/benchtest/cpu may import anything, and only tests import
+//     them.
 //   - edges: every other package of the module, including packages not
 //     written yet. An edge may import the core, protocol and client, but
 //     never another edge (the exceptions are listed in edgeExceptions,

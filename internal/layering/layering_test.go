@@ -44,7 +44,7 @@ var roots = []string{"cmd/metis", "internal/server"}
 
 // testSupport packages are imported by tests only, and may import
 // anything.
-var testSupport = []string{"internal/servertest", "internal/streamtest", "internal/spectest", "internal/natstest", "internal/benchtest"}
+var testSupport = []string{"internal/servertest", "internal/streamtest", "internal/spectest", "internal/natstest", "internal/benchtest", "internal/benchtest/cpu"}
 
 // public packages and the metis packages each may import.
 var public = map[string][]string{

@@ -49,6 +49,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/metis-agent/metis/internal/benchtest"
+	"github.com/metis-agent/metis/internal/benchtest/cpu"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/store"
 )
@@ -103,13 +104,13 @@ func runFlatOut(b *testing.B, name string) {
 		rxs := conn()
 		runtime.GC()
 		ms0 := memStats()
-		cpu0 := benchtest.CPUTime()
+		cpu0 := cpu.Time()
 		t0 := time.Now()
 		errc := make(chan error, 1)
 		go func() { errc <- start() }()
 		failed, why := benchtest.WaitAll(rxs, 120*time.Second)
 		elapsed := time.Since(t0)
-		cpu := benchtest.CPUTime() - cpu0
+		cpu := cpu.Time() - cpu0
 		ms1 := memStats()
 		if err := <-errc; err != nil {
 			b.Fatalf("%s: %v", name, err)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/benchtest"
+	"github.com/metis-agent/metis/internal/benchtest/cpu"
 )
 
 const (
@@ -143,7 +144,7 @@ func BenchmarkFanoutSSE(b *testing.B) {
 			b.Fatalf("sse child: %v", err)
 		}
 		runtime.GC()
-		cpu0 := benchtest.CPUTime()
+		cpu0 := cpu.Time()
 		start := time.Now()
 		for i := range benchSSEDeltas {
 			if err := m.emitDelta(texts[i]); err != nil {
@@ -152,7 +153,7 @@ func BenchmarkFanoutSSE(b *testing.B) {
 		}
 		err = child.Expect("done")
 		elapsed := time.Since(start)
-		cpu := benchtest.CPUTime() - cpu0
+		cpu := cpu.Time() - cpu0
 		if cerr := child.Close(); err != nil || cerr != nil {
 			b.Fatalf("sse child: %v %v", err, cerr)
 		}

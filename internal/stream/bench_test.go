@@ -84,6 +84,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/metis-agent/metis/internal/benchtest"
+	"github.com/metis-agent/metis/internal/benchtest/cpu"
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
@@ -311,7 +312,7 @@ func runLatency(b *testing.B, name string, nClients int) {
 	measured := int(benchLatDur / interval)
 	total := benchWarm + measured
 	var lat []float64 // µs, every client's measured deltas, every iteration
-	var rates, cpu, allocB, gcs []float64
+	var rates, cpuUs, allocB, gcs []float64
 	for b.Loop() {
 		sys := newSystem(b, name, total, 100000)
 		conns := sys.connect(b, nClients)
@@ -320,7 +321,7 @@ func runLatency(b *testing.B, name string, nClients int) {
 		emitAt := make([]int64, total)
 		runtime.GC()
 		ms0 := memStats()
-		cpu0 := benchtest.CPUTime()
+		cpu0 := cpu.Time()
 		if err := benchtest.EmitPaced(base, emitAt, 0, total, interval, sys.send); err != nil {
 			b.Fatal(err)
 		}
@@ -328,7 +329,7 @@ func runLatency(b *testing.B, name string, nClients int) {
 		if failed, why := benchtest.WaitAll(rxs, 60*time.Second); failed > 0 {
 			b.Fatalf("%s: %d of %d clients did not get every delta: %s", name, failed, nClients, why)
 		}
-		cpu = append(cpu, float64(benchtest.CPUTime()-cpu0)/float64(total)/1e3)
+		cpuUs = append(cpuUs, float64(cpu.Time()-cpu0)/float64(total)/1e3)
 		ms1 := memStats()
 		allocB = append(allocB, float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(total))
 		gcs = append(gcs, float64(ms1.NumGC-ms0.NumGC))
@@ -340,7 +341,7 @@ func runLatency(b *testing.B, name string, nClients int) {
 	b.ReportMetric(benchtest.Quantile(lat, 0.99), "p99_us")
 	b.ReportMetric(benchtest.Quantile(lat, 0.999), "p999_us")
 	b.ReportMetric(benchtest.Median(rates), "deltas/s")
-	b.ReportMetric(benchtest.Median(cpu), "cpu_us/delta")
+	b.ReportMetric(benchtest.Median(cpuUs), "cpu_us/delta")
 	b.ReportMetric(benchtest.Median(allocB), "alloc_B/delta")
 	b.ReportMetric(benchtest.Median(gcs), "GCs")
 }
@@ -368,7 +369,7 @@ func runFanout(b *testing.B, name string, nClients int) {
 		rxs := benchtest.NewReaders(conns, base, benchFanout, false)
 		runtime.GC()
 		ms0 := memStats()
-		cpu0 := benchtest.CPUTime()
+		cpu0 := cpu.Time()
 		start := time.Now()
 		for i := range benchFanout {
 			if err := sys.send(i); err != nil {
@@ -378,7 +379,7 @@ func runFanout(b *testing.B, name string, nClients int) {
 		emitted := time.Since(start)
 		failed, why := benchtest.WaitAll(rxs, 120*time.Second)
 		elapsed := time.Since(start)
-		cpu := benchtest.CPUTime() - cpu0
+		used := cpu.Time() - cpu0
 		ms1 := memStats()
 		if failed > 0 {
 			b.Fatalf("%s: %d of %d clients did not get every delta (slow close?): %s", name, failed, nClients, why)
@@ -386,7 +387,7 @@ func runFanout(b *testing.B, name string, nClients int) {
 		benchtest.CloseAll(rxs)
 		rates = append(rates, float64(nClients*benchFanout)/elapsed.Seconds())
 		emitMs = append(emitMs, float64(emitted)/1e6)
-		cpuNs = append(cpuNs, float64(cpu)/float64(nClients*benchFanout))
+		cpuNs = append(cpuNs, float64(used)/float64(nClients*benchFanout))
 		allocB = append(allocB, float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(nClients*benchFanout))
 		gcs = append(gcs, float64(ms1.NumGC-ms0.NumGC))
 	}

@@ -3,10 +3,9 @@ package anthropic
 import (
 	"bytes"
 	"context"
+	"github.com/metis-agent/metis/internal/benchtest/cpu"
 	"io"
 	"net/http"
-	"runtime"
-	"syscall"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -39,14 +38,14 @@ func BenchmarkStreamDecode(b *testing.B) {
 		a := newAdapter(b, f, nil)
 		req := simpleRequest()
 		emit := func(model.Delta) error { return nil }
-		perDelta(b, deltas, func() {
+		cpu.PerDelta(b, deltas, func() {
 			if _, err := a.Stream(context.Background(), req, emit); err != nil {
 				b.Fatal(err)
 			}
 		})
 	})
 	b.Run("framing", func(b *testing.B) {
-		perDelta(b, deltas, func() {
+		cpu.PerDelta(b, deltas, func() {
 			dec := ssestream.NewDecoder(sseResponse(body))
 			for dec.Next() {
 			}
@@ -56,7 +55,7 @@ func BenchmarkStreamDecode(b *testing.B) {
 		})
 	})
 	b.Run("sdk-full-decode", func(b *testing.B) {
-		perDelta(b, deltas, func() {
+		cpu.PerDelta(b, deltas, func() {
 			s := ssestream.NewStream[sdk.MessageStreamEventUnion](ssestream.NewDecoder(sseResponse(body)), nil)
 			for s.Next() {
 				_ = s.Current().AsAny()
@@ -67,7 +66,7 @@ func BenchmarkStreamDecode(b *testing.B) {
 		})
 	})
 	b.Run("decode", func(b *testing.B) {
-		perDelta(b, deltas, func() {
+		cpu.PerDelta(b, deltas, func() {
 			s := ssestream.NewStream[event](ssestream.NewDecoder(sseResponse(body)), nil)
 			for s.Next() {
 				_ = s.Current()
@@ -84,7 +83,7 @@ func BenchmarkStreamDecode(b *testing.B) {
 			events = append(events, s.Current())
 		}
 		emit := func(model.Delta) error { return nil }
-		perDelta(b, deltas, func() {
+		cpu.PerDelta(b, deltas, func() {
 			t := &translator{DeltaSink: model.DeltaSink{Ctx: context.Background(), Emit: emit}, log: quiet}
 			for i := range events {
 				if err := t.handle(&events[i]); err != nil {
@@ -98,38 +97,4 @@ func BenchmarkStreamDecode(b *testing.B) {
 // sseResponse is an event-stream response whose body is body.
 func sseResponse(body []byte) *http.Response {
 	return &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
-}
-
-// cpuTime is the CPU time the process has used (user and system), in
-// nanoseconds: on a machine shared with other work it is steadier than
-// wall time.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
-// perDelta runs one whole stream per iteration and reports ns/delta,
-// cpu-ns/delta (process CPU time, all goroutines and the GC included),
-// allocs/delta and B/delta besides the per-stream figures.
-func perDelta(b *testing.B, deltas int, stream func()) {
-	b.Helper()
-	b.ReportAllocs()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	cpu := cpuTime()
-	n := 0
-	for b.Loop() {
-		stream()
-		n++
-	}
-	cpu = cpuTime() - cpu
-	runtime.ReadMemStats(&after)
-	total := float64(n * deltas)
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/total, "ns/delta")
-	b.ReportMetric(float64(cpu)/total, "cpu-ns/delta")
-	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/total, "allocs/delta")
-	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/total, "B/delta")
 }

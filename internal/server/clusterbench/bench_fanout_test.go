@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/benchtest"
+	"github.com/metis-agent/metis/internal/benchtest/cpu"
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 )
@@ -123,7 +124,7 @@ func (r *fanoutRun) run(b *testing.B) fanoutResult {
 	emitAt := make([]int64, total)
 
 	// Flat out.
-	cpu0 := benchtest.CPUTime()
+	cpu0 := cpu.Time()
 	start := time.Now()
 	for i := range fanoutFlat {
 		emitAt[i] = int64(time.Since(base))
@@ -136,7 +137,7 @@ func (r *fanoutRun) run(b *testing.B) fanoutResult {
 	}
 	elapsed := time.Since(start)
 	var res fanoutResult
-	res.cpuPerFrame = float64(benchtest.CPUTime()-cpu0) / 1e3 / float64(fanoutClients*fanoutFlat)
+	res.cpuPerFrame = float64(cpu.Time()-cpu0) / 1e3 / float64(fanoutClients*fanoutFlat)
 	res.framesPerSec = float64(fanoutClients*fanoutFlat) / elapsed.Seconds()
 
 	// Paced.

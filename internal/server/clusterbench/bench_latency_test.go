@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/benchtest"
+	"github.com/metis-agent/metis/internal/benchtest/cpu"
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 )
@@ -107,7 +108,7 @@ func (r *latencyRun) run(b *testing.B) ([]float64, float64) {
 	base := time.Now()
 	rd := []*benchtest.Reader{benchtest.NewReader(ws, base, total, true)}
 	emitAt := make([]int64, total)
-	cpu0 := benchtest.CPUTime()
+	cpu0 := cpu.Time()
 	send := func(i int) error { return emitDelta(r.em, r.texts[i]) }
 	if err := benchtest.EmitPaced(base, emitAt, 0, total, time.Second/latencyRate, send); err != nil {
 		b.Fatal(err)
@@ -115,7 +116,7 @@ func (r *latencyRun) run(b *testing.B) ([]float64, float64) {
 	if err := benchtest.WaitGot(rd, int64(total), time.Minute); err != nil {
 		b.Fatalf("%s: %v", r.sys.name, err)
 	}
-	cpu := float64(benchtest.CPUTime()-cpu0) / float64(total) / 1e3
+	cpu := float64(cpu.Time()-cpu0) / float64(total) / 1e3
 	benchtest.CloseAll(rd)
 	return benchtest.Latencies(rd, emitAt, latencyWarm, total), cpu
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/metis-agent/metis/internal/benchtest"
+	"github.com/metis-agent/metis/internal/benchtest/cpu"
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
@@ -177,7 +178,7 @@ func (r *replayRig) replay(b *testing.B, child *benchtest.ReplayClient, name str
 func (r *replayRig) cold(b *testing.B, child *benchtest.ReplayClient, iter int) (ms, cpuPerEvent, startMs float64) {
 	url := r.r3.urls[len(r.r3.urls)-1]
 	name := fmt.Sprintf("node-cold%d", iter)
-	cpu0 := benchtest.CPUTime()
+	cpu0 := cpu.Time()
 	t0 := time.Now()
 	n := startNode(b, "cold", "", func(c *config.Config) { c.NATS, c.Node = url, name })
 	started := time.Since(t0)
@@ -185,7 +186,7 @@ func (r *replayRig) cold(b *testing.B, child *benchtest.ReplayClient, iter int) 
 	if err != nil {
 		b.Fatalf("cold: %v", err)
 	}
-	cpu := benchtest.CPUTime() - cpu0
+	cpu := cpu.Time() - cpu0
 	n.stop(b)
 	return float64(started+time.Duration(res.NS)) / 1e6, float64(cpu) / 1e3 / replayEvents, float64(started) / 1e6
 }
