@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -43,35 +42,19 @@ type translation struct {
 // read through AsAny.
 func translateFull(t testing.TB, body []byte) translation {
 	t.Helper()
-	resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
-	stream := ssestream.NewStream[sdk.MessageStreamEventUnion](ssestream.NewDecoder(resp), nil)
-	defer stream.Close()
-	var out translation
-	tr := &translator{DeltaSink: model.DeltaSink{Ctx: context.Background(), Emit: func(d model.Delta) error {
-		out.deltas = append(out.deltas, d)
-		return nil
-	}}, log: quiet}
-	var err error
-	for !tr.done && stream.Next() {
-		if err = tr.handleFull(stream.Current()); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = stream.Err()
-	}
-	if err != nil {
-		out.err = err.Error()
-	}
-	out.res = model.Result{Usage: tr.usage, StopReason: tr.stopReason()}
-	return out
+	return translate(body, func(tr *translator, u sdk.MessageStreamEventUnion) error { return tr.handleFull(u) })
 }
 
 // translateFast translates body through the adapter's own decoding.
 func translateFast(t testing.TB, body []byte) translation {
 	t.Helper()
-	resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
-	stream := ssestream.NewStream[event](ssestream.NewDecoder(resp), nil)
+	return translate(body, func(tr *translator, ev event) error { return tr.handle(&ev) })
+}
+
+// translate runs body through a translator, each event decoded by the
+// SDK's stream as a T and handed to it by handle.
+func translate[T any](body []byte, handle func(*translator, T) error) translation {
+	stream := ssestream.NewStream[T](ssestream.NewDecoder(sseResponse(body)), nil)
 	defer stream.Close()
 	var out translation
 	tr := &translator{DeltaSink: model.DeltaSink{Ctx: context.Background(), Emit: func(d model.Delta) error {
@@ -80,8 +63,7 @@ func translateFast(t testing.TB, body []byte) translation {
 	}}, log: quiet}
 	var err error
 	for !tr.done && stream.Next() {
-		ev := stream.Current()
-		if err = tr.handle(&ev); err != nil {
+		if err = handle(tr, stream.Current()); err != nil {
 			break
 		}
 	}
