@@ -2,6 +2,7 @@ package natstest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,8 +63,8 @@ func TestClusterHoldsAStreamWithThreeReplicas(t *testing.T) {
 	if string(msg.Data) != "hello" {
 		t.Fatalf("message %q, want hello", msg.Data)
 	}
-	if n := len(c.URLs()); n == 0 {
-		t.Fatal("no URLs")
+	if urls := strings.Split(c.URLs(), ","); len(urls) != 3 || urls[2] != c.Servers[2].URL {
+		t.Fatalf("URLs() = %q, want the three servers' client URLs", c.URLs())
 	}
 }
 
