@@ -33,7 +33,8 @@ func TestSuspendRefusesTheTreesEmitsAndResumeSeedsItsIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := root.EmitWait(ctx, Spec{Type: event.TurnStarted, Actor: "test"}); err != nil {
+	started, err := root.EmitWait(ctx, Spec{Type: event.TurnStarted, Actor: "test"})
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -59,9 +60,16 @@ func TestSuspendRefusesTheTreesEmitsAndResumeSeedsItsIDs(t *testing.T) {
 	}
 
 	// The tree's new writer emitted further; its events are relayed.
-	tail := event.NewID("evt_")
+	// Its ids sort after this node's last one (its sequencer was seeded
+	// past it, as a takeover's is): ids drawn in the same millisecond
+	// from an unseeded generator need not.
+	writer, err := event.NewSequencer(started.ID, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tail string
 	for range 3 {
-		tail = event.NewID("evt_")
+		tail, _ = writer.Next()
 	}
 	relayed := &event.Event{ID: tail, Type: event.TextDelta, SessionID: "sess_worker", Actor: "test"}
 	if err := relayed.Seal(); err != nil {
