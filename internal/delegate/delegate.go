@@ -6,9 +6,9 @@
 // worker's own events belong to the worker session (attachable directly,
 // or interleaved into the planner's stream with include_worker_sessions).
 //
-// delegate imports agent, bus, event, model, session, store and tool; the
-// server registers it in the tool registry once the session manager
-// exists.
+// delegate imports agent, bus, event, model, session, store, tool and
+// protocol (the failure modes of delegate.failed); the server registers
+// it in the tool registry once the session manager exists.
 package delegate
 
 import (
@@ -27,6 +27,7 @@ import (
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/tool"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Defaults.
@@ -34,12 +35,8 @@ const (
 	// DefaultMaxDepth bounds nesting: a planner (depth 0) may start
 	// workers down to this depth.
 	DefaultMaxDepth = 3
-	// Failure modes of delegate.failed.
-	FailureCancelled = "cancelled_by_user"
-	FailureWorker    = "worker_error"
-	FailureTimeout   = "timeout"
-	maxTaskBytes     = 64 << 10
-	summaryRunes     = 200
+	maxTaskBytes    = 64 << 10
+	summaryRunes    = 200
 )
 
 // Sessions is what the tool needs of the session manager.
@@ -138,19 +135,19 @@ func (t *Tool) Run(ctx context.Context, env tool.Env, input json.RawMessage) (to
 	out, err := t.Sessions.RunTurn(wctx, worker.ID, in.Task, in.Model)
 	switch {
 	case ctx.Err() != nil:
-		emit(event.DelegateFailed, map[string]any{"failure_mode": FailureCancelled,
+		emit(event.DelegateFailed, map[string]any{"failure_mode": protocol.DelegateFailureCancelled,
 			"message": "the planner's turn was cancelled; the worker was cancelled with it", "cost_usd": out.Usage.CostUSD})
 		return tool.Result{}, ctx.Err()
 	case wctx.Err() != nil:
-		emit(event.DelegateFailed, map[string]any{"failure_mode": FailureTimeout,
+		emit(event.DelegateFailed, map[string]any{"failure_mode": protocol.DelegateFailureTimeout,
 			"message": fmt.Sprintf("the worker ran longer than %s", t.Timeout), "cost_usd": out.Usage.CostUSD})
 		return tool.Result{}, tool.Errorf(tool.ClassTimeout, "the worker ran longer than %s and was cancelled", t.Timeout)
 	case err != nil:
-		emit(event.DelegateFailed, map[string]any{"failure_mode": FailureWorker, "message": err.Error()})
+		emit(event.DelegateFailed, map[string]any{"failure_mode": protocol.DelegateFailureWorker, "message": err.Error()})
 		return tool.Result{}, tool.Errorf(tool.ClassExecution, "the worker could not run: %v", err)
 	case out.Status != store.TurnCompleted:
 		msg := fmt.Sprintf("the worker's turn ended %s (%s)", out.Status, out.Reason)
-		emit(event.DelegateFailed, map[string]any{"failure_mode": FailureWorker, "message": msg, "cost_usd": out.Usage.CostUSD})
+		emit(event.DelegateFailed, map[string]any{"failure_mode": protocol.DelegateFailureWorker, "message": msg, "cost_usd": out.Usage.CostUSD})
 		return tool.Result{}, tool.Errorf(tool.ClassExecution, "%s", msg)
 	}
 	emit(event.DelegateCompleted, map[string]any{"success": true, "summary": summarize(out.FinalText), "cost_usd": out.Usage.CostUSD})

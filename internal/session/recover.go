@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/metis-agent/metis/internal/bus"
@@ -14,7 +15,9 @@ import (
 // Recover closes the turns a crash left in flight (single-node mode,
 // once at start): each gets turn.cancelled with reason server_restart
 // and phase interrupted, and its unfinished tool calls are marked
-// cancelled.
+// cancelled. A delegation the turn had started and not finished first
+// gets delegate.failed (failure mode interrupted): the worker's own
+// turn is closed the same way, before its planner's.
 func (m *Manager) Recover(ctx context.Context) error {
 	_, err := m.recoverTurns(ctx, func(string) (bool, error) { return true, nil },
 		protocol.CancelReasonServerRestart, "server restarted")
@@ -42,12 +45,16 @@ func (m *Manager) RecoverTree(ctx context.Context, tree string) ([]string, error
 // recoverTurns ends every open turn in the store whose session match
 // selects with turn.cancelled(reason, phase interrupted), committing in
 // the same group the turn row and its pending or running tool calls,
-// marked cancelled with note as their error message.
+// marked cancelled with note as their error message. The turn's
+// unfinished delegations get delegate.failed before it. Turns are closed
+// newest first, so a worker's turn ends before its planner's, in the
+// order a live cancel gives.
 func (m *Manager) recoverTurns(ctx context.Context, match func(sessionID string) (bool, error), reason, note string) ([]string, error) {
 	open, err := m.cfg.Store.OpenTurns(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("recover: %w", err)
 	}
+	slices.Reverse(open)
 	var closed []string
 	for _, t := range open {
 		ok, err := match(t.SessionID)
@@ -72,6 +79,9 @@ func (m *Manager) recoverTurns(ctx context.Context, match func(sessionID string)
 				ops = append(ops, store.PutToolCall{Call: c})
 			}
 		}
+		if err := m.failDelegations(ctx, em, t, note); err != nil {
+			return closed, fmt.Errorf("recover turn %s: %w", t.ID, err)
+		}
 		t.Status, t.Reason, t.EndedAt = store.TurnCancelled, reason, time.Now()
 		ops = append(ops, store.PutTurn{Turn: t})
 		if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnCancelled, TurnID: t.ID, Actor: event.ActorSession,
@@ -83,6 +93,46 @@ func (m *Manager) recoverTurns(ctx context.Context, match func(sessionID string)
 		m.log.Warn("closed a turn left open", "session", t.SessionID, "turn", t.ID, "reason", reason)
 	}
 	return closed, nil
+}
+
+// failDelegations emits delegate.failed (failure mode interrupted, note
+// as its message) for each delegation turn t started and never
+// finished, in the order they started. A recovery that stops half-way
+// and runs again finds them finished and emits nothing twice.
+func (m *Manager) failDelegations(ctx context.Context, em *bus.Emitter, t store.Turn, note string) error {
+	last, err := m.cfg.Store.LastEventID(ctx, t.SessionID)
+	if err != nil || last == "" {
+		return err
+	}
+	evs, err := m.cfg.Store.Delegations(ctx, t.SessionID, last)
+	if err != nil {
+		return err
+	}
+	var open []string // worker session ids, in the order they started
+	for _, ev := range evs {
+		if ev.TurnID != t.ID {
+			continue
+		}
+		var p struct {
+			WorkerSessionID string `json:"worker_session_id"`
+		}
+		if ev.DecodePayload(&p) != nil || p.WorkerSessionID == "" {
+			continue
+		}
+		if ev.Type == event.DelegateStarted {
+			open = append(open, p.WorkerSessionID)
+		} else {
+			open = slices.DeleteFunc(open, func(id string) bool { return id == p.WorkerSessionID })
+		}
+	}
+	for _, worker := range open {
+		if _, err := em.EmitWait(ctx, bus.Spec{Type: event.DelegateFailed, TurnID: t.ID, Actor: event.ActorSession,
+			Payload: map[string]any{"worker_session_id": worker, "failure_mode": protocol.DelegateFailureInterrupted,
+				"message": note + "; the delegation was not resumed"}}); err != nil {
+			return fmt.Errorf("delegation to %s: %w", worker, err)
+		}
+	}
+	return nil
 }
 
 // running reports whether this manager runs turn turnID of sessionID.

@@ -24,9 +24,20 @@ var payloadTS = map[protocol.EventType]map[string]string{
 	protocol.EventLLMCallCompleted: {"usage": "Usage"},
 	protocol.EventLLMCallFailed:    {"usage": "Usage"},
 	protocol.EventDelegateFailed: {
-		"failure_mode": "'cancelled_by_user' | 'worker_error' | 'timeout' | (string & {})"},
+		"failure_mode": openUnion(protocol.DelegateFailureCancelled, protocol.DelegateFailureWorker,
+			protocol.DelegateFailureTimeout, protocol.DelegateFailureInterrupted)},
 	protocol.EventMessageStart:    {"role": "Role"},
 	protocol.EventMessageComplete: {"final_content": "Block[]", "usage": "Usage"},
+}
+
+// openUnion is the TypeScript type of a string field with the known
+// values given: any other string is accepted too.
+func openUnion(known ...string) string {
+	var b strings.Builder
+	for _, k := range known {
+		fmt.Fprintf(&b, "'%s' | ", k)
+	}
+	return b.String() + "(string & {})"
 }
 
 // open marks payloads that carry further, type-specific details.

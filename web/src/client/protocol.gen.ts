@@ -176,6 +176,14 @@ export const MaxCloseReason = 123;
 export const CodeNotClustered = "not_clustered";
 export const MaxClusterLeases = 1000;
 export const CodeClusterUnavailable = "cluster_unavailable";
+/** DelegateFailureCancelled: the planner's turn was cancelled, and the worker's turn with it. */
+export const DelegateFailureCancelled = "cancelled_by_user";
+/** DelegateFailureWorker: the worker could not run, or its turn ended other than completed. */
+export const DelegateFailureWorker = "worker_error";
+/** DelegateFailureTimeout: the worker's turn ran longer than the delegate tool's timeout and was cancelled. */
+export const DelegateFailureTimeout = "timeout";
+/** DelegateFailureInterrupted: the process running the delegation stopped mid-way (a crash, or in cluster mode a lost owner node), and crash recovery ended the planner's turn with the worker's (turn.cancelled, phase interrupted). The delegation is not resumed. */
+export const DelegateFailureInterrupted = "interrupted";
 export const EventSessionCreated = "session.created";
 export const EventTurnStarted = "turn.started";
 export const EventTurnCompleted = "turn.completed";
@@ -560,7 +568,7 @@ export interface DelegateCompletedPayload {
 /** The payload of delegate.failed. */
 export interface DelegateFailedPayload {
   worker_session_id: string;
-  failure_mode: 'cancelled_by_user' | 'worker_error' | 'timeout' | (string & {});
+  failure_mode: 'cancelled_by_user' | 'worker_error' | 'timeout' | 'interrupted' | (string & {});
   message?: string;
   cost_usd?: number;
 }
