@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,13 @@ import (
 	"github.com/metis-agent/metis/internal/servertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+		if theCert.dir != "" {
+			_ = os.RemoveAll(theCert.dir)
+		}
+	}))
+}
 
 func TestSendSessionsTail(t *testing.T) {
 	h := servertest.Start(t, "")

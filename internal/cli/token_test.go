@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/metis-agent/metis/internal/cli"
@@ -73,7 +74,7 @@ func TestCommandsSendTheToken(t *testing.T) {
 // TestCommandsFallBackToTheHomeToken: for an https server the commands
 // read <home>/token ($METIS_HOME) when no token is given.
 func TestCommandsFallBackToTheHomeToken(t *testing.T) {
-	cert, key := servertest.SelfSignedCert(t, t.TempDir())
+	cert, key := processCert(t)
 	h := servertest.Start(t, "", func(c *config.Config) { c.TLSCert, c.TLSKey, c.PublicName = cert, key, "metis.example.com" })
 	t.Setenv("SSL_CERT_FILE", cert) // trust the test certificate
 	t.Setenv("METIS_HOME", h.Home)
@@ -84,6 +85,32 @@ func TestCommandsFallBackToTheHomeToken(t *testing.T) {
 	if code := cli.Sessions(context.Background(), []string{"--server", h.URL}, cli.Env{Stdout: &out, Stderr: &errOut}); code != 0 || !strings.Contains(out.String(), sid) {
 		t.Fatalf("sessions over https with the home token: exit %d, %q %q", code, out.String(), errOut.String())
 	}
+}
+
+// theCert is the certificate processCert hands out, in a directory
+// TestMain removes.
+var theCert struct {
+	once           sync.Once
+	dir, cert, key string
+	err            error
+}
+
+// processCert returns a self-signed certificate that is the same for
+// the whole test process: the system certificate pool, which
+// SSL_CERT_FILE feeds, is loaded once per process, so a test run again
+// (-count) must serve the certificate the pool was loaded with.
+func processCert(t *testing.T) (cert, key string) {
+	t.Helper()
+	theCert.once.Do(func() {
+		theCert.dir, theCert.err = os.MkdirTemp("", "metis-cli-test-")
+		if theCert.err == nil {
+			theCert.cert, theCert.key = servertest.SelfSignedCert(t, theCert.dir)
+		}
+	})
+	if theCert.err != nil {
+		t.Fatal(theCert.err)
+	}
+	return theCert.cert, theCert.key
 }
 
 // unsetenv removes name for the rest of the test (t.Setenv first, so it
