@@ -82,6 +82,11 @@ func startCluster(ctx context.Context, cfg config.Config, st *store.Store, logge
 	if err != nil {
 		return nil, err
 	}
+	// The stream refuses a message TTL under a second, and keeps whole
+	// seconds of it: what the nodes count on must be what it keeps.
+	if ttl := cfg.StreamingTTL; ttl != 0 && (ttl < time.Second || ttl%time.Second != 0) {
+		return nil, fmt.Errorf("--streaming-ttl %s: must be a whole number of seconds, at least 1s", ttl)
+	}
 	closed := make(chan struct{})
 	opts := []nats.Option{nats.Name("metis " + name), nats.MaxReconnects(-1),
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) })}
@@ -102,7 +107,7 @@ func startCluster(ctx context.Context, cfg config.Config, st *store.Store, logge
 	}()
 	octx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	lg, err := cluster.OpenLog(octx, nc, cluster.LogConfig{Retention: cfg.Retention, Logger: logger})
+	lg, err := cluster.OpenLog(octx, nc, cluster.LogConfig{Retention: cfg.Retention, StreamingTTL: cfg.StreamingTTL, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
