@@ -256,3 +256,36 @@ func TestRelayedTreeWithWorkerSubscriptionsDeliversEveryEventOnce(t *testing.T) 
 		}
 	})
 }
+
+// BenchmarkRelay is the hot path of a node that relays a tree: one
+// event handed to the live sinks in its tree's outbox. It must not
+// allocate.
+func BenchmarkRelay(b *testing.B) {
+	ctx := context.Background()
+	st := newFakeStore()
+	bus := New(st, Options{})
+	bus.AddLive(liveFunc(func(*event.Event) {}))
+	te := newTreeEvents(b)
+	if err := bus.Follow(ctx, "sess_p"); err != nil {
+		b.Fatal(err)
+	}
+	evs := make([]*event.Event, 1<<17)
+	for i := range evs {
+		evs[i] = te.next("sess_p", event.TextDelta)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i == len(evs) {
+			// Past the last one: from here on they are dropped as
+			// delivered (run with -benchtime under 131072x to avoid).
+			i = 0
+		}
+		if err := bus.Relay(ctx, evs[i]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.StopTimer()
+	closeAll(b, bus, st)
+}
