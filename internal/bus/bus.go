@@ -155,7 +155,12 @@ func (b *Bus) Attach(ctx context.Context, sessionID, parentID string) (*Emitter,
 // session's newest stored event, as an emitter of a session that
 // emits here must. Relay creates emitters without it: the events it
 // relays (committed elsewhere, and already in the store) are what
-// moves it.
+// moves it. Nor does a session that joins a tree this process relays
+// (outbox.relayed), whoever asks for its emitter: a client that
+// includes workers makes theirs from the store, which may hold events
+// the tree's feed has not relayed yet, and moving the delivery point
+// past them would make Relay drop them, and everything in between, as
+// delivered.
 func (b *Bus) attach(ctx context.Context, sessionID, parentID string, deliveredToo bool) (*Emitter, error) {
 	var o *outbox
 	if parentID != "" {
@@ -178,18 +183,20 @@ func (b *Bus) attach(ctx context.Context, sessionID, parentID string, deliveredT
 		if deliveredToo {
 			o.lastOut = last
 		}
-	} else if deliveredToo {
-		// Joining a tree: its ids and seam move past this session's own.
-		// (outMu is never taken under b.mu: delivery takes them the other
-		// way round.)
+	} else {
+		// Joining a tree: its ids, and the seam of a tree this process
+		// writes, move past this session's own. (outMu is never taken
+		// under b.mu: delivery takes them the other way round.)
 		if err := o.seq.Observe(last); err != nil {
 			return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
 		}
-		o.outMu.Lock()
-		o.lastOut = max(o.lastOut, last)
-		o.outMu.Unlock()
-	} else if err := o.seq.Observe(last); err != nil {
-		return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
+		if deliveredToo {
+			o.outMu.Lock()
+			if !o.relayed {
+				o.lastOut = max(o.lastOut, last)
+			}
+			o.outMu.Unlock()
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -18,7 +18,10 @@
 // it also gets the streaming events (StreamingStore), in id order with
 // the catalog groups, and events another node committed are handed to
 // the live sinks with Relay, in their tree's outbox, so the seam holds
-// for them too.
+// for them too. The delivery point of a tree the bus relays moves only
+// with what it relays and with Backfill, CatchUp and Resume: an emitter
+// made from the store for one of its sessions (a worker's) never moves
+// it, since the store may be ahead of the relayed events.
 //
 // bus imports event and store (for its Op types and reads); it never
 // imports a transport.

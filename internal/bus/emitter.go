@@ -49,6 +49,11 @@ type outbox struct {
 	outMu   sync.Mutex
 	pending []*pending // in id order; head is the oldest undelivered
 	lastOut string     // id of the last event delivered
+	// relayed is set once this process relays the tree (Follow, Relay,
+	// Backfill, CatchUp: cluster mode, another node writes it). From
+	// then on an emitter made for one of its sessions never moves
+	// lastOut: the store may be ahead of the relayed events.
+	relayed bool
 
 	// suspended, when set, is the error every emit into the tree fails
 	// with (Suspend, handover.go).

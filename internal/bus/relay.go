@@ -37,6 +37,7 @@ func (b *Bus) Relay(ctx context.Context, ev *event.Event) error {
 	o := em.o
 	o.outMu.Lock()
 	defer o.outMu.Unlock()
+	o.relayed = true
 	if ev.ID <= o.lastOut {
 		return nil
 	}
@@ -65,6 +66,7 @@ func (b *Bus) CatchUp(ctx context.Context, sessionID string) error {
 	}
 	o := em.o
 	o.outMu.Lock()
+	o.relayed = true
 	o.lastOut = max(o.lastOut, last)
 	o.outMu.Unlock()
 	return nil
@@ -100,6 +102,7 @@ func (b *Bus) Backfill(ctx context.Context, tree, from, through string, evs []*e
 	o := em.o
 	o.outMu.Lock()
 	defer o.outMu.Unlock()
+	o.relayed = true
 	o.lastOut = max(o.lastOut, through)
 	if len(evs) > 0 {
 		o.lastOut = max(o.lastOut, evs[len(evs)-1].ID)
@@ -119,10 +122,17 @@ func (b *Bus) Backfill(ctx context.Context, tree, from, through string, evs []*e
 // Follow makes the emitter of a session whose events this process
 // relays (as Relay does), without moving the delivery point of its tree
 // to what the store holds: the store may be ahead of the relayed
-// events.
+// events. From then on the tree counts as relayed here: no emitter made
+// for one of its sessions (a worker's, by a client that includes
+// workers) moves its delivery point either; only what the bus delivers
+// or relays, CatchUp, Backfill and Resume do.
 func (b *Bus) Follow(ctx context.Context, sessionID string) error {
-	if _, err := b.emitter(ctx, sessionID, false); err != nil {
+	em, err := b.emitter(ctx, sessionID, false)
+	if err != nil {
 		return fmt.Errorf("bus: follow %s: %w", sessionID, err)
 	}
+	em.o.outMu.Lock()
+	em.o.relayed = true
+	em.o.outMu.Unlock()
 	return nil
 }

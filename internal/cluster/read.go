@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/metis-agent/metis/internal/event"
@@ -84,34 +85,67 @@ func (l *Log) Replay(ctx context.Context, filter string, from ReadFrom, fn func(
 	if last == 0 || last < uint64(from) {
 		return nil
 	}
+	return l.readThrough(ctx, filter, from, last, fn)
+}
+
+// readThrough calls fn, in stream order, with the messages on filter
+// from sequence from through sequence last (the last message as the
+// stream's leader knew it, not "nothing pending": the consumer may live
+// on a replica that lags behind), then returns. A message may be gone
+// by the time the reader gets to it (a streaming event's TTL expired,
+// or a message was deleted), last included: when no message came for
+// readCheck, it asks the leader whether a message on filter after the
+// last one it got, up to last, still exists, and returns if none does.
+func (l *Log) readThrough(ctx context.Context, filter string, from ReadFrom, last uint64, fn func(Entry) error) error {
 	c, err := l.ordered(ctx, filter, from)
 	if err != nil {
 		return err
 	}
 	it, err := c.Messages()
 	if err != nil {
-		return fmt.Errorf("cluster: replay %s: %w", filter, err)
+		return fmt.Errorf("cluster: read %s: %w", filter, err)
 	}
 	defer it.Stop()
+	next := max(uint64(from), 1) // the first sequence not read yet
 	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
+		m, err := it.Next(jetstream.NextMaxWait(readCheck))
+		if errors.Is(err, nats.ErrTimeout) {
+			if err := context.Cause(ctx); err != nil {
+				return fmt.Errorf("cluster: read %s: %w", filter, err)
+			}
+			seq, err := l.msgSeq(ctx, msgGetRequest{Seq: next, NextFor: filter})
+			if err != nil {
+				return err
+			}
+			if seq == 0 || seq > last {
+				return nil // what was left through last is gone
+			}
+			continue
+		}
 		if err != nil {
-			return fmt.Errorf("cluster: replay %s: %w", filter, err)
+			return fmt.Errorf("cluster: read %s: %w", filter, err)
 		}
 		md, err := m.Metadata()
 		if err != nil {
-			return fmt.Errorf("cluster: replay %s: %w", filter, err)
+			return fmt.Errorf("cluster: read %s: %w", filter, err)
 		}
-		if err := fn(decodeEntry(md.Sequence.Stream, m.Subject(), m.Data())); err != nil {
-			return err
-		}
-		// The last message as the leader knew it, not "nothing pending":
-		// the consumer may live on a replica that lags behind.
-		if md.Sequence.Stream >= last {
+		seq := md.Sequence.Stream
+		if seq > last {
 			return nil
 		}
+		if err := fn(decodeEntry(seq, m.Subject(), m.Data())); err != nil {
+			return err
+		}
+		if seq >= last {
+			return nil
+		}
+		next = seq + 1
 	}
 }
+
+// readCheck is how long readThrough waits for a message before it asks
+// the stream's leader whether any is left to wait for.
+const readCheck = 250 * time.Millisecond
 
 // lastOn returns the sequence of the newest message on filter, 0 if
 // none. It asks the stream's leader (the STREAM.MSG.GET API): the
@@ -119,15 +153,29 @@ func (l *Log) Replay(ctx context.Context, filter string, from ReadFrom, fn func(
 // that lags behind the leader would answer with an older message, or
 // none, than a publish already acknowledged.
 func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
-	req, err := json.Marshal(struct {
-		LastFor string `json:"last_by_subj"`
-	}{filter})
+	return l.msgSeq(ctx, msgGetRequest{LastFor: filter})
+}
+
+// msgGetRequest is a request of the STREAM.MSG.GET API: the last
+// message on a subject filter, or the first at or after a sequence on
+// one.
+type msgGetRequest struct {
+	Seq     uint64 `json:"seq,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+}
+
+// msgSeq returns the sequence of the message the stream's leader finds
+// for req, 0 if none.
+func (l *Log) msgSeq(ctx context.Context, req msgGetRequest) (uint64, error) {
+	filter := req.LastFor + req.NextFor
+	body, err := json.Marshal(req)
 	if err != nil {
 		return 0, err
 	}
-	msg, err := l.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.cfg.Stream, req)
+	msg, err := l.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.cfg.Stream, body)
 	if err != nil {
-		return 0, fmt.Errorf("cluster: last message on %s: %w", filter, err)
+		return 0, fmt.Errorf("cluster: message on %s: %w", filter, err)
 	}
 	var resp struct {
 		Message *struct {
@@ -140,15 +188,15 @@ func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return 0, fmt.Errorf("cluster: last message on %s: %w", filter, err)
+		return 0, fmt.Errorf("cluster: message on %s: %w", filter, err)
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrCode == jetstream.JSErrCodeMessageNotFound:
 		return 0, nil
 	case resp.Error != nil:
-		return 0, fmt.Errorf("cluster: last message on %s: %s (%d)", filter, resp.Error.Description, resp.Error.ErrCode)
+		return 0, fmt.Errorf("cluster: message on %s: %s (%d)", filter, resp.Error.Description, resp.Error.ErrCode)
 	case resp.Message == nil:
-		return 0, fmt.Errorf("cluster: last message on %s: an answer without a message", filter)
+		return 0, fmt.Errorf("cluster: message on %s: an answer without a message", filter)
 	}
 	return resp.Message.Seq, nil
 }
@@ -219,24 +267,14 @@ func (l *Log) Streaming(ctx context.Context, tree string, upTo uint64) (evs []*e
 		return nil, from, err
 	}
 	last = min(last, upTo)
-	errDone := errors.New("done")
-	err = l.Follow(ctx, StreamingFilter(tree), 0, func(e Entry) error {
-		if e.Seq > last {
-			return errDone
-		}
+	err = l.readThrough(ctx, StreamingFilter(tree), 0, last, func(e Entry) error {
 		if e.Event != nil {
 			evs = append(evs, e.Event)
 		}
-		if e.Seq == last {
-			return errDone
-		}
 		return nil
 	})
-	switch {
-	case err == nil: // ctx is done
-		return nil, "", fmt.Errorf("cluster: streaming of %s: %w", tree, context.Cause(ctx))
-	case !errors.Is(err, errDone):
-		return nil, "", err
+	if err != nil {
+		return nil, "", fmt.Errorf("cluster: streaming of %s: %w", tree, err)
 	}
 	if len(evs) > 0 {
 		from = min(from, evs[0].ID)

@@ -55,3 +55,31 @@ func TestLeaseTTLSetting(t *testing.T) {
 		t.Fatal("a negative lease TTL was accepted")
 	}
 }
+
+// TestStreamingTTLSetting: --streaming-ttl and the config key
+// streaming_ttl set how long the cluster's log keeps streaming events,
+// 15m by default; flags win.
+func TestStreamingTTLSetting(t *testing.T) {
+	if d := Defaults().StreamingTTL; d != 15*time.Minute {
+		t.Fatalf("default streaming TTL %s, want 15m", d)
+	}
+	dir := t.TempDir()
+	writeConfig(t, dir, "streaming_ttl: 2s\n")
+	c, err := Load([]string{"--home", dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.StreamingTTL != 2*time.Second {
+		t.Fatalf("from the file: %s, want 2s", c.StreamingTTL)
+	}
+	c, err = Load([]string{"--home", dir, "--streaming-ttl", "1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.StreamingTTL != time.Minute {
+		t.Fatalf("from the flag: %s, want 1m", c.StreamingTTL)
+	}
+	if _, err := Load([]string{"--home", dir, "--streaming-ttl", "-1s"}); err == nil {
+		t.Fatal("a negative streaming TTL was accepted")
+	}
+}

@@ -84,6 +84,11 @@ type Config struct {
 	// every third of it): a dead node's trees are taken over at most this
 	// long after its last renewal. At least 1s.
 	LeaseTTL time.Duration
+	// StreamingTTL is how long the cluster's log keeps a streaming event
+	// (a token delta) that a node published: the in-flight ring shared
+	// by the nodes. Give every node the same. A whole number of seconds,
+	// at least 1s.
+	StreamingTTL time.Duration
 
 	Prices    map[string]price.Price // config.yaml only: overrides of the price table
 	Providers Providers              // config.yaml `providers`, then the environment
@@ -124,6 +129,7 @@ func Defaults() Config {
 		IdleTimeout:      2 * time.Minute,
 		MaxConnections:   1024,
 		LeaseTTL:         10 * time.Second,
+		StreamingTTL:     15 * time.Minute,
 	}
 }
 
@@ -187,6 +193,7 @@ var fields = []field{
 	strField("nats", "URL of a NATS server with JetStream: run as a node of a metis cluster sharing its log (default: single-node)", func(c *Config) *string { return &c.NATS }),
 	strField("nats-creds", "NATS credentials file (mode 0600) for --nats", func(c *Config) *string { return &c.NATSCreds }),
 	strField("node", "this node's name in the cluster, unique among its nodes (default the host name)", func(c *Config) *string { return &c.Node }),
+	durField("streaming-ttl", "cluster mode: how long the log keeps a streaming event (a token delta) for replays from any node; give every node the same (whole seconds, at least 1s)", func(c *Config) *time.Duration { return &c.StreamingTTL }),
 	durField("lease-ttl", "cluster mode: how long a tree's lease lives without renewal (renewed every third of it); a dead node's trees move to another node within it (at least 1s)", func(c *Config) *time.Duration { return &c.LeaseTTL }),
 	strField("addr", "listen address", func(c *Config) *string { return &c.Addr }),
 	durField("ping-interval", "idle time before the server pings a client", func(c *Config) *time.Duration { return &c.PingInterval }),

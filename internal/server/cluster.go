@@ -36,6 +36,7 @@ type clusterNode struct {
 	router *cluster.Router
 	proj   *cluster.Projection
 	store  *cluster.Store
+	st     *store.Store   // the projection's SQLite store
 	feeds  *cluster.Feeds // set by startFeeds, once the bus exists
 	bus    *bus.Bus
 	closed chan struct{} // closed when the NATS connection is
@@ -82,6 +83,11 @@ func startCluster(ctx context.Context, cfg config.Config, st *store.Store, logge
 	if err != nil {
 		return nil, err
 	}
+	// The stream refuses a message TTL under a second, and keeps whole
+	// seconds of it: what the nodes count on must be what it keeps.
+	if ttl := cfg.StreamingTTL; ttl != 0 && (ttl < time.Second || ttl%time.Second != 0) {
+		return nil, fmt.Errorf("--streaming-ttl %s: must be a whole number of seconds, at least 1s", ttl)
+	}
 	closed := make(chan struct{})
 	opts := []nats.Option{nats.Name("metis " + name), nats.MaxReconnects(-1),
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) })}
@@ -102,7 +108,7 @@ func startCluster(ctx context.Context, cfg config.Config, st *store.Store, logge
 	}()
 	octx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	lg, err := cluster.OpenLog(octx, nc, cluster.LogConfig{Retention: cfg.Retention, Logger: logger})
+	lg, err := cluster.OpenLog(octx, nc, cluster.LogConfig{Retention: cfg.Retention, StreamingTTL: cfg.StreamingTTL, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +119,7 @@ func startCluster(ctx context.Context, cfg config.Config, st *store.Store, logge
 	if err != nil {
 		return nil, err
 	}
-	cn := &clusterNode{name: name, logger: logger, nc: nc, closed: closed, log: lg, leases: leases,
+	cn := &clusterNode{name: name, logger: logger, nc: nc, closed: closed, log: lg, leases: leases, st: st,
 		router: cluster.NewRouter(nc, 0, logger), owners: map[string]*ownedTree{}, lost: map[string]bool{},
 		fo: newFailover(), attached: map[string]*treeFeed{}}
 	cn.proj = cluster.NewProjection(lg, st, "", logger)
@@ -339,7 +345,7 @@ func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leav
 				through = ev.ID
 			} else if err == nil {
 				// An ownership marker: the store up to it.
-				err = cn.bus.CatchUp(ctx, tree)
+				err = cn.catchUpTree(ctx, tree)
 			}
 		}
 		if err == nil {
@@ -364,6 +370,29 @@ func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leav
 			}
 		})
 	}, nil
+}
+
+// catchUpTree moves the delivery point of a tree to the newest event
+// the store holds for any of its sessions, the planner's and every
+// worker's: emitters made for the workers later (a client that includes
+// them) no longer move it, since the bus relays the tree.
+func (cn *clusterNode) catchUpTree(ctx context.Context, tree string) error {
+	queue := []string{tree}
+	for n := 0; len(queue) > 0 && n < 10000; n++ {
+		id := queue[0]
+		queue = queue[1:]
+		if err := cn.bus.CatchUp(ctx, id); err != nil {
+			return err
+		}
+		kids, err := cn.st.Children(ctx, id)
+		if err != nil {
+			return fmt.Errorf("cluster: workers of %s: %w", id, err)
+		}
+		for _, k := range kids {
+			queue = append(queue, k.ID)
+		}
+	}
+	return nil
 }
 
 // close stops the node's part in the cluster: the cluster store's

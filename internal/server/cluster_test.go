@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/server"
@@ -32,5 +33,21 @@ func TestClusterRefusesReadableCredentials(t *testing.T) {
 	_, err = server.New(context.Background(), cfg, nil)
 	if err == nil || !strings.Contains(err.Error(), "--node") {
 		t.Fatalf("server.New with node name a.b: %v", err)
+	}
+}
+
+// TestClusterRefusesAStreamingTTLTheLogCannotKeep: the log keeps a
+// streaming event's TTL in whole seconds, at least one; any other
+// --streaming-ttl is refused at start, before connecting.
+func TestClusterRefusesAStreamingTTLTheLogCannotKeep(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Home, cfg.Addr = t.TempDir(), "127.0.0.1:0"
+	cfg.NATS, cfg.Node = "nats://127.0.0.1:1", "n1"
+	for _, ttl := range []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond} {
+		cfg.StreamingTTL = ttl
+		_, err := server.New(context.Background(), cfg, nil)
+		if err == nil || !strings.Contains(err.Error(), "--streaming-ttl") {
+			t.Fatalf("server.New with --streaming-ttl %s: %v", ttl, err)
+		}
 	}
 }

@@ -57,5 +57,10 @@
 // TestClusterNodeRestartRebuildsItsProjection (on its home and on an
 // empty one, the same messages, snapshot and replay frames).
 //
+// Streaming events expire from the log after --streaming-ttl; a node
+// that did not relay them answers a cursor before them with
+// streaming_gap and every catalog event, as a single node whose ring
+// let the deltas go: TestClusterExpiredDeltasReplayAsStreamingGap.
+//
 // The package has no code besides its tests.
 package clustertest
