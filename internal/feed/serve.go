@@ -55,7 +55,13 @@ func (f *Feed) attach(ctx context.Context, att *hub.Attachment) bool {
 		return nil
 	})
 	if err != nil {
-		if !errors.Is(err, errStop) {
+		switch {
+		case errors.Is(err, errStop):
+		case ctx.Err() != nil:
+			// The client left (or the server is stopping) mid-replay.
+			f.log.Debug("replay stopped", "session", f.sid, "err", err)
+			f.fail(fmt.Errorf("feed: replay: %w", err))
+		default:
 			f.log.Error("replay", "session", f.sid, "err", err)
 			f.fail(fmt.Errorf("feed: replay: %w", err))
 		}
