@@ -62,3 +62,18 @@ func (l *Log) TreeTail(ctx context.Context, tree string) (Tail, error) {
 		}
 	}
 }
+
+// LastTreeSeq returns the stream sequence of the newest message of
+// tree, of either family (ownership markers included), 0 if none: a
+// feed that delivered through it has handed over everything the log
+// held for the tree when LastTreeSeq answered.
+func (l *Log) LastTreeSeq(ctx context.Context, tree string) (uint64, error) {
+	if err := ValidToken(tree); err != nil {
+		return 0, err
+	}
+	seq, err := l.lastOn(ctx, TreeFilter(tree))
+	if err != nil {
+		return 0, fmt.Errorf("cluster: last message of %s: %w", tree, err)
+	}
+	return seq, nil
+}

@@ -61,6 +61,13 @@ type Config struct {
 	// mode only the owner of the session's tree emits into it; a node
 	// serving a client of a tree owned elsewhere emits none.
 	Emits func(sessionID string) bool
+	// AwaitCursor, if set, is called by Subscribe when the cursor
+	// (since) is past what the session's tree has delivered here: it
+	// may wait, bounded, until the tree's delivery point catches up.
+	// In cluster mode a cursor taken on another node can be a moment
+	// ahead of what this node has relayed. Subscribe then goes on from
+	// wherever the delivery point is.
+	AwaitCursor func(ctx context.Context, sessionID, since string)
 }
 
 // DefaultClientQueueBytes is the default byte bound of a client's

@@ -66,6 +66,9 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	if err != nil {
 		return nil, h.internal(err)
 	}
+	if since != "" && h.cfg.AwaitCursor != nil && since > em.LastDelivered() {
+		h.cfg.AwaitCursor(ctx, sessionID, since)
+	}
 	filter := compile(resolved)
 	h.subscribing.Add(1)
 	attached := false

@@ -451,6 +451,14 @@ func (s *Server) emits(sessionID string) bool {
 	return s.cluster == nil || s.cluster.emits(sessionID)
 }
 
+// awaitCursor is the hub's Config.AwaitCursor: in cluster mode a
+// cursor taken on another node may be ahead of this one for a moment.
+func (s *Server) awaitCursor(ctx context.Context, sessionID, since string) {
+	if s.cluster != nil {
+		s.cluster.awaitCursor(ctx, sessionID, since)
+	}
+}
+
 // recover closes the turns a crash left open. In cluster mode an open
 // turn may belong to a tree another node runs: the node ends only the
 // turns of the trees it takes over (cluster_failover.go).
