@@ -151,6 +151,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		},
 		PolicyVersion: func() string { return s.Router.Version() }, // set below, before any client
 		Emits:         s.emits,
+		Forward:       s.forwardMeta, // cluster_meta.go
+		Node:          s.nodeName(),
 	})
 	s.Bus.AddLive(s.Hub)
 	if s.cluster != nil {
