@@ -175,7 +175,7 @@ func checkCredsFile(path string) error {
 func (cn *clusterNode) startFeeds(b *bus.Bus) {
 	cn.bus = b
 	cn.feeds = cluster.NewAppliedFeeds(cn.log, cn.proj, relaySink{b: b, log: cn.logger, own: cn.emits}, cn.logger)
-	cn.meta = newMetaForwarder(cn)
+	cn.meta = newMetaForwarder(cn.logger, cn.sendMeta, cn.countMeta)
 }
 
 // relaySink hands a feed's events to the bus, which delivers them to

@@ -51,9 +51,11 @@ type metaJob struct {
 }
 
 // metaForwarder sends this node's meta-events of trees owned elsewhere
-// to their owners.
+// to their owners, with emit (clusterNode.sendMeta), counting each
+// result with count.
 type metaForwarder struct {
-	cn     *clusterNode
+	emit   func(ctx context.Context, job metaJob) (result string, err error)
+	count  func(result string)
 	log    *slog.Logger
 	ctx    context.Context // cancelled when close gives up waiting
 	cancel context.CancelFunc
@@ -69,9 +71,9 @@ type metaForwarder struct {
 }
 
 // newMetaForwarder starts the forwarder's goroutines; close stops them.
-func newMetaForwarder(cn *clusterNode) *metaForwarder {
+func newMetaForwarder(log *slog.Logger, emit func(context.Context, metaJob) (string, error), count func(string)) *metaForwarder {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &metaForwarder{cn: cn, log: cn.logger, ctx: ctx, cancel: cancel}
+	f := &metaForwarder{emit: emit, count: count, log: log, ctx: ctx, cancel: cancel}
 	for i := range f.queues {
 		q := make(chan metaJob, metaQueue)
 		f.queues[i] = q
@@ -109,7 +111,7 @@ func (f *metaForwarder) forward(sessionID string, typ event.Type, payload map[st
 // drop counts a meta-event that could not be queued, and logs it,
 // at most once per metaLogEvery with the number dropped since.
 func (f *metaForwarder) drop(sessionID string, typ event.Type) {
-	f.cn.countMeta(metrics.MetaDropped)
+	f.count(metrics.MetaDropped)
 	f.dropped.Add(1)
 	now := time.Now().UnixNano()
 	last := f.lastLogged.Load()
@@ -121,13 +123,13 @@ func (f *metaForwarder) drop(sessionID string, typ event.Type) {
 		"dropped", n, "session", sessionID, "type", typ)
 }
 
-// send has one meta-event emitted, by the tree's owner or, if nobody
-// owns the tree, by this node once it took it; it never retries.
+// send has one meta-event emitted with emit, bounded by metaTimeout,
+// and counts the result; it never retries.
 func (f *metaForwarder) send(job metaJob) {
 	ctx, cancel := context.WithTimeout(f.ctx, metaTimeout)
 	defer cancel()
 	result, err := f.emit(ctx, job)
-	f.cn.countMeta(result)
+	f.count(result)
 	if err != nil && f.ctx.Err() != nil {
 		// close gave up waiting: the rest fail at once, logged once.
 		f.stopLog.Do(func() { f.log.Warn("cluster: meta-events of clients not sent before the node stopped", "err", err) })
@@ -137,9 +139,11 @@ func (f *metaForwarder) send(job metaJob) {
 	}
 }
 
-// emit is send's work: the result to count, and why it failed.
-func (f *metaForwarder) emit(ctx context.Context, job metaJob) (string, error) {
-	cn := f.cn
+// sendMeta has one meta-event of a client of this node emitted into
+// its tree: by the tree's owner, or by this node if it owns the tree
+// or nobody does (it takes the tree then). It returns the result to
+// count, and why it failed.
+func (cn *clusterNode) sendMeta(ctx context.Context, job metaJob) (string, error) {
 	payload, err := json.Marshal(job.payload)
 	if err != nil {
 		return metrics.MetaFailed, fmt.Errorf("payload: %w", err)
