@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -65,6 +64,9 @@ type metaForwarder struct {
 	closed bool
 	queues [metaShards]chan metaJob
 
+	pendingMu sync.Mutex
+	pending   map[string]int // meta-events queued or being sent, by session
+
 	stopLog    sync.Once    // one line for what close gives up on
 	dropped    atomic.Int64 // dropped since the last log line
 	lastLogged atomic.Int64 // unix nanoseconds of the last log line
@@ -73,7 +75,7 @@ type metaForwarder struct {
 // newMetaForwarder starts the forwarder's goroutines; close stops them.
 func newMetaForwarder(log *slog.Logger, emit func(context.Context, metaJob) (string, error), count func(string)) *metaForwarder {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &metaForwarder{emit: emit, count: count, log: log, ctx: ctx, cancel: cancel}
+	f := &metaForwarder{emit: emit, count: count, log: log, ctx: ctx, cancel: cancel, pending: map[string]int{}}
 	for i := range f.queues {
 		q := make(chan metaJob, metaQueue)
 		f.queues[i] = q
@@ -82,6 +84,7 @@ func newMetaForwarder(log *slog.Logger, emit func(context.Context, metaJob) (str
 			defer f.wg.Done()
 			for job := range q {
 				f.send(job)
+				f.settle(job.sessionID, -1)
 			}
 		}()
 	}
@@ -91,21 +94,52 @@ func newMetaForwarder(log *slog.Logger, emit func(context.Context, metaJob) (str
 // forward queues a meta-event of sessionID without blocking; a full
 // queue, or a forwarder that is closing, drops it.
 func (f *metaForwarder) forward(sessionID string, typ event.Type, payload map[string]any) {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(sessionID))
+	f.settle(sessionID, +1) // before the worker can see it
 	f.mu.RLock()
 	queued := false
 	if !f.closed {
 		select {
-		case f.queues[h.Sum32()%metaShards] <- metaJob{sessionID: sessionID, typ: typ, payload: payload}:
+		case f.queues[shardOf(sessionID)] <- metaJob{sessionID: sessionID, typ: typ, payload: payload}:
 			queued = true
 		default:
 		}
 	}
 	f.mu.RUnlock()
 	if !queued {
+		f.settle(sessionID, -1)
 		f.drop(sessionID, typ)
 	}
+}
+
+// shardOf is the queue of a session's meta-events (FNV-1a, without
+// allocating).
+func shardOf(sessionID string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(sessionID); i++ {
+		h ^= uint32(sessionID[i])
+		h *= 16777619
+	}
+	return int(h % metaShards)
+}
+
+// settle counts a session's meta-events queued or being sent.
+func (f *metaForwarder) settle(sessionID string, delta int) {
+	f.pendingMu.Lock()
+	defer f.pendingMu.Unlock()
+	if n := f.pending[sessionID] + delta; n > 0 {
+		f.pending[sessionID] = n
+	} else {
+		delete(f.pending, sessionID)
+	}
+}
+
+// holds reports whether meta-events of the session are queued or being
+// sent: a later one must follow them through the queue, even if this
+// node may now emit into the session itself (it took the tree).
+func (f *metaForwarder) holds(sessionID string) bool {
+	f.pendingMu.Lock()
+	defer f.pendingMu.Unlock()
+	return f.pending[sessionID] > 0
 }
 
 // drop counts a meta-event that could not be queued, and logs it,
@@ -241,6 +275,21 @@ func (cn *clusterNode) countMeta(result string) {
 	if cn.status != nil {
 		cn.status.metrics.MetaEvent(result)
 	}
+}
+
+// hubEmits is the hub's Config.Emits: in cluster mode, the owner of a
+// session's tree emits its clients' meta-events itself, unless earlier
+// ones of the session still wait in the forwarder's queue (the node
+// took the tree meanwhile): the later ones then follow them there, in
+// order.
+func (s *Server) hubEmits(sessionID string) bool {
+	if s.cluster == nil {
+		return true
+	}
+	if m := s.cluster.meta; m != nil && m.holds(sessionID) {
+		return false
+	}
+	return s.cluster.emits(sessionID)
 }
 
 // forwardMeta is the hub's Config.Forward: in cluster mode, the tree's

@@ -67,7 +67,9 @@ func (f *fakeMeta) snapshot() (map[string][]string, map[string]int) {
 // blocks: with a session's queue full behind a meta-event whose
 // request hangs, the next one is dropped and counted; every meta-event
 // queued is sent, a session's in the order forwarded, one at a time;
-// close sends what was queued, and a forward after close is dropped.
+// a session holds its meta-events while any waits (so later ones
+// follow them); close sends what was queued, and a forward after
+// close is dropped.
 func TestMetaForwarderIsBoundedAndKeepsASessionsOrder(t *testing.T) {
 	fm := newFakeMeta()
 	f := newMetaForwarder(slog.New(slog.DiscardHandler), fm.emit, fm.count)
@@ -94,6 +96,11 @@ func TestMetaForwarderIsBoundedAndKeepsASessionsOrder(t *testing.T) {
 	if _, counts := fm.snapshot(); counts[metrics.MetaDropped] != 1 {
 		t.Fatalf("counts %v, want one dropped", counts)
 	}
+	// While they wait, the session's later meta-events must follow
+	// them through the queue, even if this node may emit them itself.
+	if !f.holds("sess_a") || f.holds("sess_other") {
+		t.Fatalf("holds: sess_a %v, sess_other %v; want true, false", f.holds("sess_a"), f.holds("sess_other"))
+	}
 
 	close(fm.gate)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -101,7 +108,13 @@ func TestMetaForwarderIsBoundedAndKeepsASessionsOrder(t *testing.T) {
 	if err := f.close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if f.holds("sess_a") {
+		t.Fatal("the session still holds meta-events once they were all sent")
+	}
 	f.forward("sess_a", event.BusSubscriberUnregister, name(0))
+	if f.holds("sess_a") {
+		t.Fatal("a meta-event dropped after close is held")
+	}
 	jobs, counts := fm.snapshot()
 	if len(jobs["sess_a"]) != metaQueue+1 {
 		t.Fatalf("sent %d meta-events of the session, want %d", len(jobs["sess_a"]), metaQueue+1)
