@@ -37,7 +37,7 @@ import (
 const (
 	metaShards  = 4               // queues, each with its goroutine
 	metaQueue   = 256             // meta-events waiting per queue
-	metaTimeout = 5 * time.Second // one meta-event: the request, or taking the tree
+	metaTimeout = 5 * time.Second // one meta-event's request (taking a tree: takeTimeout)
 	// metaLogEvery spaces the log lines about dropped meta-events.
 	metaLogEvery = 10 * time.Second
 )
@@ -157,12 +157,10 @@ func (f *metaForwarder) drop(sessionID string, typ event.Type) {
 		"dropped", n, "session", sessionID, "type", typ)
 }
 
-// send has one meta-event emitted with emit, bounded by metaTimeout,
+// send has one meta-event emitted with emit (which bounds its steps)
 // and counts the result; it never retries.
 func (f *metaForwarder) send(job metaJob) {
-	ctx, cancel := context.WithTimeout(f.ctx, metaTimeout)
-	defer cancel()
-	result, err := f.emit(ctx, job)
+	result, err := f.emit(f.ctx, job)
 	f.count(result)
 	if err != nil && f.ctx.Err() != nil {
 		// close gave up waiting: the rest fail at once, logged once.
@@ -174,20 +172,23 @@ func (f *metaForwarder) send(job metaJob) {
 }
 
 // sendMeta has one meta-event of a client of this node emitted into
-// its tree: by the tree's owner, or by this node if it owns the tree
-// or nobody does (it takes the tree then). It returns the result to
-// count, and why it failed.
+// its tree: by the tree's owner (the request bounded by metaTimeout),
+// or by this node if it owns the tree or nobody does (it takes the
+// tree then, within takeTimeout, as failover does). It returns the
+// result to count, and why it failed.
 func (cn *clusterNode) sendMeta(ctx context.Context, job metaJob) (string, error) {
 	payload, err := json.Marshal(job.payload)
 	if err != nil {
 		return metrics.MetaFailed, fmt.Errorf("payload: %w", err)
 	}
-	tree, err := cn.treeOf(ctx, job.sessionID)
+	rctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	defer cancel()
+	tree, err := cn.treeOf(rctx, job.sessionID)
 	if err != nil {
 		return metrics.MetaFailed, err
 	}
 	if !cn.owns(tree) {
-		_, err := cn.router.Meta(ctx, tree, cluster.MetaRequest{SessionID: job.sessionID, Type: string(job.typ), Payload: payload})
+		_, err := cn.router.Meta(rctx, tree, cluster.MetaRequest{SessionID: job.sessionID, Type: string(job.typ), Payload: payload})
 		switch {
 		case err == nil:
 			return metrics.MetaRouted, nil
@@ -197,7 +198,9 @@ func (cn *clusterNode) sendMeta(ctx context.Context, job metaJob) (string, error
 			return metrics.MetaFailed, fmt.Errorf("%w (this node is stopping: it takes no tree)", err)
 		}
 		// Nobody owns the tree: take it, as a routed request does.
-		if _, err := cn.take(ctx, tree); err != nil {
+		tctx, cancel := context.WithTimeout(ctx, takeTimeout)
+		defer cancel()
+		if _, err := cn.take(tctx, tree); err != nil {
 			return metrics.MetaFailed, fmt.Errorf("no owner, and taking the tree: %w", err)
 		}
 	}
