@@ -293,13 +293,21 @@ func (b *Bus) emitWarning(w warning) {
 		b.log.Error("bus warning: no emitter", "err", err)
 		return
 	}
-	payload := map[string]any{"subscription_name": w.subscription, "reason": w.reason}
-	for k, v := range w.detail {
-		payload[k] = v
-	}
+	payload := WarningPayload(w.subscription, w.reason, w.detail)
 	if _, err := em.Emit(Spec{Type: event.BusHandlerWarning, Actor: event.ActorBus, Payload: payload}); err != nil && !errors.Is(err, ErrClosed) {
 		b.log.Error("bus warning: emit", "err", err)
 	}
+}
+
+// WarningPayload is the payload of a bus.handler_warning: the
+// subscription's name, the reason, and the detail's fields. A process
+// that has another emit a warning (cluster mode) sends this payload.
+func WarningPayload(subscription, reason string, detail map[string]any) map[string]any {
+	payload := map[string]any{"subscription_name": subscription, "reason": reason}
+	for k, v := range detail {
+		payload[k] = v
+	}
+	return payload
 }
 
 // Flush waits until every event emitted so far, in every session, has

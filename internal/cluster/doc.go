@@ -23,7 +23,9 @@
 //     so a dead owner's trees are taken over, and [Log.TreeTail] gives
 //     the newest event id of a tree that a new owner's ids must follow;
 //   - routing ([Router]): request/reply subjects that carry turn
-//     submission, cancel and feedback from any node to the tree's owner;
+//     submission, cancel and feedback from any node to the tree's owner,
+//     and the meta-events of other nodes' clients, which only the owner
+//     may emit into the tree ([MetaRequest]);
 //   - the node directory ([Nodes]): each node announces itself (name,
 //     address, start, version, how far its projection applied the log)
 //     in a key-value bucket with a TTL, which `metis cluster status`

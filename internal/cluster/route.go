@@ -13,14 +13,15 @@ import (
 )
 
 // Request/reply subjects that reach a tree's owner from any node:
-// metis.rpc.<tree>.submit, metis.rpc.<tree>.cancel and
-// metis.rpc.<tree>.feedback. Only the owner subscribes to them, while it
-// holds the tree.
+// metis.rpc.<tree>.submit, metis.rpc.<tree>.cancel,
+// metis.rpc.<tree>.feedback and metis.rpc.<tree>.meta. Only the owner
+// subscribes to them, while it holds the tree.
 const (
 	rpcPrefix   = "metis.rpc."
 	rpcSubmit   = "submit"
 	rpcCancel   = "cancel"
 	rpcFeedback = "feedback"
+	rpcMeta     = "meta" // route_meta.go
 )
 
 // Kinds of routed request, as Router.Observe reports them.
@@ -28,6 +29,7 @@ const (
 	RouteSubmit   = rpcSubmit
 	RouteCancel   = rpcCancel
 	RouteFeedback = rpcFeedback
+	RouteMeta     = rpcMeta
 )
 
 // Results of a routed request, as Router.Observe reports them.
@@ -112,6 +114,7 @@ type Handler interface {
 	Submit(ctx context.Context, tree string, req SubmitRequest) (SubmitReply, error)
 	Cancel(ctx context.Context, tree string, req CancelRequest) (CancelReply, error)
 	Feedback(ctx context.Context, tree string, req FeedbackRequest) (FeedbackReply, error)
+	Meta(ctx context.Context, tree string, req MetaRequest) (MetaReply, error)
 }
 
 // reply is the body of every answer: a result or an error.
@@ -201,7 +204,7 @@ func NewRouter(nc *nats.Conn, timeout time.Duration, log *slog.Logger) *Router {
 }
 
 // Observe sets a function told the kind (RouteSubmit, RouteCancel,
-// RouteFeedback) and result (RouteOK, RouteRefused, RouteNoOwner,
+// RouteFeedback, RouteMeta) and result (RouteOK, RouteRefused, RouteNoOwner,
 // RouteFailed) of every request this router sends: the node's metrics.
 // Call it before the first request.
 func (r *Router) Observe(f func(kind, result string)) { r.observe = f }
@@ -363,6 +366,11 @@ func (r *Router) answer(ctx context.Context, tree string, h Handler, m *nats.Msg
 		var req FeedbackRequest
 		if req, err = DecodeFeedbackRequest(m.Data); err == nil {
 			result, err = h.Feedback(ctx, tree, req)
+		}
+	case verb == rpcMeta:
+		var req MetaRequest
+		if req, err = DecodeMetaRequest(m.Data); err == nil {
+			result, err = h.Meta(ctx, tree, req)
 		}
 	default:
 		err = &RemoteError{Code: "bad_request", Message: "unknown request " + verb}

@@ -18,6 +18,12 @@
 // still holds (Backfill): they fill the rings as if the node had
 // delivered them, so a cursor taken on another node replays here.
 //
+// Only the owner of a tree emits into it in cluster mode: the hub hands
+// the meta-events of its clients of a tree owned elsewhere (their
+// subscriber_registered and _unregistered, a slow client's
+// handler_warning) to Config.Forward, a hook the cluster code
+// implements, and names its clients "stream-N@node" (Config.Node).
+//
 // Each event is framed once, in Publish, and the same bytes are queued
 // for every client. Enqueueing is O(1) and never blocks; a full queue
 // (by events, or by the bytes of their frames) marks the client too

@@ -59,8 +59,18 @@ type Config struct {
 	// session (its meta-events: bus.subscriber_registered and
 	// _unregistered, a slow client's bus.handler_warning). In cluster
 	// mode only the owner of the session's tree emits into it; a node
-	// serving a client of a tree owned elsewhere emits none.
+	// serving a client of a tree owned elsewhere emits none itself.
 	Emits func(sessionID string) bool
+	// Forward, if set, takes the meta-events of the sessions Emits
+	// refuses, with their payloads as this process would have emitted
+	// them, and has them emitted by the process that may (in cluster
+	// mode: the owner of the session's tree). It must not block: it is
+	// called while events are delivered (a slow client's warning).
+	Forward func(sessionID string, typ event.Type, payload map[string]any)
+	// Node, if set, is added to every subscription name
+	// ("stream-N@node"), so that names stay unique among the nodes of a
+	// cluster, whose meta-events share one tree log.
+	Node string
 	// AwaitCursor, if set, is called by Subscribe when the cursor
 	// (since) is past what the session's tree has delivered here: it
 	// may wait, bounded, until the tree's delivery point catches up.
@@ -282,12 +292,16 @@ func (h *Hub) Sweep(idle time.Duration) int {
 // transport closes it when its writer wakes.
 func (h *Hub) slow(c *Client) {
 	o, _ := c.Overflow()
+	detail := map[string]any{"queue_capacity": c.max, "queue_capacity_bytes": c.maxBytes,
+		"queue_events": o.Events, "queue_bytes": o.Bytes}
 	if h.cfg.Emits != nil && !h.cfg.Emits(c.SessionID) {
-		h.log.Debug("client too slow", "subscription", c.Name, "session", c.SessionID, "queue_events", o.Events, "queue_bytes", o.Bytes)
-		return
+		if h.cfg.Forward != nil {
+			h.cfg.Forward(c.SessionID, event.BusHandlerWarning,
+				bus.WarningPayload(c.Name, protocol.ReasonClientTooSlow.Code, detail))
+		}
+	} else {
+		h.bus.Warn(c.SessionID, c.Name, protocol.ReasonClientTooSlow.Code, detail)
 	}
-	h.bus.Warn(c.SessionID, c.Name, protocol.ReasonClientTooSlow.Code, map[string]any{"queue_capacity": c.max,
-		"queue_capacity_bytes": c.maxBytes, "queue_events": o.Events, "queue_bytes": o.Bytes})
 	// The transport logs the close, with these numbers (one line per
 	// slow client).
 	h.log.Debug("client too slow", "subscription", c.Name, "session", c.SessionID, "queue_events", o.Events, "queue_bytes", o.Bytes)
@@ -325,9 +339,13 @@ func (h *Hub) detach(c *Client) bool {
 	return i >= 0
 }
 
-// meta emits a bus meta-event about a subscription, without waiting.
+// meta emits a bus meta-event about a subscription, without waiting;
+// a session this process may not emit into gets it through Forward.
 func (h *Hub) meta(sessionID string, typ event.Type, name string) {
 	if h.cfg.Emits != nil && !h.cfg.Emits(sessionID) {
+		if h.cfg.Forward != nil {
+			h.cfg.Forward(sessionID, typ, map[string]any{"subscription_name": name})
+		}
 		return
 	}
 	em, err := h.bus.Emitter(context.Background(), sessionID)
@@ -352,4 +370,11 @@ func (h *Hub) Clients(sessionID string) int {
 	return len(st.clients)
 }
 
-func (h *Hub) nextName() string { return fmt.Sprintf("stream-%d", h.ids.Add(1)) }
+// nextName names a new client: "stream-N", or "stream-N@node" with
+// Config.Node set.
+func (h *Hub) nextName() string {
+	if h.cfg.Node != "" {
+		return fmt.Sprintf("stream-%d@%s", h.ids.Add(1), h.cfg.Node)
+	}
+	return fmt.Sprintf("stream-%d", h.ids.Add(1))
+}

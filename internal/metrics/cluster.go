@@ -40,6 +40,16 @@ const (
 	CatchUpFailed   = "failed"    // the log could not be asked, or the projection stopped
 )
 
+// Results of metis_cluster_meta_events_total: what became of a
+// meta-event (a subscription registered or unregistered, a slow
+// client's warning) of this node's client of a tree owned elsewhere.
+const (
+	MetaRouted  = "routed"  // the tree's owner emitted it
+	MetaLocal   = "local"   // nobody owned the tree: this node took it and emitted it
+	MetaDropped = "dropped" // the queue of meta-events to send was full
+	MetaFailed  = "failed"  // not emitted: no answer in time, the owner refused it, or the tree could not be taken
+)
+
 // Cluster holds a cluster node's collectors. A nil *Cluster is valid
 // and records nothing.
 type Cluster struct {
@@ -48,6 +58,7 @@ type Cluster struct {
 	FencedPublishes prometheus.Counter
 	Routed          *prometheus.CounterVec // by kind and result
 	ReadCatchUps    *prometheus.CounterVec // by result
+	MetaEvents      *prometheus.CounterVec // by result
 }
 
 // NewCluster registers the collectors of a cluster node reading src at
@@ -61,10 +72,13 @@ func (r *Registry) NewCluster(src ClusterSource) *Cluster {
 		FencedPublishes: prometheus.NewCounter(prometheus.CounterOpts{Name: "metis_cluster_fenced_publishes_total",
 			Help: "Catalog publishes of this node the stream refused because another node claimed the tree."}),
 		Routed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metis_cluster_routed_requests_total",
-			Help: "Requests this node forwarded to a tree's owner, by kind (submit, cancel, feedback) and result (ok, refused, no_owner, failed)."},
+			Help: "Requests this node forwarded to a tree's owner, by kind (submit, cancel, feedback, meta) and result (ok, refused, no_owner, failed)."},
 			[]string{"kind", "result"}),
 		ReadCatchUps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metis_cluster_read_catchups_total",
 			Help: "Reads that first checked the projection against the log's catalog tail, by result (current, caught_up, timeout, failed)."},
+			[]string{"result"}),
+		MetaEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metis_cluster_meta_events_total",
+			Help: "Meta-events of this node's clients of trees owned elsewhere (subscriptions registered and unregistered, slow-client warnings), by result (routed, local, dropped, failed)."},
 			[]string{"result"}),
 	}
 	for _, reason := range []string{LeaseReleased, LeaseLost, LeaseFenced} {
@@ -72,6 +86,9 @@ func (r *Registry) NewCluster(src ClusterSource) *Cluster {
 	}
 	for _, result := range []string{CatchUpCurrent, CatchUpCaughtUp, CatchUpTimeout, CatchUpFailed} {
 		c.ReadCatchUps.WithLabelValues(result)
+	}
+	for _, result := range []string{MetaRouted, MetaLocal, MetaDropped, MetaFailed} {
+		c.MetaEvents.WithLabelValues(result)
 	}
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "metis_cluster_projection_lag",
 		Help: "The log's last catalog sequence minus the sequence this node's projection applied (stream sequences; NaN when the log cannot be asked)."},
@@ -82,7 +99,7 @@ func (r *Registry) NewCluster(src ClusterSource) *Cluster {
 			}
 			return v
 		})
-	r.reg.MustRegister(c.LeaseAcquired, c.LeaseLosses, c.FencedPublishes, c.Routed, c.ReadCatchUps, lag,
+	r.reg.MustRegister(c.LeaseAcquired, c.LeaseLosses, c.FencedPublishes, c.Routed, c.ReadCatchUps, c.MetaEvents, lag,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "metis_cluster_projection_applied_sequence",
 			Help: "The stream sequence this node's projection applied through."}, src.ProjectionApplied),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "metis_cluster_projection_skipped_records_total",
@@ -125,5 +142,13 @@ func (c *Cluster) RoutedInc(kind, result string) {
 func (c *Cluster) ReadCatchUp(result string) {
 	if c != nil {
 		c.ReadCatchUps.WithLabelValues(result).Inc()
+	}
+}
+
+// MetaEvent counts a meta-event of a client of a tree owned elsewhere,
+// by result.
+func (c *Cluster) MetaEvent(result string) {
+	if c != nil {
+		c.MetaEvents.WithLabelValues(result).Inc()
 	}
 }

@@ -47,7 +47,8 @@ func hasLine(t *testing.T, text, line string) {
 
 // TestClusterMetricsMove: the cluster collectors read their source at
 // each scrape and count lease changes, fenced publishes, routed
-// requests and read catch-ups, with no ids in their labels.
+// requests, read catch-ups and meta-events of clients of trees owned
+// elsewhere, with no ids in their labels.
 func TestClusterMetricsMove(t *testing.T) {
 	r := metrics.New()
 	src := &fakeSource{lag: 3, lagOK: true, applied: 120, skipped: 1, feeds: 2, owned: 4}
@@ -62,6 +63,7 @@ func TestClusterMetricsMove(t *testing.T) {
 		"metis_cluster_lease_acquisitions_total 0",
 		`metis_cluster_lease_losses_total{reason="fenced"} 0`,
 		"metis_cluster_fenced_publishes_total 0",
+		`metis_cluster_meta_events_total{result="dropped"} 0`,
 	} {
 		hasLine(t, text, l)
 	}
@@ -74,6 +76,9 @@ func TestClusterMetricsMove(t *testing.T) {
 	c.RoutedInc("submit", "ok")
 	c.RoutedInc("feedback", "refused")
 	c.ReadCatchUp(metrics.CatchUpCaughtUp)
+	c.MetaEvent(metrics.MetaRouted)
+	c.MetaEvent(metrics.MetaDropped)
+	c.MetaEvent(metrics.MetaDropped)
 	text = scrape(t, r)
 	for _, l := range []string{
 		"metis_cluster_projection_lag 0",
@@ -86,6 +91,9 @@ func TestClusterMetricsMove(t *testing.T) {
 		`metis_cluster_routed_requests_total{kind="submit",result="ok"} 1`,
 		`metis_cluster_routed_requests_total{kind="feedback",result="refused"} 1`,
 		`metis_cluster_read_catchups_total{result="caught_up"} 1`,
+		`metis_cluster_meta_events_total{result="routed"} 1`,
+		`metis_cluster_meta_events_total{result="dropped"} 2`,
+		`metis_cluster_meta_events_total{result="failed"} 0`,
 	} {
 		hasLine(t, text, l)
 	}
@@ -101,4 +109,5 @@ func TestClusterMetricsMove(t *testing.T) {
 	none.LeaseEnded(metrics.LeaseLost)
 	none.RoutedInc("cancel", "ok")
 	none.ReadCatchUp("timeout")
+	none.MetaEvent(metrics.MetaFailed)
 }

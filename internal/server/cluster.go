@@ -55,7 +55,8 @@ type clusterNode struct {
 	attachMu sync.Mutex
 	attached map[string]*treeFeed
 
-	status *nodeStatus // node directory, metrics, GET /cluster (cluster_status.go)
+	status *nodeStatus    // node directory, metrics, GET /cluster (cluster_status.go)
+	meta   *metaForwarder // set by startFeeds: meta-events of clients of trees owned elsewhere (cluster_meta.go)
 }
 
 // ownedTree is a tree this node owns, and its routed requests'
@@ -180,6 +181,7 @@ func checkCredsFile(path string) error {
 func (cn *clusterNode) startFeeds(b *bus.Bus) {
 	cn.bus = b
 	cn.feeds = cluster.NewAppliedFeeds(cn.log, cn.proj, relaySink{b: b, log: cn.logger, own: cn.emits}, cn.logger)
+	cn.meta = newMetaForwarder(cn.logger, cn.sendMeta, cn.countMeta)
 }
 
 // relaySink hands a feed's events to the bus, which delivers them to
@@ -395,17 +397,24 @@ func (cn *clusterNode) catchUpTree(ctx context.Context, tree string) error {
 	return nil
 }
 
-// close stops the node's part in the cluster: the cluster store's
-// publishers, the feeds, the owned trees (their leases are released, so
-// another node can take them at once), the projection and the
-// connection. The bus must be closed first.
+// close stops the node's part in the cluster: the meta-events still
+// queued for other owners, the cluster store's publishers, the feeds,
+// the owned trees (their leases are released, so another node can take
+// them at once), the projection and the connection. The bus must be closed first.
 func (cn *clusterNode) close(ctx context.Context) error {
 	cn.stopFailover()
+	var errs []error
+	if cn.meta != nil {
+		// The clients' last meta-events (their unregistrations at
+		// shutdown) still reach their trees' owners.
+		if err := cn.meta.close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	cn.store.Close()
 	if cn.feeds != nil {
 		cn.feeds.Close()
 	}
-	var errs []error
 	if err := cn.stopStatus(ctx); err != nil {
 		errs = append(errs, err)
 	}

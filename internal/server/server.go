@@ -150,7 +150,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 			return cost.CountersAsOf(ctx, st, sid, desc, asOf)
 		},
 		PolicyVersion: func() string { return s.Router.Version() }, // set below, before any client
-		Emits:         s.emits,
+		Emits:         s.hubEmits,
+		Forward:       s.forwardMeta,
+		Node:          s.nodeName(), // the three: cluster_meta.go
 		AwaitCursor:   s.awaitCursor,
 	})
 	s.Bus.AddLive(s.Hub)

@@ -42,7 +42,10 @@
 //     are; they are tested in internal/agent and internal/server, and
 //     the delivery of a cancellation and of a delegation tree to other
 //     nodes by 10 and 12.
-//   - 11, slow client: TestCluster11_1_11_SlowClientIsolatedPerNode.
+//   - 11, slow client: TestCluster11_1_11_SlowClientIsolatedPerNode
+//     (its bus.handler_warning, which the owner emits for the node
+//     that closed it, on every node; meta_test.go checks its payload
+//     and the subscription meta-events of a non-owner's clients).
 //   - 12, workers hidden or included: TestCluster11_1_12_WorkerHiddenVsIncludedOnNonOwners.
 //   - 13, filter validation: per connection, before anything of the
 //     tree is read; TestCluster11_1_13_FilterValidationOnNonOwners checks

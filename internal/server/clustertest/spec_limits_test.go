@@ -19,6 +19,7 @@ import (
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/servertest"
+	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/streamtest"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -29,7 +30,8 @@ import (
 // and only there), while a healthy client on each node, and a second
 // one on node 1, get the whole turn, exactly what the owner delivered.
 // The stalled client's frames are a gap-free prefix of the turn, and
-// its stream then ended.
+// its stream then ended; every node's store holds the one
+// bus.handler_warning about it, which the owner emitted for node 1.
 func TestCluster11_1_11_SlowClientIsolatedPerNode(t *testing.T) {
 	tri := startTrio(t, withQueue(200))
 	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
@@ -120,6 +122,26 @@ func TestCluster11_1_11_SlowClientIsolatedPerNode(t *testing.T) {
 		}
 		if len(got) >= len(all) || !slices.Equal(streamtest.IDs(got), streamtest.IDs(all[:len(got)])) {
 			t.Fatalf("the stalled client got %d events; want a proper prefix of the turn's %d", len(got), len(all))
+		}
+		// Spec §8.2 step 2: the tree holds the slow client's warning,
+		// emitted by the owner for node 1, on every node.
+		for _, h := range tri.nodes {
+			eventually(t, h.Config.Node+" to store the slow client's warning", func() bool {
+				evs, err := h.Server.Store.Events(t.Context(), store.EventQuery{SessionIDs: []string{sid}, Types: []event.Type{event.BusHandlerWarning}})
+				servertest.Must(t, err)
+				n := 0
+				for _, ev := range evs {
+					var p struct {
+						Name   string `json:"subscription_name"`
+						Reason string `json:"reason"`
+					}
+					servertest.Must(t, ev.DecodePayload(&p))
+					if p.Reason == protocol.ReasonClientTooSlow.Code && strings.HasSuffix(p.Name, "@node-1") {
+						n++
+					}
+				}
+				return n == 1
+			})
 		}
 	})
 }

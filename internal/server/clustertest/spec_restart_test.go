@@ -6,6 +6,7 @@ package clustertest_test
 import (
 	"bytes"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/metis-agent/metis/internal/event"
@@ -18,6 +19,13 @@ import (
 // projection, so a restarted node names a new one.
 var policyVersion = regexp.MustCompile(`"routing_policy_version":"[^"]*"`)
 
+// snapshotMoves matches what the clients of an earlier serve move in a
+// later snapshot: each client, of whichever node, leaves its
+// bus.subscriber_registered and _unregistered in the tree, so the
+// seam and the last activity come later (checked apart: only
+// meta-events came between).
+var snapshotMoves = regexp.MustCompile(`"(snapshot_at_event_id|last_activity_at)":"[^"]*"`)
+
 // TestClusterNodeRestartRebuildsItsProjection: a session owned by node
 // 0 runs a turn with a tool call, a delegation to a worker and a short
 // answer. Node 2, which never owned it, serves its messages (GET
@@ -27,7 +35,9 @@ var policyVersion = regexp.MustCompile(`"routing_policy_version":"[^"]*"`)
 // from its cursor), and once more on an empty home (its projection is
 // rebuilt from the log): each time it serves the same messages, the
 // same snapshot frame (but for the version of its own routing policy,
-// which it loaded again) and the same replay frames, byte for byte.
+// which it loaded again, and a seam and last activity moved only by
+// the meta-events of the clients served before) and the same replay
+// frames, byte for byte.
 func TestClusterNodeRestartRebuildsItsProjection(t *testing.T) {
 	tri := startTrio(t, withQueue(100_000))
 	sid := tri.session()
@@ -43,13 +53,14 @@ func TestClusterNodeRestartRebuildsItsProjection(t *testing.T) {
 	type served struct {
 		messages []byte
 		snapshot map[string][]byte   // by transport
+		seam     map[string]string   // the snapshot's, by transport
 		replay   map[string][][]byte // by transport
 	}
 	serve := func(what string) served {
 		t.Helper()
 		h := tri.nodes[2]
 		eventually(t, what+": node 2's projection", func() bool { return lastStored(t, h, sid) >= end })
-		s := served{messages: rawGET(t, h, "/sessions/"+sid+"/messages?limit=500"), snapshot: map[string][]byte{}, replay: map[string][][]byte{}}
+		s := served{messages: rawGET(t, h, "/sessions/"+sid+"/messages?limit=500"), snapshot: map[string][]byte{}, seam: map[string]string{}, replay: map[string][][]byte{}}
 		for _, tr := range streamtest.Transports {
 			c := tr.Connect(t, h.URL, sid, nil)
 			c.Subscribe("preset:full", nil, true)
@@ -61,6 +72,8 @@ func TestClusterNodeRestartRebuildsItsProjection(t *testing.T) {
 				t.Fatalf("%s: want a snapshot, got %s", what, f.Raw)
 			}
 			s.snapshot[tr.Name] = policyVersion.ReplaceAll(f.Raw, []byte(`"routing_policy_version":"(this node's)"`))
+			s.snapshot[tr.Name] = snapshotMoves.ReplaceAll(s.snapshot[tr.Name], []byte(`"$1":"(moved by meta-events)"`))
+			s.seam[tr.Name] = f.Snap.SnapshotAtEventID
 			c.Close()
 
 			c, ack, _ := subscribe(t, tr, h, sid, streamtest.PresetFilter(event.PresetChat)(true), &since, false)
@@ -84,6 +97,14 @@ func TestClusterNodeRestartRebuildsItsProjection(t *testing.T) {
 			t.Fatalf("%s: messages differ:\n%s\nwant\n%s", what, got.messages, want.messages)
 		}
 		for _, tr := range streamtest.Transports {
+			if got.seam[tr.Name] < want.seam[tr.Name] {
+				t.Fatalf("%s, %s: snapshot as of %s, before as of %s", what, tr.Name, got.seam[tr.Name], want.seam[tr.Name])
+			}
+			for _, ev := range tri.ownerDelivered(sid, want.seam[tr.Name], got.seam[tr.Name], nil) {
+				if !strings.HasPrefix(string(ev.Type), "bus.subscriber_") {
+					t.Fatalf("%s, %s: %s %s came between the snapshots", what, tr.Name, ev.ID, ev.Type)
+				}
+			}
 			if !bytes.Equal(got.snapshot[tr.Name], want.snapshot[tr.Name]) {
 				t.Fatalf("%s, %s: snapshot differs:\n%s\nwant\n%s", what, tr.Name, got.snapshot[tr.Name], want.snapshot[tr.Name])
 			}
