@@ -143,3 +143,17 @@ func TestOwnIsRefusedWhileAnotherNodeOwns(t *testing.T) {
 		t.Fatalf("second owner: %v, want ErrLeaseHeld", err)
 	}
 }
+
+// serve makes n own tree and answer its routed requests with h until
+// the test ends (or it stops serving); it returns n's ownership and its
+// serving of the tree.
+func (n *node) serve(t *testing.T, tree string, h cluster.Handler) (*cluster.Owner, *cluster.Serving) {
+	t.Helper()
+	o := n.own(t, tree)
+	serving, err := n.router.Serve(o.Context(), tree, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(serving.Stop)
+	return o, serving
+}

@@ -43,13 +43,8 @@ func TestFeedbackFromAnyNodeReachesTheOwner(t *testing.T) {
 	b.router.Observe(seen.add)
 	tree := newSessionID()
 
-	oa := a.own(t, tree)
 	owner := newTurns("node-a")
-	serving, err := a.router.Serve(oa.Context(), tree, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(serving.Stop)
+	oa, serving := a.serve(t, tree, owner)
 
 	rep, err := b.router.Feedback(ctx(t), tree, cluster.FeedbackRequest{SessionID: tree, TurnID: "turn_1", Rating: "up", Comment: "good"})
 	if err != nil || rep.EventID == "" {

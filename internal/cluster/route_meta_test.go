@@ -38,13 +38,8 @@ func TestMetaFromAnyNodeReachesTheOwner(t *testing.T) {
 	b.router.Observe(seen.add)
 	tree := newSessionID()
 
-	oa := a.own(t, tree)
 	owner := newTurns("node-a")
-	serving, err := a.router.Serve(oa.Context(), tree, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(serving.Stop)
+	oa, serving := a.serve(t, tree, owner)
 
 	send := []cluster.MetaRequest{
 		{SessionID: tree, Type: string(event.BusSubscriberRegistered), Payload: json.RawMessage(`{"subscription_name":"stream-1@node-b"}`)},
@@ -57,7 +52,7 @@ func TestMetaFromAnyNodeReachesTheOwner(t *testing.T) {
 			t.Fatalf("meta %s via node-b = %+v, %v", req.Type, rep, err)
 		}
 	}
-	_, err = b.router.Meta(ctx(t), tree, cluster.MetaRequest{SessionID: tree, Type: string(event.TurnStarted), Payload: json.RawMessage(`{"subscription_name":"x"}`)})
+	_, err := b.router.Meta(ctx(t), tree, cluster.MetaRequest{SessionID: tree, Type: string(event.TurnStarted), Payload: json.RawMessage(`{"subscription_name":"x"}`)})
 	var re *cluster.RemoteError
 	if !errors.As(err, &re) || re.Code != "bad_request" {
 		t.Fatalf("a turn.started as a meta-event: %v, want bad_request", err)

@@ -75,13 +75,8 @@ func TestRequestsFromAnyNodeReachTheOwner(t *testing.T) {
 	a, b, c := newNode(t, s, "node-a", cfg), newNode(t, s, "node-b", cfg), newNode(t, s, "node-c", cfg)
 	tree := newSessionID()
 
-	oa := a.own(t, tree)
 	owner := newTurns("node-a")
-	serving, err := a.router.Serve(oa.Context(), tree, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(serving.Stop)
+	oa, serving := a.serve(t, tree, owner)
 
 	sub, err := b.router.Submit(ctx(t), tree, cluster.SubmitRequest{SessionID: tree, Content: "hello"})
 	if err != nil {
@@ -138,12 +133,7 @@ func TestOwnerThatLostTheTreeStopsAnswering(t *testing.T) {
 	a := newNode(t, s, "node-a", cluster.LeaseConfig{TTL: time.Minute})
 	b := newNode(t, s, "node-b", cluster.LeaseConfig{TTL: time.Minute})
 	tree := newSessionID()
-	oa := a.own(t, tree)
-	serving, err := a.router.Serve(oa.Context(), tree, newTurns("node-a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(serving.Stop)
+	oa, _ := a.serve(t, tree, newTurns("node-a"))
 	oa.Lease().Lose(cluster.ErrLeaseLost)
 	// The subscription goes once the owner's context is done.
 	deadline := time.Now().Add(10 * time.Second)
@@ -170,13 +160,8 @@ func TestBadRequestsGetAnErrorReply(t *testing.T) {
 	s := startServer(t)
 	a := newNode(t, s, "node-a", cluster.LeaseConfig{TTL: time.Minute})
 	tree := newSessionID()
-	oa := a.own(t, tree)
 	owner := newTurns("node-a")
-	serving, err := a.router.Serve(oa.Context(), tree, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(serving.Stop)
+	a.serve(t, tree, owner)
 	nc := connect(t, s)
 	rpc := "metis.rpc." + tree + "."
 	for _, c := range []struct{ subject, body string }{
