@@ -17,7 +17,7 @@ import (
 // emits nothing (no turn was open): the tree's last catalog message in
 // the log is the new owner's marker. A client that includes workers
 // then subscribes on a third node, cold, with a cursor at the
-// planner's last event: its seam covers the worker's newer event (the
+// planner's last turn event: its seam covers the worker's newer event (the
 // node's delivery point goes to the newest event the store holds for
 // any session of the tree, not only the planner's), so the replay
 // holds it; the client would otherwise never get it, as the node's
@@ -55,6 +55,19 @@ func TestWorkersIncludedOnANodeThatStartsFollowingATakenTree(t *testing.T) {
 	visible(t, b, worker)
 	bc, _, _ := streamtest.Subscribe(t, streamtest.WebSocket, b.URL, sid, specRead, "preset:full", nil, false)
 	defer bc.Close()
+	// b's client's registration is emitted by the owner, a: wait for it,
+	// so that b takes the tree over with nothing left to emit and the
+	// tree's last catalog message stays b's ownership marker.
+	var registered string
+	servertest.WaitFor(t, "node a to emit the registration of node b's client", func() bool {
+		for _, e := range a.Live.Events(sid) {
+			if e.Type == event.BusSubscriberRegistered {
+				registered = e.ID
+				return true
+			}
+		}
+		return false
+	})
 	a.Stop()
 	servertest.WaitFor(t, "node b to take the tree", func() bool { return leaseHolder(t, url, sid) == "node-b" })
 
@@ -73,8 +86,9 @@ func TestWorkersIncludedOnANodeThatStartsFollowingATakenTree(t *testing.T) {
 		}
 		replay = append(replay, f.Event)
 	}
-	if len(replay) != 1 || replay[0].ID != fb.EventID || replay[0].Type != string(event.FeedbackSubmitted) {
+	if len(replay) != 2 || replay[0].ID != fb.EventID || replay[0].Type != string(event.FeedbackSubmitted) || replay[1].ID != registered {
 		raw, _ := json.Marshal(replay)
-		t.Fatalf("node c's replay after %s: %s, want the worker's feedback %s alone", cursor, raw, fb.EventID)
+		t.Fatalf("node c's replay after %s: %s, want the worker's feedback %s, then the registration %s of node b's client",
+			cursor, raw, fb.EventID, registered)
 	}
 }
