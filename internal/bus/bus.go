@@ -262,6 +262,34 @@ func (b *Bus) Warn(sessionID, subscription, reason string, detail map[string]any
 type warning struct {
 	sessionID, subscription, reason string
 	detail                          map[string]any
+	// done, when set, makes this a barrier (WaitWarnings), not a
+	// warning: it is closed once the warnings queued before it are
+	// emitted.
+	done chan struct{}
+}
+
+// WaitWarnings waits until every warning Warn queued before the call
+// has been emitted (its event has its id, so anything emitted into the
+// same tree afterwards sorts after it), or until ctx is done or the bus
+// closes. A slow client's bus.subscriber_unregistered waits on it, so
+// it follows the client's bus.handler_warning.
+func (b *Bus) WaitWarnings(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case b.warnings <- warning{done: done}:
+	case <-b.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-b.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (b *Bus) warnLoop() {
@@ -284,6 +312,10 @@ func (b *Bus) warnLoop() {
 }
 
 func (b *Bus) emitWarning(w warning) {
+	if w.done != nil {
+		close(w.done)
+		return
+	}
 	b.log.Warn("bus handler warning", "session", w.sessionID, "subscription", w.subscription, "reason", w.reason)
 	if w.sessionID == "" {
 		return

@@ -11,6 +11,7 @@ import (
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
+	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -259,5 +260,45 @@ func TestClientQueueBytesDefault(t *testing.T) {
 	e.barrier()
 	if o, ok := a.Client.Overflow(); !ok || o.Bytes > hub.DefaultClientQueueBytes {
 		t.Fatalf("overflow %+v, %v with the default byte bound", o, ok)
+	}
+}
+
+// TestSlowClientWarnedBeforeUnregistered: a slow client whose writer
+// unsubscribes it the moment it is woken by the overflow (as the
+// transports do, closing at once) is warned before it is unregistered:
+// in the session's log its bus.handler_warning (client_too_slow)
+// precedes its bus.subscriber_unregistered, every time.
+func TestSlowClientWarnedBeforeUnregistered(t *testing.T) {
+	st := openStore(t)
+	for range 20 {
+		e := newEnv(t, st, hub.Config{ClientQueue: 2, RingSize: 1 << 10})
+		slow := e.subscribe(protocol.Subscribe{Preset: event.PresetFull})
+		gone := make(chan struct{})
+		go func() { // the client's writer
+			defer close(gone)
+			for range slow.Client.Notify() {
+				if slow.Client.Overflown() {
+					e.h.Unsubscribe(slow.Client)
+					return
+				}
+			}
+		}()
+		for range 4 {
+			e.mustEmit(event.TextDelta, event.ActorModel, "t")
+		}
+		<-gone
+		e.barrier()
+		evs, err := st.Events(e.ctx, store.EventQuery{SessionIDs: []string{e.sid},
+			Types: []event.Type{event.BusHandlerWarning, event.BusSubscriberUnregister}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 2 || evs[0].Type != event.BusHandlerWarning || evs[1].Type != event.BusSubscriberUnregister {
+			var got []event.Type
+			for _, ev := range evs {
+				got = append(got, ev.Type)
+			}
+			t.Fatalf("the slow client's meta-events in order: %v, want the warning, then the unregistration", got)
+		}
 	}
 }

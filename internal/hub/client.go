@@ -28,6 +28,9 @@ type Client struct {
 	max      int
 	maxBytes int64 // 0: no byte bound
 	notify   chan struct{}
+	// reported is closed once the hub has reported the client as too
+	// slow (its warning queued or forwarded); Unsubscribe waits for it.
+	reported chan struct{}
 
 	mu         sync.Mutex
 	q          []*Item
@@ -49,7 +52,8 @@ type Overflow struct {
 }
 
 func newClient(h *Hub, name, sessionID string, f filter, max int) *Client {
-	c := &Client{Name: name, SessionID: sessionID, hub: h, filter: f, max: max, notify: make(chan struct{}, 1)}
+	c := &Client{Name: name, SessionID: sessionID, hub: h, filter: f, max: max, notify: make(chan struct{}, 1),
+		reported: make(chan struct{})}
 	if h != nil {
 		c.maxBytes = h.cfg.ClientQueueBytes
 	}

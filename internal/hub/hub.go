@@ -302,6 +302,7 @@ func (h *Hub) slow(c *Client) {
 	} else {
 		h.bus.Warn(c.SessionID, c.Name, protocol.ReasonClientTooSlow.Code, detail)
 	}
+	close(c.reported)
 	// The transport logs the close, with these numbers (one line per
 	// slow client).
 	h.log.Debug("client too slow", "subscription", c.Name, "session", c.SessionID, "queue_events", o.Events, "queue_bytes", o.Bytes)
@@ -311,9 +312,25 @@ func (h *Hub) slow(c *Client) {
 // bus.subscriber_unregistered meta-event is emitted. Idempotent.
 func (h *Hub) Unsubscribe(c *Client) {
 	if h.detach(c) {
+		if o, over := c.Overflow(); over && !o.Resync {
+			// The unregistration follows the client's warning: wait
+			// until it is queued (the writer may see the overflow
+			// first), then until the bus emitted it.
+			ctx, cancel := context.WithTimeout(context.Background(), warningWait)
+			select {
+			case <-c.reported:
+				_ = h.bus.WaitWarnings(ctx)
+			case <-ctx.Done():
+			}
+			cancel()
+		}
 		h.meta(c.SessionID, event.BusSubscriberUnregister, c.Name)
 	}
 }
+
+// warningWait bounds how long a slow client's unregistration waits for
+// its warning to be emitted.
+const warningWait = time.Second
 
 // detach removes a client from its session and drops its queue,
 // reporting whether it was attached. A subscribe that is refused after

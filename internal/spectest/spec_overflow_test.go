@@ -23,8 +23,9 @@ const overflowCloseBound = 3 * time.Second
 // reads fills its socket, then its queue; at the overflow the server
 // closes it at once instead of waiting out the write timeout: its
 // connection is gone and its queue released (the hub unregisters it)
-// within overflowCloseBound of the client_too_slow warning, and the
-// close is counted as a slow-client close with its reason.
+// within overflowCloseBound of the client_too_slow warning, which its
+// unregistration follows, and the close is counted as a slow-client
+// close with its reason.
 func TestSpec10_5_NeverReadingClientCutAtOverflow(t *testing.T) {
 	streamtest.EachTransport(t, testNeverReadingClientCutAtOverflow)
 }
@@ -49,10 +50,11 @@ func testNeverReadingClientCutAtOverflow(t *testing.T, tr streamtest.Transport) 
 	h.WaitTurn(sid)
 
 	var overflowAt, goneAt time.Time
+	var warned, gone string
 	servertest.WaitFor(t, "the never-reading client to be unregistered", func() bool {
 		for _, e := range storedEvents(t, h, sid, event.BusSubscriberUnregister) {
 			if streamtest.EventPayloadOf[streamtest.WarningPayload](t, e).SubscriptionName == name {
-				goneAt = e.TS
+				goneAt, gone = e.TS, e.ID
 				return true
 			}
 		}
@@ -60,16 +62,18 @@ func testNeverReadingClientCutAtOverflow(t *testing.T, tr streamtest.Transport) 
 	})
 	for _, e := range storedEvents(t, h, sid, event.BusHandlerWarning) {
 		if p := streamtest.EventPayloadOf[streamtest.WarningPayload](t, e); p.SubscriptionName == name && p.Reason == "client_too_slow" {
-			overflowAt = e.TS
+			overflowAt, warned = e.TS, e.ID
 		}
 	}
 	if overflowAt.IsZero() {
 		t.Fatalf("no client_too_slow warning for %s", name)
 	}
+	// The warning says why the subscription ended: it comes first.
+	if warned > gone {
+		t.Fatalf("the client_too_slow warning %s of %s came after its unregistration %s", warned, name, gone)
+	}
 	took := goneAt.Sub(overflowAt)
 	t.Logf("overflow to unregistered: %v", took)
-	// The bus emits the warning from its own goroutine, after the
-	// overflow: a client cut at once may be unregistered first.
 	if took > overflowCloseBound {
 		t.Fatalf("the never-reading client was released %v after its overflow; want within %v", took, overflowCloseBound)
 	}
