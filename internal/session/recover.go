@@ -14,10 +14,10 @@ import (
 
 // Recover closes the turns a crash left in flight (single-node mode,
 // once at start): each gets turn.cancelled with reason server_restart
-// and phase interrupted, and its unfinished tool calls are marked
-// cancelled. A delegation the turn had started and not finished first
-// gets delegate.failed (failure mode interrupted): the worker's own
-// turn is closed the same way, before its planner's.
+// and phase interrupted, after tool.failed (cancelled) for each of its
+// unfinished tool calls. A delegation the turn had started and not
+// finished first gets delegate.failed (failure mode interrupted): the
+// worker's own turn is closed the same way, before its planner's.
 func (m *Manager) Recover(ctx context.Context) error {
 	_, err := m.recoverTurns(ctx, func(string) (bool, error) { return true, nil },
 		protocol.CancelReasonServerRestart, "server restarted")
@@ -27,9 +27,8 @@ func (m *Manager) Recover(ctx context.Context) error {
 // RecoverTree closes the turns of one delegation tree left in flight by
 // the node that ran it (cluster mode: the node died or lost the tree's
 // lease, and this one took the tree over). Each gets the sequence
-// Recover emits, with reason owner_lost: turn.cancelled (phase
-// interrupted), its unfinished tool calls marked cancelled. It returns
-// the ids of the turns it closed.
+// Recover emits, with reason owner_lost. It returns the ids of the
+// turns it closed.
 //
 // Call it once the store shows every catalog event of the tree (the
 // node's projection applied the tree's log) and while this node owns
@@ -43,10 +42,12 @@ func (m *Manager) RecoverTree(ctx context.Context, tree string) ([]string, error
 }
 
 // recoverTurns ends every open turn in the store whose session match
-// selects with turn.cancelled(reason, phase interrupted), committing in
-// the same group the turn row and its pending or running tool calls,
-// marked cancelled with note as their error message. The turn's
-// unfinished delegations get delegate.failed before it. Turns are closed
+// selects with turn.cancelled(reason, phase interrupted), committing
+// the turn row with it. Before it, the turn's unfinished delegations
+// get delegate.failed, and each of its pending or running tool calls
+// tool.failed (error class cancelled, note as the message), its row
+// marked cancelled in the same commit; turn.cancelled lists them in
+// cancelled_tool_use_ids, as a live cancel does. Turns are closed
 // newest first, so a worker's turn ends before its planner's, in the
 // order a live cancel gives.
 func (m *Manager) recoverTurns(ctx context.Context, match func(sessionID string) (bool, error), reason, note string) ([]string, error) {
@@ -72,21 +73,28 @@ func (m *Manager) recoverTurns(ctx context.Context, match func(sessionID string)
 		if err != nil {
 			return closed, fmt.Errorf("recover turn %s: %w", t.ID, err)
 		}
-		var ops []store.Op
-		for _, c := range calls {
-			if c.Status == store.ToolPending || c.Status == store.ToolRunning {
-				c.Status, c.ErrorClass, c.ErrorMessage, c.UpdatedAt = store.ToolCancelled, "cancelled", note, time.Now()
-				ops = append(ops, store.PutToolCall{Call: c})
-			}
-		}
 		if err := m.failDelegations(ctx, em, t, note); err != nil {
 			return closed, fmt.Errorf("recover turn %s: %w", t.ID, err)
 		}
+		cancelled := []string{}
+		for _, c := range calls {
+			if c.Status != store.ToolPending && c.Status != store.ToolRunning {
+				continue
+			}
+			started := c.Status == store.ToolRunning
+			c.Status, c.ErrorClass, c.ErrorMessage, c.UpdatedAt = store.ToolCancelled, "cancelled", note, time.Now()
+			if _, err := em.EmitWait(ctx, bus.Spec{Type: event.ToolFailed, TurnID: t.ID, Actor: event.ActorSession,
+				Payload: map[string]any{"tool_use_id": c.ID, "tool_name": c.Name, "error_class": "cancelled",
+					"message": note, "started": started, "duration_ms": 0},
+				Ops: []store.Op{store.PutToolCall{Call: c}}}); err != nil {
+				return closed, fmt.Errorf("recover turn %s: tool call %s: %w", t.ID, c.ID, err)
+			}
+			cancelled = append(cancelled, c.ID)
+		}
 		t.Status, t.Reason, t.EndedAt = store.TurnCancelled, reason, time.Now()
-		ops = append(ops, store.PutTurn{Turn: t})
 		if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnCancelled, TurnID: t.ID, Actor: event.ActorSession,
-			Payload: map[string]any{"reason": reason, "phase": protocol.CancelPhaseInterrupted, "cancelled_tool_use_ids": []string{}},
-			Ops:     ops}); err != nil {
+			Payload: map[string]any{"reason": reason, "phase": protocol.CancelPhaseInterrupted, "cancelled_tool_use_ids": cancelled},
+			Ops:     []store.Op{store.PutTurn{Turn: t}}}); err != nil {
 			return closed, fmt.Errorf("recover turn %s: %w", t.ID, err)
 		}
 		closed = append(closed, t.ID)

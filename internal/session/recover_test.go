@@ -2,17 +2,21 @@ package session_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // TestRecoverCancelsEveryLostCall: two sessions crashed with a turn in
 // flight each, and their models used the same tool call ids: at restart
-// every pending or running call of both turns is marked cancelled, and
-// a call that had completed stays completed.
+// every pending or running call of both turns is marked cancelled, with
+// a tool.failed (cancelled) each that the turn's turn.cancelled lists,
+// and a call that had completed stays completed.
 func TestRecoverCancelsEveryLostCall(t *testing.T) {
 	h := servertest.Start(t, "")
 	a, b := h.CreateSession(), h.CreateSession()
@@ -38,6 +42,27 @@ func TestRecoverCancelsEveryLostCall(t *testing.T) {
 	h.Stop()
 
 	h2 := servertest.Start(t, h.Home)
+	// Each lost call got tool.failed (cancelled), and its turn's
+	// turn.cancelled lists them, as a live cancel does.
+	for _, sid := range []string{a, b} {
+		evs, err := h2.Server.Store.Events(ctx, store.EventQuery{SessionIDs: []string{sid},
+			Types: []event.Type{event.ToolFailed, event.TurnCancelled}})
+		servertest.Must(t, err)
+		var failed []string
+		for _, ev := range evs[:len(evs)-1] {
+			var p protocol.ToolFailedPayload
+			servertest.Must(t, ev.DecodePayload(&p))
+			if ev.Type != event.ToolFailed || p.ErrorClass != "cancelled" || p.Started != (p.ToolUseID == "call_1") {
+				t.Errorf("%s: %s %s, want tool.failed (cancelled, started only for the running call)", sid, ev.Type, ev.Payload)
+			}
+			failed = append(failed, p.ToolUseID)
+		}
+		var end protocol.TurnCancelledPayload
+		servertest.Must(t, evs[len(evs)-1].DecodePayload(&end))
+		if len(failed) != 4 || !slices.Equal(end.CancelledToolUseIDs, failed) {
+			t.Errorf("%s: tool.failed for %v, turn.cancelled lists %v; want the 4 lost calls in both", sid, failed, end.CancelledToolUseIDs)
+		}
+	}
 	for _, k := range lost {
 		c, err := h2.Server.Store.ToolCall(ctx, k.sid, k.msg, k.id)
 		if err != nil || c.Status != store.ToolCancelled || c.ErrorClass != "cancelled" {

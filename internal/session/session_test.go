@@ -111,7 +111,8 @@ func TestShutdownCancelsInFlightTurns(t *testing.T) {
 }
 
 // TestRecoverClosesTurnsLeftOpen: a turn the store shows in flight at
-// start (a crash) is closed with turn.cancelled(server_restart).
+// start (a crash) is closed with turn.cancelled(server_restart), after
+// tool.failed for its running call.
 func TestRecoverClosesTurnsLeftOpen(t *testing.T) {
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
@@ -127,7 +128,7 @@ func TestRecoverClosesTurnsLeftOpen(t *testing.T) {
 		t.Fatalf("turn %+v tool %+v", tr, tc)
 	}
 	evs, _ := h2.Server.Store.Events(ctx, store.EventQuery{SessionIDs: []string{sid}})
-	if got := servertest.Types(evs); !slices.Equal(got, []event.Type{event.SessionCreated, event.TurnCancelled}) {
+	if got := servertest.Types(evs); !slices.Equal(got, []event.Type{event.SessionCreated, event.ToolFailed, event.TurnCancelled}) {
 		t.Fatalf("events %v", got)
 	}
 }

@@ -298,8 +298,8 @@ func TestOwnerThatLostItsLeaseStopsTheTree(t *testing.T) {
 	if holder := leaseHolder(t, url, sid); holder != "node-a" && holder != "node-b" {
 		t.Fatalf("the lease is held by %q after the failover", holder)
 	}
-	if n := eventsAfter(t, url, sid, marker); n != 1 {
-		t.Fatalf("the log holds %d events of the tree after the marker, want the turn.cancelled only", n)
+	if n := eventsAfter(t, url, sid, marker); n != 2 {
+		t.Fatalf("the log holds %d events of the tree after the marker, want the tool call's tool.failed and the turn.cancelled only", n)
 	}
 	for _, h := range []*servertest.Harness{a, b} {
 		servertest.WaitFor(t, "the turn's tool call cancelled on "+h.Config.Node, func() bool {
