@@ -3,11 +3,11 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/metis-agent/metis/internal/event"
@@ -93,9 +93,15 @@ func (l *Log) Replay(ctx context.Context, filter string, from ReadFrom, fn func(
 // stream's leader knew it, not "nothing pending": the consumer may live
 // on a replica that lags behind), then returns. A message may be gone
 // by the time the reader gets to it (a streaming event's TTL expired,
-// or a message was deleted), last included: when no message came for
-// readCheck, it asks the leader whether a message on filter after the
-// last one it got, up to last, still exists, and returns if none does.
+// or a message was deleted), last included: while no message comes, a
+// watcher asks the leader every readCheck whether a message on filter
+// after the last one read, up to last, still exists, and stops the
+// read if none does.
+//
+// The read itself waits with ctx alone: the client library's ordered
+// consumer notices a lost consumer (a server or leader change) by its
+// missing heartbeats, which a wait shorter than two heartbeats never
+// sees, so short waits on the iterator could wait forever.
 func (l *Log) readThrough(ctx context.Context, filter string, from ReadFrom, last uint64, fn func(Entry) error) error {
 	c, err := l.ordered(ctx, filter, from)
 	if err != nil {
@@ -106,23 +112,44 @@ func (l *Log) readThrough(ctx context.Context, filter string, from ReadFrom, las
 		return fmt.Errorf("cluster: read %s: %w", filter, err)
 	}
 	defer it.Stop()
-	next := max(uint64(from), 1) // the first sequence not read yet
+	var next atomic.Uint64 // the first sequence not read yet
+	next.Store(max(uint64(from), 1))
+	var gone atomic.Bool // the watcher found nothing left through last
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(readCheck)
+		defer t.Stop()
+		seen := next.Load()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			at := next.Load()
+			if at != seen {
+				seen = at // progress: nothing to ask
+				continue
+			}
+			seq, err := l.msgSeq(ctx, msgGetRequest{Seq: at, NextFor: filter})
+			if err == nil && (seq == 0 || seq > last) {
+				gone.Store(true)
+				it.Stop()
+				return
+			}
+		}
+	}()
+	defer wg.Wait()
+	defer close(done)
 	for {
-		m, err := it.Next(jetstream.NextMaxWait(readCheck))
-		if errors.Is(err, nats.ErrTimeout) {
-			if err := context.Cause(ctx); err != nil {
-				return fmt.Errorf("cluster: read %s: %w", filter, err)
-			}
-			seq, err := l.msgSeq(ctx, msgGetRequest{Seq: next, NextFor: filter})
-			if err != nil {
-				return err
-			}
-			if seq == 0 || seq > last {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if gone.Load() {
 				return nil // what was left through last is gone
 			}
-			continue
-		}
-		if err != nil {
 			return fmt.Errorf("cluster: read %s: %w", filter, err)
 		}
 		md, err := m.Metadata()
@@ -139,7 +166,7 @@ func (l *Log) readThrough(ctx context.Context, filter string, from ReadFrom, las
 		if seq >= last {
 			return nil
 		}
-		next = seq + 1
+		next.Store(seq + 1)
 	}
 }
 

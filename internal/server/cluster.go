@@ -299,6 +299,12 @@ func remoteError(err error) error {
 	return &cluster.RemoteError{Code: code, Message: err.Error()}
 }
 
+// followTimeout bounds what the first client of a tree owned elsewhere
+// waits for, to start following it: the reads of the log, the
+// projection and the feed catching up. Past it the client is refused
+// (503 owner_unavailable) and retries.
+const followTimeout = 30 * time.Second
+
 // attach registers a client of a tree owned elsewhere: the first one
 // reads the tree's streaming events the log still holds, starts the
 // tree's feed right after them, waits until the projection shows
@@ -312,6 +318,9 @@ func (cn *clusterNode) attach(ctx context.Context, tree, sessionID string) (leav
 	defer cn.attachMu.Unlock()
 	tf := cn.attached[tree]
 	if tf == nil {
+		// Bounded: the node's other first clients wait on attachMu.
+		ctx, cancel := context.WithTimeout(ctx, followTimeout)
+		defer cancel()
 		tail, err := cn.log.LastSeq(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: follow tree %s: %w", tree, err)
