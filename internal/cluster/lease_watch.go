@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -73,9 +74,11 @@ func (lw *LeaseWatcher) Next(ctx context.Context) (LeaseChange, error) {
 	}
 }
 
-// Stop ends the watch.
+// Stop ends the watch. It may be called after the context the watch
+// was started with ended, which ends the watch too: a watch already
+// gone is not an error.
 func (lw *LeaseWatcher) Stop() error {
-	if err := lw.w.Stop(); err != nil {
+	if err := lw.w.Stop(); err != nil && !errors.Is(err, nats.ErrBadSubscription) {
 		return fmt.Errorf("cluster: stop lease watch: %w", err)
 	}
 	return nil
