@@ -218,10 +218,7 @@ func TestWorkerEventsAfterARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := bus.New(st, bus.Options{Logger: quiet})
-	defer b.Close(ctx)
-	h := hub.New(st, b, hub.Config{RingSize: 16, Logger: quiet})
-	b.AddLive(h)
+	_, h := startHub(t, st, hub.Config{RingSize: 16})
 	withWorkers := protocol.Filter{EventTypes: []string{"tool.called", "session.created"}, IncludeWorkerSessions: true}
 	att, serr := h.Subscribe(ctx, old.sid, &protocol.Subscribe{Filter: withWorkers, Since: &planner.ID})
 	if serr != nil {

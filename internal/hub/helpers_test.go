@@ -73,9 +73,10 @@ type env struct {
 	streaming []*event.Event // every streaming event emitted (never stored)
 }
 
-func newEnv(t tb, st *store.Store, cfg hub.Config) *env {
+// startHub starts a bus over st and a hub as its live sink, as a
+// process does; the bus is closed when the test ends.
+func startHub(t tb, st *store.Store, cfg hub.Config) (*bus.Bus, *hub.Hub) {
 	t.Helper()
-	ctx := ctxT(t)
 	if cfg.Logger == nil {
 		cfg.Logger = quiet
 	}
@@ -89,6 +90,16 @@ func newEnv(t tb, st *store.Store, cfg hub.Config) *env {
 			t.Errorf("bus.Close: %v", err)
 		}
 	})
+	return b, h
+}
+
+func newEnv(t tb, st *store.Store, cfg hub.Config) *env {
+	t.Helper()
+	ctx := ctxT(t)
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	b, h := startHub(t, st, cfg)
 	sid := event.NewID("sess_")
 	if err := st.Apply(ctx, store.CreateSession{Session: store.Session{ID: sid, WorkspacePath: "/work/" + sid,
 		ActiveModel: "test:model", RoutingPolicyVersion: "v1", CreatedAt: time.Now()}}); err != nil {

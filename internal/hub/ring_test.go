@@ -9,7 +9,6 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/protocol"
@@ -88,10 +87,7 @@ func TestStreamingGapAfterRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			b := bus.New(st, bus.Options{Logger: quiet})
-			defer b.Close(ctx)
-			h := hub.New(st, b, hub.Config{RingSize: 64, Logger: quiet})
-			b.AddLive(h)
+			b, h := startHub(t, st, hub.Config{RingSize: 64})
 			sub := protocol.Subscribe{Preset: event.PresetFull, Since: &cursor.ID}
 			att, serr := h.Subscribe(ctx, old.sid, &sub)
 			if serr != nil {
@@ -186,10 +182,7 @@ func TestCursorFromBeforeARestart(t *testing.T) {
 	if err := old.b.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := bus.New(st, bus.Options{Logger: quiet})
-	defer b.Close(ctx)
-	h := hub.New(st, b, hub.Config{RingSize: 64, Logger: quiet})
-	b.AddLive(h)
+	_, h := startHub(t, st, hub.Config{RingSize: 64})
 	att, serr := h.Subscribe(ctx, old.sid, &protocol.Subscribe{Preset: event.PresetFull, Since: &delta.ID})
 	if serr != nil {
 		t.Fatalf("subscribe: %+v", serr)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/internal/store"
@@ -26,17 +25,8 @@ import (
 func TestIncludeWorkersOnARelayedTreeLosesNothing(t *testing.T) {
 	st := openStore(t)
 	ctx := ctxT(t)
-	b := bus.New(st, bus.Options{Logger: quiet})
 	// Not the tree's owner: no subscription meta-events.
-	h := hub.New(st, b, hub.Config{Logger: quiet, Emits: func(string) bool { return false }})
-	b.AddLive(h)
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if err := b.Close(cctx); err != nil {
-			t.Errorf("bus.Close: %v", err)
-		}
-	})
+	b, h := startHub(t, st, hub.Config{Emits: func(string) bool { return false }})
 
 	// The owner's events, with its ids.
 	seq, err := event.NewSequencer("", nil)
