@@ -5,5 +5,6 @@
 // recovering turns a crash left open.
 //
 // session imports agent, attach-free core packages (bus, event, message,
-// model, routing, store); the HTTP and WebSocket edges import it.
+// model, routing, store) and protocol (the payloads and reasons it
+// emits); the HTTP and WebSocket edges import it.
 package session

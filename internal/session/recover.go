@@ -84,8 +84,8 @@ func (m *Manager) recoverTurns(ctx context.Context, match func(sessionID string)
 			started := c.Status == store.ToolRunning
 			c.Status, c.ErrorClass, c.ErrorMessage, c.UpdatedAt = store.ToolCancelled, "cancelled", note, time.Now()
 			if _, err := em.EmitWait(ctx, bus.Spec{Type: event.ToolFailed, TurnID: t.ID, Actor: event.ActorSession,
-				Payload: map[string]any{"tool_use_id": c.ID, "tool_name": c.Name, "error_class": "cancelled",
-					"message": note, "started": started, "duration_ms": 0},
+				Payload: protocol.ToolFailedPayload{ToolUseID: c.ID, ToolName: c.Name, ErrorClass: "cancelled",
+					Message: note, Started: started},
 				Ops: []store.Op{store.PutToolCall{Call: c}}}); err != nil {
 				return closed, fmt.Errorf("recover turn %s: tool call %s: %w", t.ID, c.ID, err)
 			}
@@ -121,9 +121,7 @@ func (m *Manager) failDelegations(ctx context.Context, em *bus.Emitter, t store.
 		if ev.TurnID != t.ID {
 			continue
 		}
-		var p struct {
-			WorkerSessionID string `json:"worker_session_id"`
-		}
+		var p protocol.DelegateStartedPayload // its worker_session_id, common to the three
 		if ev.DecodePayload(&p) != nil || p.WorkerSessionID == "" {
 			continue
 		}
@@ -135,8 +133,8 @@ func (m *Manager) failDelegations(ctx context.Context, em *bus.Emitter, t store.
 	}
 	for _, worker := range open {
 		if _, err := em.EmitWait(ctx, bus.Spec{Type: event.DelegateFailed, TurnID: t.ID, Actor: event.ActorSession,
-			Payload: map[string]any{"worker_session_id": worker, "failure_mode": protocol.DelegateFailureInterrupted,
-				"message": note + "; the delegation was not resumed"}}); err != nil {
+			Payload: protocol.DelegateFailedPayload{WorkerSessionID: worker, FailureMode: protocol.DelegateFailureInterrupted,
+				Message: note + "; the delegation was not resumed"}}); err != nil {
 			return fmt.Errorf("delegation to %s: %w", worker, err)
 		}
 	}
