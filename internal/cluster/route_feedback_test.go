@@ -87,8 +87,7 @@ func FuzzDecodeFeedbackRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := cluster.DecodeFeedbackRequest(b)
 		if err != nil {
-			var re *cluster.RemoteError
-			if !errors.As(err, &re) || re.Code != "bad_request" {
+			if !isBadRequest(err) {
 				t.Fatalf("error %v is not a bad_request", err)
 			}
 			return

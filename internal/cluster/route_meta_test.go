@@ -53,8 +53,7 @@ func TestMetaFromAnyNodeReachesTheOwner(t *testing.T) {
 		}
 	}
 	_, err := b.router.Meta(ctx(t), tree, cluster.MetaRequest{SessionID: tree, Type: string(event.TurnStarted), Payload: json.RawMessage(`{"subscription_name":"x"}`)})
-	var re *cluster.RemoteError
-	if !errors.As(err, &re) || re.Code != "bad_request" {
+	if !isBadRequest(err) {
 		t.Fatalf("a turn.started as a meta-event: %v, want bad_request", err)
 	}
 	want := []string{
@@ -119,8 +118,7 @@ func TestDecodeMetaRequest(t *testing.T) {
 		`{"session_id":"sess_1","type":"bus.subscriber_registered","payload":{"subscription_name":"s","pad":"` + strings.Repeat("x", 64<<10) + `"}}`,
 	} {
 		_, err := cluster.DecodeMetaRequest([]byte(body))
-		var re *cluster.RemoteError
-		if !errors.As(err, &re) || re.Code != "bad_request" {
+		if !isBadRequest(err) {
 			t.Errorf("%.120s: %v, want bad_request", body, err)
 		}
 	}
@@ -137,8 +135,7 @@ func FuzzDecodeMetaRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := cluster.DecodeMetaRequest(b)
 		if err != nil {
-			var re *cluster.RemoteError
-			if !errors.As(err, &re) || re.Code != "bad_request" {
+			if !isBadRequest(err) {
 				t.Fatalf("error %v is not a bad_request", err)
 			}
 			return

@@ -197,8 +197,7 @@ func FuzzDecodeCancelRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := cluster.DecodeCancelRequest(b)
 		if err != nil {
-			var re *cluster.RemoteError
-			if !errors.As(err, &re) || re.Code != "bad_request" {
+			if !isBadRequest(err) {
 				t.Fatalf("error %v is not a bad_request", err)
 			}
 			return
@@ -207,4 +206,10 @@ func FuzzDecodeCancelRequest(f *testing.F) {
 			t.Fatalf("accepted %+v", r)
 		}
 	})
+}
+
+// isBadRequest reports whether err is the owner's bad_request refusal.
+func isBadRequest(err error) bool {
+	var re *cluster.RemoteError
+	return errors.As(err, &re) && re.Code == "bad_request"
 }
