@@ -2,6 +2,7 @@ package clustertest_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/streamtest"
@@ -16,7 +17,7 @@ import (
 // through the cursor and acknowledges it with nothing to replay, where
 // it used to refuse it (invalid_cursor: "since is after the last
 // event"). The resumed client then follows the next turn live, as the
-// client that stayed on b does.
+// client that stayed on b does. A made-up cursor is still refused.
 func TestCursorAheadOfANonOwnerWaitsForItsFeed(t *testing.T) {
 	url := startNATS(t)
 	a, b := node(t, url, "node-a"), node(t, url, "node-b")
@@ -60,6 +61,15 @@ func TestCursorAheadOfANonOwnerWaitsForItsFeed(t *testing.T) {
 		if resumed[i].ID != want[i].ID {
 			t.Fatalf("event %d: resumed %s %s, stayed %s %s", i, resumed[i].Type, resumed[i].ID, want[i].Type, want[i].ID)
 		}
+	}
+
+	// A cursor no node ever handed out (an hour ahead) waits its bound,
+	// then is refused as a single node refuses it.
+	future := streamtest.IDAt(t, time.Now().Add(time.Hour))
+	made := streamtest.Attach(t, b.URL, sid)
+	made.Subscribe("preset:full", &future, false)
+	if f := made.Read(wait); f.Err == nil || f.Err.Code != protocol.CodeInvalidCursor {
+		t.Fatalf("a made-up cursor on node b: %s, want subscribe_error invalid_cursor", f.Raw)
 	}
 }
 
