@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
@@ -87,8 +86,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
-		return nil, fmt.Errorf("home %s: %w", cfg.Home, err)
+	if err := prepareHome(cfg.Home, log); err != nil { // home.go
+		return nil, err
 	}
 	rem, err := setupRemote(cfg, log)
 	if err != nil {
