@@ -256,7 +256,7 @@ func TestRefusesMalformedRequests(t *testing.T) {
 
 // TestResyncCloseFrame: a client the hub gives up (here a resync: an
 // event of the session was lost) gets a last close frame with 1008
-// client_too_slow, then the response ends; its reconnect with its
+// storage_failure, then the response ends; its reconnect with its
 // Last-Event-ID resumes.
 func TestResyncCloseFrame(t *testing.T) {
 	e := newEnv(t, hub.Config{}, sse.Config{})
@@ -268,7 +268,7 @@ func TestResyncCloseFrame(t *testing.T) {
 	}
 	e.h.Resync(e.sid)
 	f := r.mustNext().frame(t)
-	if f.Type != protocol.TypeClose || f.Close.Code != protocol.ClosePolicyViolation || f.Close.Reason.Code != protocol.ReasonClientTooSlow.Code {
+	if f.Type != protocol.TypeClose || f.Close.Code != protocol.ClosePolicyViolation || f.Close.Reason.Code != protocol.ReasonStorageFailure.Code {
 		t.Fatalf("last frame %+v", f)
 	}
 	if _, err := r.next(); err == nil {
