@@ -27,7 +27,7 @@ func prepareHome(home string, log *slog.Logger) error {
 		if err := os.Chmod(home, perm&^0o077); err != nil {
 			return fmt.Errorf("home %s has mode %s, and making it private failed: %w", home, unixMode(st.Mode()), err)
 		}
-		log.Warn("the home directory was readable by group or others: made it private", "home", home, "was", unixMode(st.Mode()), "now", unixMode(st.Mode()&^0o077))
+		log.Info("the home directory was readable by group or others: made it private", "home", home, "was", unixMode(st.Mode()), "now", unixMode(st.Mode()&^0o077))
 	}
 	return nil
 }

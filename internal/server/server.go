@@ -69,6 +69,7 @@ type Server struct {
 	shutErr  error
 
 	remote      *remote       // token, TLS, public names (remote.go)
+	auth        *api.Auth     // the token check, /login and its sessions
 	httpMetrics *metrics.HTTP // connections (listen.go)
 	sock        *unixSocket   // nil without a socket (socket.go)
 	home        *homeLock     // held until Shutdown ends (homelock.go)
@@ -215,7 +216,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	if s.cluster != nil {
 		apiHandler = s.cluster.wrap(s.API)
 	}
-	s.handler = rem.guard(cfg.Addr).Wrap(api.NewAuth(rem.token, rem.tls != nil, log).Wrap(web.Handler(apiHandler)))
+	// Login sessions live in this node's own store (remote.go).
+	if s.auth, err = api.NewAuth(ctx, api.AuthConfig{Token: rem.token, TLS: rem.tls != nil, Logins: st, Log: log}); err != nil {
+		s.closeCore(ctx)
+		return nil, err
+	}
+	s.handler = rem.guard(cfg.Addr).Wrap(s.auth.Wrap(web.Handler(apiHandler)))
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
@@ -306,6 +312,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		if s.sock != nil {
 			step("unix socket", s.sock.close)
+		}
+		if s.auth != nil {
+			s.auth.Close() // the last summary of refused logins
 		}
 		s.stopBg()
 		step("background tasks", func() error { s.bg.Wait(); return nil })
