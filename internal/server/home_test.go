@@ -84,7 +84,7 @@ func TestHomeFilesArePrivate(t *testing.T) {
 	if _, err := s.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	checkPrivate(t, home, "metis.db", "metis.db-wal", "metis.db-shm", "metis.lock", "metis.sock", "token")
+	checkPrivate(t, home, "metis.db", "metis.db-wal", "metis.db-shm", "metis.lock", "metis.sock", "token", "addresses.json")
 
 	// An older home: 0755, with a 0644 database.
 	home = filepath.Join(t.TempDir(), "old")

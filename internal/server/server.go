@@ -70,6 +70,7 @@ type Server struct {
 
 	remote      *remote       // token, TLS, public names (remote.go)
 	auth        *api.Auth     // the token check, /login and its sessions
+	recorded    bool          // <home>/addresses.json written (remote.go)
 	httpMetrics *metrics.HTTP // connections (listen.go)
 	sock        *unixSocket   // nil without a socket (socket.go)
 	home        *homeLock     // held until Shutdown ends (homelock.go)
@@ -244,6 +245,9 @@ func (s *Server) Listen() (string, error) {
 	if err := s.listen(); err != nil {
 		return "", err
 	}
+	if err := s.recordAddresses(); err != nil { // remote.go
+		return "", err
+	}
 	url := s.scheme() + "://" + s.ln.Addr().String()
 	if s.cluster != nil {
 		s.cluster.listening(url) // announced in the node directory
@@ -319,6 +323,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.stopBg()
 		step("background tasks", func() error { s.bg.Wait(); return nil })
 		errs = append(errs, s.closeCore(ctx))
+		s.forgetAddresses()
 		s.home.release()
 		s.shutErr = errors.Join(errs...)
 	})
