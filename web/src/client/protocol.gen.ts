@@ -154,6 +154,7 @@ export const ACTORS = ["user", "agent", "model", "tool", "router", "session", "b
 
 // ---- Constants of package protocol ----
 
+export const CodeTooManyRequests = "too_many_requests";
 /** CancelReasonUser: a client cancelled the turn without a reason. */
 export const CancelReasonUser = "user_cancel";
 /** CancelReasonServerShutdown: the server stopped (SIGINT/SIGTERM) and cancelled every turn in flight before it exited. */
