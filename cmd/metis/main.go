@@ -46,8 +46,8 @@ usage:
 
 client commands take --server URL (http(s)://host:port or unix:///path/metis.sock; default
 $METIS_SERVER, else the socket <home>/metis.sock when a server answers on it, else
-http://127.0.0.1:8421) and --token-file F (default $METIS_TOKEN, else <home>/token for an
-https or non-loopback server, or a unix socket of yours)
+http://127.0.0.1:8421) and --token-file F (default $METIS_TOKEN, else <home>/token, sent only
+to the server running on that home, over https or its unix socket)
 `
 
 func main() {

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
@@ -70,6 +69,8 @@ type Server struct {
 	shutErr  error
 
 	remote      *remote       // token, TLS, public names (remote.go)
+	auth        *api.Auth     // the token check, /login and its sessions
+	recorded    bool          // <home>/addresses.json written (remote.go)
 	httpMetrics *metrics.HTTP // connections (listen.go)
 	sock        *unixSocket   // nil without a socket (socket.go)
 	home        *homeLock     // held until Shutdown ends (homelock.go)
@@ -87,8 +88,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
-		return nil, fmt.Errorf("home %s: %w", cfg.Home, err)
+	if err := prepareHome(cfg.Home, log); err != nil { // home.go
+		return nil, err
 	}
 	rem, err := setupRemote(cfg, log)
 	if err != nil {
@@ -216,7 +217,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	if s.cluster != nil {
 		apiHandler = s.cluster.wrap(s.API)
 	}
-	s.handler = rem.guard(cfg.Addr).Wrap(api.NewAuth(rem.token, rem.tls != nil, log).Wrap(web.Handler(apiHandler)))
+	// Login sessions live in this node's own store (remote.go).
+	if s.auth, err = api.NewAuth(ctx, api.AuthConfig{Token: rem.token, TLS: rem.tls != nil, Logins: st, Log: log}); err != nil {
+		s.closeCore(ctx)
+		return nil, err
+	}
+	s.handler = rem.guard(cfg.Addr).Wrap(s.auth.Wrap(web.Handler(apiHandler)))
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
@@ -237,6 +243,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // With cfg.Socket set it also listens on that unix socket (listen.go).
 func (s *Server) Listen() (string, error) {
 	if err := s.listen(); err != nil {
+		return "", err
+	}
+	if err := s.recordAddresses(); err != nil { // remote.go
 		return "", err
 	}
 	url := s.scheme() + "://" + s.ln.Addr().String()
@@ -308,9 +317,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if s.sock != nil {
 			step("unix socket", s.sock.close)
 		}
+		if s.auth != nil {
+			s.auth.Close() // the last summary of refused logins
+		}
 		s.stopBg()
 		step("background tasks", func() error { s.bg.Wait(); return nil })
 		errs = append(errs, s.closeCore(ctx))
+		s.forgetAddresses()
 		s.home.release()
 		s.shutErr = errors.Join(errs...)
 	})

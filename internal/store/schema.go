@@ -11,7 +11,7 @@ import (
 )
 
 // schemaVersion is the PRAGMA user_version this code writes and reads.
-const schemaVersion = 4
+const schemaVersion = 5
 
 // schemaV1 creates every table and index. Times are unix nanoseconds
 // (0 for the zero time); JSON values are TEXT.
@@ -226,6 +226,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		}
 		if err := backfillTitles(ctx, tx); err != nil {
 			return fmt.Errorf("schema: migrate to v4: titles: %w", err)
+		}
+	}
+	if v < 5 {
+		if _, err := tx.ExecContext(ctx, schemaV5); err != nil { // logins.go
+			return fmt.Errorf("schema: migrate to v5: %w", err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {

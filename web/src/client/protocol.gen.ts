@@ -154,6 +154,7 @@ export const ACTORS = ["user", "agent", "model", "tool", "router", "session", "b
 
 // ---- Constants of package protocol ----
 
+export const CodeTooManyRequests = "too_many_requests";
 /** CancelReasonUser: a client cancelled the turn without a reason. */
 export const CancelReasonUser = "user_cancel";
 /** CancelReasonServerShutdown: the server stopped (SIGINT/SIGTERM) and cancelled every turn in flight before it exited. */
@@ -173,6 +174,7 @@ export const MaxCursor = 64;
 export const MaxFilterItems = 256;
 export const TypeClose = "close";
 export const MaxCloseReason = 123;
+export const ReasonStorageFailure = { code: "storage_failure", message: "An event could not be stored; reconnect with replay." } as const;
 export const CodeNotClustered = "not_clustered";
 export const MaxClusterLeases = 1000;
 export const CodeClusterUnavailable = "cluster_unavailable";
@@ -303,6 +305,7 @@ export const QueryPreset = "preset";
 export const QueryWorkers = "include_worker_sessions";
 /** HeaderLastEventID is the header an SSE client sends on reconnect: the id of the last event it received. It overrides since and snapshot: the client resumes after it. */
 export const HeaderLastEventID = "Last-Event-ID";
+export const QueryRaw = "query";
 export const TurnStatusInFlight = "in_flight";
 export const TurnStatusCancelling = "cancelling";
 /** CancelAlreadyCancelling: a redundant cancel (spec §6.5); a bus.handler_warning was emitted and nothing else happened. */
