@@ -166,12 +166,12 @@ func ParsePaths(s string) ([]string, error) {
 		if strings.ContainsRune(p, 0) {
 			return nil, errors.New("a path cannot hold a NUL byte")
 		}
-		if rest, ok := strings.CutPrefix(p, "~/"); ok || p == "~" {
+		if p == "~" || strings.HasPrefix(p, "~/") {
 			home, err := os.UserHomeDir()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
-			p = filepath.Join(home, rest)
+			p = filepath.Join(home, p[1:])
 		}
 		if !filepath.IsAbs(p) {
 			return nil, fmt.Errorf("%q is not an absolute path (or one starting with ~/)", p)
