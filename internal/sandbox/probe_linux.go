@@ -18,7 +18,7 @@ func probe() Status {
 		case errors.Is(err, syscall.ENOSYS):
 			err = errors.New("this kernel has no Landlock (it needs Linux 5.13 or newer built with CONFIG_SECURITY_LANDLOCK)")
 		case errors.Is(err, syscall.EOPNOTSUPP):
-			err = errors.New("Landlock is disabled in this kernel (add landlock to the lsm= boot parameter)")
+			err = errors.New("the kernel has Landlock disabled (add landlock to the lsm= boot parameter)")
 		default:
 			err = fmt.Errorf("asking the kernel for Landlock: %w", err)
 		}
