@@ -34,6 +34,7 @@ var coreRules = []string{
 	"internal/price",
 	"internal/routing",
 	"internal/safefile",
+	"internal/sandbox", // tool processes' isolation: Landlock, capabilities, the shield
 	"internal/session",
 	"internal/store",
 	"internal/token",

@@ -34,6 +34,7 @@ import (
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/routing"
+	"github.com/metis-agent/metis/internal/sandbox"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/sse"
 	"github.com/metis-agent/metis/internal/store"
@@ -59,6 +60,9 @@ type Server struct {
 	Stream   *stream.Server
 	SSE      *sse.Server
 	Metrics  *metrics.Registry
+	// Sandbox is what the shell sandbox can do here (internal/sandbox);
+	// when it is not Active, nothing confines a shell command.
+	Sandbox sandbox.Status
 
 	handler  http.Handler
 	http     *http.Server
@@ -176,7 +180,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	s.Router = router
 	s.Tools = tool.NewRegistry(tool.Builtins()...)
-	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv})
+	s.startSandbox() // sandbox.go
+	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv, Sandbox: sandboxSettings(cfg)})
 	var mgr *session.Manager
 	loop := agent.New(agent.Config{
 		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log, MaxTokens: cfg.MaxOutputTokens, ThinkingBudget: cfg.ThinkingBudget,
@@ -226,7 +231,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
-	s.bg.Add(3)
+	s.bg.Add(4)
+	go func() {
+		defer s.bg.Done()
+		sandbox.WatchEscaped(bgctx)
+	}()
 	go s.pruneLoop(bgctx)
 	go s.sweepLoop(bgctx)
 	go func() {
@@ -268,7 +277,7 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		_ = s.Shutdown(sctx)
 		return err
 	}
-	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String())+s.clusterNote())
+	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s; %s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, s.Sandbox, url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String())+s.clusterNote())
 	// Package initialisation and startup (the SDKs' type registrations,
 	// the terminal UI renderer's tables, the store's migrations) leave
 	// garbage an idle server never reuses: collect it and give its pages

@@ -4,8 +4,10 @@
 // touches is resolved through an os.Root opened on the session's
 // workspace), the environment tool processes get (an allow-list, never
 // credentials), and the shell's supervisor, which on Linux keeps every
-// process a command starts in reach until the call ends.
+// process a command starts in reach until the call ends and starts it
+// through the sandbox's exec stage.
 //
-// tool imports message and model (for tool specs) only; dispatching tool
-// calls and emitting their events is the agent loop's job.
+// tool imports message and model (for tool specs) and sandbox (the
+// shell's confinement); dispatching tool calls and emitting their events
+// is the agent loop's job.
 package tool

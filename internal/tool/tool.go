@@ -58,6 +58,10 @@ type Env struct {
 	Workspace string
 	SessionID string
 	TurnID    string
+	// AllowNetwork lets this call's shell command bind and connect TCP
+	// sockets, which the sandbox refuses unless its settings allow them
+	// (for a permission rule that allows the network per call).
+	AllowNetwork bool
 }
 
 // Result is a successful tool call's output, fed back to the model.
