@@ -64,6 +64,19 @@ type Env struct {
 type Result struct {
 	Content string // what the model reads
 	Summary string // one line for events and UIs
+	// Change is set by the tools that change files (write_file,
+	// edit_file, apply_patch): the paths changed and their unified
+	// diff, carried by the call's tool.completed event.
+	Change *Change
+}
+
+// Previewer is implemented by the tools that change files: Preview
+// computes the Change a call with this input would make, without
+// writing anything, so that an approval prompt can show the diff before
+// the user answers. It fails as Run would on input that Run refuses
+// (bad input, a path out of the workspace, an edit that does not apply).
+type Previewer interface {
+	Preview(ctx context.Context, env Env, input json.RawMessage) (Change, error)
 }
 
 // Tool is one callable tool.
