@@ -13,6 +13,7 @@ require (
 	github.com/charmbracelet/x/ansi v0.11.8
 	github.com/coder/acp-go-sdk v0.13.0
 	github.com/coder/websocket v1.8.15
+	github.com/gabriel-vasile/mimetype v1.4.16
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/oklog/ulid/v2 v2.1.2
