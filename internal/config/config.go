@@ -57,6 +57,13 @@ type Config struct {
 	MaxOutputTokens  int           // max_tokens of each model call
 	ThinkingBudget   int           // extended thinking tokens per call (0: off)
 	ToolEnv          []string      // names of variables passed to tool processes besides the allow-list
+	// EditTools chooses the edit tools models are offered: auto
+	// (apply_patch to OpenAI-family models, edit_file to the others),
+	// both, edit_file or apply_patch (tool.EditTools).
+	EditTools tool.EditTools
+	// WebFetchAllowPrivate lets web_fetch reach loopback, private,
+	// link-local and other non-public addresses.
+	WebFetchAllowPrivate bool
 
 	// Remote access (docs/remote-access.md).
 	TokenFile      string        // bearer token file; "": <home>/token, generated when the token is required
@@ -130,6 +137,7 @@ func Defaults() Config {
 		MaxConnections:   1024,
 		LeaseTTL:         10 * time.Second,
 		StreamingTTL:     15 * time.Minute,
+		EditTools:        tool.EditToolsAuto,
 	}
 }
 
@@ -183,6 +191,19 @@ func intField(name, usage string, min int, p func(*Config) *int) field {
 		}}
 }
 
+func boolField(name, usage string, p func(*Config) *bool) field {
+	return field{name, usage,
+		func(c *Config) string { return strconv.FormatBool(*p(c)) },
+		func(c *Config, s string) error {
+			b, err := strconv.ParseBool(s)
+			if err != nil {
+				return errors.New("must be true or false")
+			}
+			*p(c) = b
+			return nil
+		}}
+}
+
 func strField(name, usage string, p func(*Config) *string) field {
 	return field{name, usage,
 		func(c *Config) string { return *p(c) },
@@ -221,6 +242,17 @@ var fields = []field{
 			c.ToolEnv = names
 			return nil
 		}},
+	{"edit-tools", "edit tools offered to models: auto (apply_patch to OpenAI-family models, edit_file to the others), both, edit_file or apply_patch",
+		func(c *Config) string { return string(c.EditTools) },
+		func(c *Config, s string) error {
+			e, err := tool.ParseEditTools(s)
+			if err != nil {
+				return err
+			}
+			c.EditTools = e
+			return nil
+		}},
+	boolField("web-fetch-allow-private", "let web_fetch reach loopback, private, link-local and other non-public addresses (this machine, the LAN, cloud metadata services)", func(c *Config) *bool { return &c.WebFetchAllowPrivate }),
 	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),
 	strField("default-model", "model of sessions created without one (default builtin:demo, a provider whose key is set, or the first model OPENAI_BASE_URL lists)", func(c *Config) *string { return &c.DefaultModel }),
 	durField("demo-delay", "pause between builtin:demo deltas", func(c *Config) *time.Duration { return &c.DemoDelay }),

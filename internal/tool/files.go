@@ -33,8 +33,11 @@ const (
 	MaxWriteBytes = 8 << 20
 )
 
-// Builtins returns the built-in tools: the file tools and shell.
-func Builtins() []Tool { return []Tool{ListDir{}, ReadFile{}, WriteFile{}, Shell{}} }
+// Builtins returns the built-in tools: the file tools, the searches,
+// shell and web_fetch (in its default form: public addresses only).
+func Builtins() []Tool {
+	return []Tool{ListDir{}, ReadFile{}, WriteFile{}, EditFile{}, ApplyPatch{}, Glob{}, Grep{}, Shell{}, WebFetch{}}
+}
 
 // ListDir lists a workspace directory.
 type ListDir struct{}

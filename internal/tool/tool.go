@@ -90,6 +90,7 @@ type Tool interface {
 type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]Tool
+	offer func(modelID, name string) bool
 }
 
 // NewRegistry returns a registry holding tools.
@@ -125,6 +126,34 @@ func (r *Registry) Specs() []model.ToolSpec {
 		out = append(out, t.Spec())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// SetOffer installs the policy that chooses, per model, which tools it
+// is offered (SpecsFor); nil offers every tool to every model. A tool
+// not offered can still be called (Get finds it).
+func (r *Registry) SetOffer(offer func(modelID, name string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.offer = offer
+}
+
+// SpecsFor returns the specs of the tools offered to the model
+// modelID, sorted by name.
+func (r *Registry) SpecsFor(modelID string) []model.ToolSpec {
+	r.mu.RLock()
+	offer := r.offer
+	r.mu.RUnlock()
+	all := r.Specs()
+	if offer == nil {
+		return all
+	}
+	out := all[:0]
+	for _, s := range all {
+		if offer(modelID, s.Name) {
+			out = append(out, s)
+		}
+	}
 	return out
 }
 
