@@ -63,13 +63,20 @@ func (in *editInput) check() (string, error) {
 	return p, nil
 }
 
-// Targets implements Targeted: the file the call edits.
-func (EditFile) Targets(input json.RawMessage) ([]string, error) {
+// parseEdit decodes and checks an edit_file input; it returns the
+// cleaned path.
+func parseEdit(input json.RawMessage) (editInput, string, error) {
 	var in editInput
 	if err := decodeInput(input, &in); err != nil {
-		return nil, err
+		return in, "", err
 	}
 	p, err := in.check()
+	return in, p, err
+}
+
+// Targets implements Targeted: the file the call edits.
+func (EditFile) Targets(input json.RawMessage) ([]string, error) {
+	_, p, err := parseEdit(input)
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +96,7 @@ type editPlan struct {
 }
 
 func (e EditFile) plan(env Env, input json.RawMessage) (*editPlan, error) {
-	var in editInput
-	if err := decodeInput(input, &in); err != nil {
-		return nil, err
-	}
-	p, err := in.check()
+	in, p, err := parseEdit(input)
 	if err != nil {
 		return nil, err
 	}
@@ -300,22 +303,30 @@ func notFoundMessage(display, text, old string) string {
 		}
 	}
 	// Otherwise the window of k lines most like it.
-	kk := min(k, nearOldLines)
-	best, bestAt := 0.0, -1
-	for i := 0; i < min(len(lines), nearScanLines); i++ {
-		score := 0.0
-		for j := 0; j < kk && i+j < len(lines); j++ {
-			score += similarity(lines[i+j], want[j])
-		}
-		if score > best {
-			best, bestAt = score, i
-		}
-	}
-	if bestAt < 0 || best < 0.3 {
+	bestAt, ok := mostSimilar(lines, want)
+	if !ok {
 		return fmt.Sprintf("old_string was not found in %s (%d lines), and no line of the file resembles its first lines. %s", display, strings.Count(text, "\n"), tail)
 	}
 	end := min(bestAt+max(k, 1), len(lines), bestAt+30)
 	return fmt.Sprintf("old_string was not found in %s. The most similar lines are %d-%d:\n%s%s", display, bestAt+1, end, numbered(lines, bestAt, end), tail)
+}
+
+// mostSimilar returns where the window of lines most like pattern
+// starts (scoring its first nearOldLines lines, among the first
+// nearScanLines of the file), and false if nothing resembles it.
+func mostSimilar(lines, pattern []string) (int, bool) {
+	kk := min(len(pattern), nearOldLines)
+	best, at := 0.0, -1
+	for i := 0; i < min(len(lines), nearScanLines); i++ {
+		score := 0.0
+		for j := 0; j < kk && i+j < len(lines); j++ {
+			score += similarity(lines[i+j], pattern[j])
+		}
+		if score > best {
+			best, at = score, i
+		}
+	}
+	return at, at >= 0 && best >= 0.3
 }
 
 // numbered formats lines[from:to] with 1-based numbers, as read_file does.

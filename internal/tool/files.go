@@ -386,6 +386,17 @@ func (in *writeInput) check(env Env) (string, error) {
 	return p, nil
 }
 
+// parseWrite decodes and checks a write_file input; it returns the
+// resolved path.
+func parseWrite(env Env, input json.RawMessage) (writeInput, string, error) {
+	var in writeInput
+	if err := decodeInput(input, &in); err != nil {
+		return in, "", err
+	}
+	p, err := in.check(env)
+	return in, p, err
+}
+
 // previous reads what p holds before a write, for the diff: nil if it
 // does not exist (or is not a regular file: the write refuses it);
 // a file too large to show is summarised.
@@ -410,11 +421,7 @@ func previous(env Env, p string) []byte {
 // of the workspace, a directory, a file with other hard links, a
 // missing parent directory.
 func (WriteFile) Preview(ctx context.Context, env Env, input json.RawMessage) (Change, error) {
-	var in writeInput
-	if err := decodeInput(input, &in); err != nil {
-		return Change{}, err
-	}
-	p, err := in.check(env)
+	in, p, err := parseWrite(env, input)
 	if err != nil {
 		return Change{}, err
 	}
@@ -447,11 +454,7 @@ func (WriteFile) Preview(ctx context.Context, env Env, input json.RawMessage) (C
 
 // Run implements Tool.
 func (WriteFile) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
-	var in writeInput
-	if err := decodeInput(input, &in); err != nil {
-		return Result{}, err
-	}
-	p, err := in.check(env)
+	in, p, err := parseWrite(env, input)
 	if err != nil {
 		return Result{}, err
 	}

@@ -45,8 +45,14 @@ type globInput struct {
 }
 
 // Targets implements Targeted: the directory searched.
-func (Glob) Targets(input json.RawMessage) ([]string, error) {
-	var in globInput
+func (Glob) Targets(input json.RawMessage) ([]string, error) { return searchTargets(input) }
+
+// searchTargets returns the path a search tool's input names (the
+// workspace, ".", by default).
+func searchTargets(input json.RawMessage) ([]string, error) {
+	var in struct {
+		Path string `json:"path"`
+	}
 	if err := decodeInput(input, &in); err != nil {
 		return nil, err
 	}

@@ -65,17 +65,7 @@ type grepInput struct {
 }
 
 // Targets implements Targeted: the directory or file searched.
-func (Grep) Targets(input json.RawMessage) ([]string, error) {
-	var in grepInput
-	if err := decodeInput(input, &in); err != nil {
-		return nil, err
-	}
-	p, err := cleanPath(in.Path)
-	if err != nil {
-		return nil, err
-	}
-	return []string{p}, nil
-}
+func (Grep) Targets(input json.RawMessage) ([]string, error) { return searchTargets(input) }
 
 // grepQuery is a checked grep input.
 type grepQuery struct {

@@ -380,18 +380,8 @@ func quoteLines(ls []string) string {
 
 // nearestHint shows the lines of the file most like pattern.
 func nearestHint(lines, pattern []string) string {
-	kk := min(len(pattern), nearOldLines)
-	best, at := 0.0, -1
-	for i := 0; i < min(len(lines), nearScanLines); i++ {
-		s := 0.0
-		for j := 0; j < kk && i+j < len(lines); j++ {
-			s += similarity(lines[i+j], pattern[j])
-		}
-		if s > best {
-			best, at = s, i
-		}
-	}
-	if at < 0 || best < 0.3 {
+	at, ok := mostSimilar(lines, pattern)
+	if !ok {
 		return "No lines of the file resemble them; read the file again."
 	}
 	end := min(at+max(len(pattern), 1), len(lines), at+30)

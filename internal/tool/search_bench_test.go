@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -23,7 +22,11 @@ func benchTree(b *testing.B) string {
 	if d := os.Getenv("METIS_BENCH_TREE"); d != "" {
 		return d
 	}
-	src := filepath.Join(runtime.GOROOT(), "src")
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Skipf("go env GOROOT: %v", err)
+	}
+	src := filepath.Join(strings.TrimSpace(string(goroot)), "src")
 	dst := filepath.Join(b.TempDir(), "src")
 	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
 		b.Skipf("cannot copy %s: %v %s", src, err, out)
