@@ -137,7 +137,7 @@ func walkFiles(ctx context.Context, env Env, base string, visit func(walkFile) e
 		}
 		ign := wd.ign
 		for _, e := range ents {
-			if e.Name() == ".gitignore" && e.Type().IsRegular() {
+			if e.name == ".gitignore" && e.typ.IsRegular() {
 				if data, ok := readIgnoreFile(cur.root, ".gitignore"); ok {
 					ign = ign.with(parseIgnore(data, relBase(wd.rel)))
 				}
@@ -151,12 +151,12 @@ func walkFiles(ctx context.Context, env Env, base string, visit func(walkFile) e
 				drain(stack)
 				return st, nil
 			}
-			name := e.Name()
+			name := e.name
 			if name == ".git" {
 				continue
 			}
 			rel := joinRel(wd.rel, name)
-			switch t := e.Type(); {
+			switch t := e.typ; {
 			case t.IsDir():
 				if !ign.ignored(rel, true) {
 					cur.acquire()
@@ -200,13 +200,20 @@ func drain(stack []walkDir) {
 	}
 }
 
-func readDir(r *os.Root) ([]os.DirEntry, error) {
+// dirent is a directory entry: its name and type (fs.ModeDir,
+// fs.ModeSymlink, 0 for a regular file, fs.ModeIrregular for others).
+type dirent struct {
+	name string
+	typ  fs.FileMode
+}
+
+func readDir(r *os.Root) ([]dirent, error) {
 	d, err := r.OpenFile(".", os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	return d.ReadDir(-1)
+	return readDirents(d, r)
 }
 
 // baseIgnores returns the rules in force in base from the .gitignore
