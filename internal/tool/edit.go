@@ -240,6 +240,9 @@ func lineList(ls []int) string {
 // snippet returns the lines from..to (1-based, clamped) of b, numbered.
 func snippet(b []byte, from, to int) string {
 	lines := strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
+	if len(lines) > 1 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1] // the file's final line end
+	}
 	from, to = max(from, 1), min(to, len(lines))
 	if to-from > 40 {
 		to = from + 40

@@ -130,6 +130,14 @@ func newestFirst(fs []found) {
 	})
 }
 
+// count writes n and the noun, plural unless n is 1: "1 file", "3 files".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // relTo returns the workspace-relative rel relative to base.
 func relTo(base, rel string) string {
 	if base == "." {
@@ -207,7 +215,7 @@ func globResult(matches []found, pattern, where string, stats walkStats) Result 
 	if stats.stopped {
 		fmt.Fprintf(&sb, "[the search stopped after %d entries: give a narrower path]\n", maxWalkEntries)
 	}
-	sum := fmt.Sprintf("%d files match %s in %s", len(matches), pattern, where)
+	sum := fmt.Sprintf("%s match %s in %s", count(len(matches), "file"), pattern, where)
 	if len(matches) == 0 {
 		return Result{Content: fmt.Sprintf("no files match %s in %s", pattern, where) + "\n" + sb.String(), Summary: sum}
 	}

@@ -376,8 +376,8 @@ func grepResult(hits []*fileHits, pattern, where string, context int, stats walk
 		shownFiles++
 	}
 	if shown < total {
-		fmt.Fprintf(&out, "[%d matching lines in %d files; the first %d, of the most recently changed files, are shown. Narrow the pattern, path or glob to see the rest]\n",
-			total, len(hits), shown)
+		fmt.Fprintf(&out, "[%s in %s; the first %d, of the most recently changed files, are shown. Narrow the pattern, path or glob to see the rest]\n",
+			count(total, "matching line"), count(len(hits), "file"), shown)
 	}
 	if tally.large > 0 {
 		fmt.Fprintf(&out, "[%d files over %d MiB were not searched]\n", tally.large, maxGrepFileBytes>>20)
@@ -385,7 +385,7 @@ func grepResult(hits []*fileHits, pattern, where string, context int, stats walk
 	if stats.stopped {
 		fmt.Fprintf(&out, "[the search stopped after %d entries: give a narrower path]\n", maxWalkEntries)
 	}
-	sum := fmt.Sprintf("%d matching lines in %d files", total, len(hits))
+	sum := fmt.Sprintf("%s in %s", count(total, "matching line"), count(len(hits), "file"))
 	if total == 0 {
 		return Result{Content: fmt.Sprintf("no matches for %s in %s\n", pattern, where) + out.String(), Summary: sum}
 	}
