@@ -2,6 +2,7 @@ package tool
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"regexp"
@@ -413,13 +414,29 @@ func lineEnd(buf []byte, at int) int {
 	return len(buf)
 }
 
-// asciiLower lower-cases the ASCII letters of b into dst (reused).
+// asciiLower lower-cases the ASCII letters of b into dst (reused),
+// eight bytes at a time.
 func asciiLower(b, dst []byte) []byte {
 	if cap(dst) < len(b) {
 		dst = make([]byte, len(b), len(b)+len(b)/4)
 	}
 	dst = dst[:len(b)]
-	for i, c := range b {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		low7 := w &^ high
+		// Bit 7 of each byte: its low seven bits are >= 'A', and > 'Z'.
+		geA := low7 + (0x80-'A')*ones
+		gtZ := low7 + (0x80-'Z'-1)*ones
+		upper := geA &^ gtZ &^ w & high // and the byte is ASCII
+		binary.LittleEndian.PutUint64(dst[i:], w|upper>>2)
+	}
+	for ; i < len(b); i++ {
+		c := b[i]
 		if c-'A' < 26 {
 			c += 'a' - 'A'
 		}

@@ -114,3 +114,28 @@ func FuzzLineMatcher(f *testing.F) {
 		checkMatcher(t, pattern, fold, text)
 	})
 }
+
+// TestASCIILower: the word-at-a-time lower-casing equals the byte-wise
+// one on every byte value.
+func TestASCIILower(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		b := rapid.SliceOf(rapid.Byte()).Draw(rt, "b")
+		got := asciiLower(b, nil)
+		for i, c := range b {
+			want := c
+			if c >= 'A' && c <= 'Z' {
+				want = c + 32
+			}
+			if got[i] != want {
+				rt.Fatalf("byte %d: %#x became %#x, want %#x", i, c, got[i], want)
+			}
+		}
+	})
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	if got := asciiLower(all, nil); !bytes.Equal(got[:'A'], all[:'A']) || string(got['A':'Z'+1]) != "abcdefghijklmnopqrstuvwxyz" || !bytes.Equal(got['Z'+1:], all['Z'+1:]) {
+		t.Errorf("asciiLower of every byte: %q", got)
+	}
+}

@@ -65,3 +65,20 @@ func TestParseEditTools(t *testing.T) {
 		t.Error("patch accepted")
 	}
 }
+
+// TestFileChangingToolsPreviewAndAreEdits: the tools that change files
+// can show their diff before they run, and are of kind edit; the
+// searches are reads.
+func TestFileChangingToolsPreviewAndAreEdits(t *testing.T) {
+	for _, tl := range []tool.Tool{tool.WriteFile{}, tool.EditFile{}, tool.ApplyPatch{}} {
+		if _, ok := tl.(tool.Previewer); !ok {
+			t.Errorf("%s cannot preview", tl.Spec().Name)
+		}
+		if _, ok := tl.(tool.Targeted); !ok && tl.Spec().Name != "write_file" {
+			t.Errorf("%s has no targets", tl.Spec().Name)
+		}
+		if tool.KindOf(tl) != tool.KindEdit && tl.Spec().Name != "write_file" {
+			t.Errorf("%s is not an edit", tl.Spec().Name)
+		}
+	}
+}
