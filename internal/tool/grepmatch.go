@@ -35,8 +35,11 @@ type lineMatcher struct {
 	fold  bool           // lit is found in the ASCII-lower-cased buffer
 	exact bool           // the expression is lit itself: no check needed
 	sets  []byteSet      // else a run of byte sets every match holds
-	// anchor is the index in sets of the rarest set.
-	anchor int
+	// tables holds the sets as lookup tables, and shift the Horspool
+	// shift of the run: how far the window may move when its last byte
+	// is c.
+	tables [][256]bool
+	shift  *[256]int
 }
 
 // byteSet is a set of bytes.
@@ -296,10 +299,11 @@ func newLineMatcher(pattern string, fold bool) (*lineMatcher, error) {
 	case len(foldLit) >= 3:
 		m.lit, m.fold = foldLit, true
 	case bitsOf(best) >= 16:
-		m.sets = best
-		for i := range best {
-			if best[i].size() < best[m.anchor].size() {
-				m.anchor = i
+		m.sets, m.shift = best, horspool(best)
+		m.tables = make([][256]bool, len(best))
+		for j := range best {
+			for c := range 256 {
+				m.tables[j][c] = best[j].has(byte(c))
 			}
 		}
 	}
@@ -344,41 +348,52 @@ func (m *lineMatcher) check(buf []byte, at int, pos *int, fn func(start, end int
 	return !(m.exact || m.re.Match(buf[start:end])) || fn(start, end)
 }
 
-// scanSets finds the places of the run of sets: each byte in the
-// anchor's set is a candidate, checked against the whole run.
-func (m *lineMatcher) scanSets(buf []byte, fn func(start, end int) bool) {
-	sets, a := m.sets, m.anchor
-	anchor := &sets[a]
-	single, isSingle := anchor.single()
+// horspool computes the shifts of Horspool's search for a run of byte
+// sets: for each byte, the distance from the run's end to the last
+// earlier position whose set holds it (the run's length if none).
+func horspool(sets []byteSet) *[256]int {
+	var shift [256]int
 	n := len(sets)
-	for i := a; i <= len(buf)-(n-a); {
-		if isSingle {
-			j := bytes.IndexByte(buf[i:len(buf)-(n-a-1)], single)
-			if j < 0 {
-				return
-			}
-			i += j
-		} else if !anchor.has(buf[i]) {
-			i++
-			continue
-		}
-		s := i - a
-		ok := true
-		for k := range sets {
-			if !sets[k].has(buf[s+k]) {
-				ok = false
-				break
+	for c := range shift {
+		shift[c] = n
+	}
+	for j := 0; j < n-1; j++ {
+		for c := range 256 {
+			if sets[j].has(byte(c)) {
+				shift[c] = n - 1 - j
 			}
 		}
-		if !ok {
-			i++
-			continue
+	}
+	return &shift
+}
+
+// scanSets finds the places of the run of sets with Horspool's search
+// (mostly n bytes at a time: code rarely holds, say, a digit where a
+// run of twelve digits would end) and checks their lines.
+func (m *lineMatcher) scanSets(buf []byte, fn func(start, end int) bool) {
+	tables, shift := m.tables, m.shift
+	n := len(tables)
+	last := &tables[n-1]
+	for i := 0; i+n <= len(buf); {
+		c := buf[i+n-1]
+		if last[c] {
+			ok := true
+			for k := n - 2; k >= 0; k-- {
+				if !tables[k][buf[i+k]] {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				var pos int
+				if !m.check(buf, i, &pos, fn) {
+					return
+				}
+				i = max(pos, i+1)
+				continue
+			}
 		}
-		var pos int
-		if !m.check(buf, s, &pos, fn) {
-			return
-		}
-		i = max(pos+a, i+1)
+		i += shift[c]
 	}
 }
 
