@@ -98,6 +98,15 @@ type ToolCompletedPayload struct {
 	Result     string `json:"result"`
 	Truncated  bool   `json:"truncated,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
+	// Paths are the files a tool that changes files (write_file,
+	// edit_file, apply_patch) added, changed, deleted or moved
+	// (workspace-relative, slash-separated; a move names both), and Diff
+	// their unified diff ("--- a/path", "+++ b/path", "@@" hunks; at most
+	// 64 KiB). DiffTruncated says the diff was cut; it then ends with a
+	// line saying so. All three are absent for other tools.
+	Paths         []string `json:"paths,omitempty"`
+	Diff          string   `json:"diff,omitempty"`
+	DiffTruncated bool     `json:"diff_truncated,omitempty"`
 }
 
 // ToolFailedPayload is the payload of EventToolFailed.

@@ -423,7 +423,7 @@ func toolUses(m message.Message) []message.Block {
 }
 
 func (r *run) request(modelID string) model.Request {
-	return model.Request{Model: modelID, System: r.cfg.System, Messages: r.conv, Tools: r.cfg.Tools.Specs(), MaxTokens: r.cfg.MaxTokens,
+	return model.Request{Model: modelID, System: r.cfg.System, Messages: r.conv, Tools: r.cfg.Tools.SpecsFor(modelID), MaxTokens: r.cfg.MaxTokens,
 		ThinkingBudget: r.cfg.ThinkingBudget}
 }
 

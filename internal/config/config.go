@@ -59,6 +59,13 @@ type Config struct {
 	MaxOutputTokens  int           // max_tokens of each model call
 	ThinkingBudget   int           // extended thinking tokens per call (0: off)
 	ToolEnv          []string      // names of variables passed to tool processes besides the allow-list
+	// EditTools chooses the edit tools models are offered: auto
+	// (apply_patch to OpenAI-family models, edit_file to the others),
+	// both, edit_file or apply_patch (tool.EditTools).
+	EditTools tool.EditTools
+	// WebFetchAllowPrivate lets web_fetch reach loopback, private,
+	// link-local and other non-public addresses.
+	WebFetchAllowPrivate bool
 
 	// The shell sandbox (docs/sandbox.md). On unless SandboxOff.
 	SandboxOff      bool     // --sandbox=false: shell commands run unconfined
@@ -138,6 +145,7 @@ func Defaults() Config {
 		MaxConnections:   1024,
 		LeaseTTL:         10 * time.Second,
 		StreamingTTL:     15 * time.Minute,
+		EditTools:        tool.EditToolsAuto,
 	}
 }
 
@@ -276,6 +284,17 @@ var fields = []field{
 	pathsField("sandbox-writable", "comma-separated paths (absolute or ~/...) shell commands may also write in the sandbox", func(c *Config) *[]string { return &c.SandboxWritable }),
 	pathsField("sandbox-hidden", "comma-separated paths (absolute or ~/...) shell commands cannot read in the sandbox, besides the metis home and ~/.ssh, ~/.aws and the other credential paths", func(c *Config) *[]string { return &c.SandboxHidden }),
 	boolField("sandbox-network", "let shell commands in the sandbox bind and connect TCP sockets", func(c *Config) *bool { return &c.SandboxNetwork }),
+	{"edit-tools", "edit tools offered to models: auto (apply_patch to OpenAI-family models, edit_file to the others), both, edit_file or apply_patch",
+		func(c *Config) string { return string(c.EditTools) },
+		func(c *Config, s string) error {
+			e, err := tool.ParseEditTools(s)
+			if err != nil {
+				return err
+			}
+			c.EditTools = e
+			return nil
+		}},
+	boolField("web-fetch-allow-private", "let web_fetch reach loopback, private, link-local and other non-public addresses (this machine, the LAN, cloud metadata services)", func(c *Config) *bool { return &c.WebFetchAllowPrivate }),
 	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),
 	strField("default-model", "model of sessions created without one (default builtin:demo, a provider whose key is set, or the first model OPENAI_BASE_URL lists)", func(c *Config) *string { return &c.DefaultModel }),
 	durField("demo-delay", "pause between builtin:demo deltas", func(c *Config) *time.Duration { return &c.DemoDelay }),

@@ -182,6 +182,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.Tools = tool.NewRegistry(tool.Builtins()...)
 	s.startSandbox() // sandbox.go
 	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv, Sandbox: sandboxSettings(cfg)})
+	s.Tools.Register(tool.WebFetch{AllowPrivate: cfg.WebFetchAllowPrivate})
+	s.Tools.SetOffer(cfg.EditTools.Offers)
 	var mgr *session.Manager
 	loop := agent.New(agent.Config{
 		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log, MaxTokens: cfg.MaxOutputTokens, ThinkingBudget: cfg.ThinkingBudget,

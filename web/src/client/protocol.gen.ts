@@ -540,6 +540,9 @@ export interface ToolCompletedPayload {
   result: string;
   truncated?: boolean;
   duration_ms?: number;
+  paths?: string[];
+  diff?: string;
+  diff_truncated?: boolean;
 }
 
 /** The payload of tool.failed. */
