@@ -15,9 +15,9 @@ func TestToolSettings(t *testing.T) {
 	if err != nil || c.EditTools != tool.EditToolsAuto || c.WebFetchAllowPrivate {
 		t.Fatalf("defaults: %v %v %v", c.EditTools, c.WebFetchAllowPrivate, err)
 	}
-	writeConfig(t, dir, "edit_tools: apply_patch\nweb-fetch-allow-private: yes\n")
+	writeConfig(t, dir, "edit_tools: apply_patch\nweb-fetch-allow-private: maybe\n")
 	if _, err := Load([]string{"--home", dir}); err == nil || !strings.Contains(err.Error(), "true or false") {
-		t.Errorf("yes: %v", err)
+		t.Errorf("maybe: %v", err)
 	}
 	writeConfig(t, dir, "edit_tools: apply_patch\nweb-fetch-allow-private: true\n")
 	c, err = Load([]string{"--home", dir})
