@@ -177,15 +177,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.Tools = tool.NewRegistry(tool.Builtins()...)
 	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv})
 	var mgr *session.Manager
-	loop := agent.New(agent.Config{
-		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log, MaxTokens: cfg.MaxOutputTokens, ThinkingBudget: cfg.ThinkingBudget,
-		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
-			return mgr.Conversation(ctx, id)
-		}),
+	limits := price.NewLimits(cfg.Models)
+	lcfg := longSessionConfig(cfg, limits) // windows.go
+	lcfg.Models, lcfg.Tools, lcfg.Prices, lcfg.Logger = s.Models, s.Tools, prices, log
+	lcfg.MaxTokens, lcfg.ThinkingBudget = cfg.MaxOutputTokens, cfg.ThinkingBudget
+	lcfg.History = agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
+		return mgr.Conversation(ctx, id)
 	})
+	loop := agent.New(lcfg)
 	s.Loop = loop
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
-		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log})
+		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log,
+		MaxTurnCostUSD: cfg.MaxTurnCost, MaxSessionCostUSD: cfg.MaxSessionCost})
 	s.Sessions = mgr
 	if s.cluster != nil {
 		s.cluster.sessions = mgr
@@ -220,7 +223,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
-	s.bg.Add(3)
+	s.bg.Add(4)
+	go func() {
+		defer s.bg.Done()
+		learnWindows(bgctx, s.Models, cfg, limits, log) // windows.go
+	}()
 	go s.pruneLoop(bgctx)
 	go s.sweepLoop(bgctx)
 	go func() {

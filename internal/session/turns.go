@@ -156,6 +156,7 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 		out := m.cfg.Loop.Run(turnCtx, agent.Turn{ID: t.id, SessionID: sessionID, SessionModel: s.ActiveModel,
 			Workspace: s.WorkspacePath, Root: root, Emitter: em, Router: m.cfg.Router, UserText: content,
 			Worker: s.ParentSessionID != "", ModelOverride: override, History: m.cachedHistory(sessionID, user),
+			Mode: sessionMode(s), MaxTurnCostUSD: s.MaxTurnCostUSD, MaxSessionCostUSD: s.MaxSessionCostUSD, SessionCostUSD: s.CostUSD,
 			Ending: func(st store.TurnStatus) string { return m.ending(t, st) }})
 		// Run returns once the turn's terminal event is committed (retried
 		// through storage failures), so the conversation it hands back is
