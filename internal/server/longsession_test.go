@@ -21,18 +21,47 @@ import (
 )
 
 // recorder wraps the registry's adapter of a provider and keeps every
-// request it is given.
+// request it is given. With hold set, a call whose task is holdTask
+// signals held and waits for ctx to end (or hold to be closed).
 type recorder struct {
 	inner model.Adapter
 	mu    sync.Mutex
 	reqs  []model.Request
+
+	holdTask string
+	hold     chan struct{}
+	held     chan struct{}
 }
 
 func (r *recorder) Stream(ctx context.Context, req model.Request, emit func(model.Delta) error) (model.Result, error) {
 	r.mu.Lock()
 	r.reqs = append(r.reqs, req)
+	hold, held := r.hold, r.held
 	r.mu.Unlock()
+	if hold != nil && req.Task == r.holdTask {
+		held <- struct{}{}
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return model.Result{}, ctx.Err()
+		}
+	}
 	return r.inner.Stream(ctx, req, emit)
+}
+
+// holdCalls makes the calls of task wait (see recorder) until the
+// returned function is called.
+func (r *recorder) holdCalls(task string) (held <-chan struct{}, release func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holdTask, r.hold, r.held = task, make(chan struct{}), make(chan struct{}, 16)
+	hold := r.hold
+	return r.held, func() {
+		r.mu.Lock()
+		r.hold = nil
+		r.mu.Unlock()
+		close(hold)
+	}
 }
 
 func (r *recorder) requests() []model.Request {
