@@ -63,6 +63,9 @@ func (t *txn) createSession(ss *Session) error {
 }
 
 func (t *txn) updateSession(u *UpdateSession) error {
+	if u.ActiveModel == "" && u.RoutingPolicyVersion == "" && (u.Context != nil || u.Budget != nil) {
+		return t.updateLongSession(u) // one statement for the context size of every model call
+	}
 	res, err := t.exec(stUpdateSession, u.ActiveModel, u.RoutingPolicyVersion, u.ID)
 	if err != nil {
 		return fmt.Errorf("store: update session %s: %w", u.ID, err)
@@ -73,16 +76,25 @@ func (t *txn) updateSession(u *UpdateSession) error {
 	return t.updateLongSession(u)
 }
 
-// updateLongSession applies UpdateSession's context and budget fields.
+// updateLongSession applies UpdateSession's context and budget fields;
+// a missing session fails with ErrNotFound.
 func (t *txn) updateLongSession(u *UpdateSession) error {
 	if c := u.Context; c != nil {
-		if _, err := t.exec(stSetContext, c.Tokens, c.Window, u.ID); err != nil {
+		res, err := t.exec(stSetContext, c.Tokens, c.Window, u.ID)
+		if err != nil {
 			return fmt.Errorf("store: update session %s: context: %w", u.ID, err)
+		}
+		if err := mustAffect(res, "update session", u.ID); err != nil {
+			return err
 		}
 	}
 	if b := u.Budget; b != nil {
-		if _, err := t.exec(stSetBudget, nullFloat(b.MaxTurnCostUSD), nullFloat(b.MaxSessionCostUSD), u.ID); err != nil {
+		res, err := t.exec(stSetBudget, nullFloat(b.MaxTurnCostUSD), nullFloat(b.MaxSessionCostUSD), u.ID)
+		if err != nil {
 			return fmt.Errorf("store: update session %s: budget: %w", u.ID, err)
+		}
+		if err := mustAffect(res, "update session", u.ID); err != nil {
+			return err
 		}
 	}
 	return nil
