@@ -49,7 +49,7 @@ func DefaultLimits() map[string]Limits {
 // separately: a config entry setting only context_window keeps the list
 // output limit. It is safe for concurrent use.
 type LimitTable struct {
-	configured, list limitSet
+	configured, list keyed[Limits]
 
 	mu      sync.RWMutex
 	learned map[string]Limits // exact ids
@@ -57,7 +57,7 @@ type LimitTable struct {
 
 // NewLimits builds a table from DefaultLimits and config.yaml's models.
 func NewLimits(configured map[string]Limits) *LimitTable {
-	return &LimitTable{configured: newLimitSet(configured), list: newLimitSet(DefaultLimits()), learned: map[string]Limits{}}
+	return &LimitTable{configured: newKeyed(configured), list: newKeyed(DefaultLimits()), learned: map[string]Limits{}}
 }
 
 // Learn records what a provider reported of a model (an OpenAI-compatible
@@ -93,33 +93,37 @@ func firstPositive(vs ...int) int {
 	return 0
 }
 
-// limitSet is one layer of limits keyed like the price table.
-type limitSet struct {
-	exact, prefixes map[string]Limits
+// keyed holds values by model id ("provider:model") and by id prefix
+// (a key ending in "*"): exact ids win over prefixes, the longest
+// prefix among prefixes. Later maps override earlier ones.
+type keyed[T any] struct {
+	exact, prefixes map[string]T
 }
 
-func newLimitSet(m map[string]Limits) limitSet {
-	s := limitSet{exact: map[string]Limits{}, prefixes: map[string]Limits{}}
-	for k, l := range m {
-		if pre, ok := strings.CutSuffix(k, "*"); ok {
-			s.prefixes[pre] = l
-		} else {
-			s.exact[k] = l
+func newKeyed[T any](maps ...map[string]T) keyed[T] {
+	k := keyed[T]{exact: map[string]T{}, prefixes: map[string]T{}}
+	for _, m := range maps {
+		for key, v := range m {
+			if pre, ok := strings.CutSuffix(key, "*"); ok {
+				k.prefixes[pre] = v
+			} else {
+				k.exact[key] = v
+			}
 		}
 	}
-	return s
+	return k
 }
 
-func (s limitSet) lookup(model string) (Limits, bool) {
-	if l, ok := s.exact[model]; ok {
-		return l, true
+func (k keyed[T]) lookup(model string) (T, bool) {
+	if v, ok := k.exact[model]; ok {
+		return v, true
 	}
 	best, found := "", false
-	var bl Limits
-	for pre, l := range s.prefixes {
+	var bv T
+	for pre, v := range k.prefixes {
 		if strings.HasPrefix(model, pre) && (!found || len(pre) > len(best)) {
-			best, bl, found = pre, l, true
+			best, bv, found = pre, v, true
 		}
 	}
-	return bl, found
+	return bv, found
 }

@@ -36,6 +36,22 @@ func liveEvents(t *testing.T, h *servertest.Harness, sid string, typ event.Type)
 	return out
 }
 
+// completeTurns runs n turns (the text of turn i is format with i),
+// fails the test on any that does not complete, and returns the last
+// one's id.
+func completeTurns(t *testing.T, h *servertest.Harness, sid string, n int, format string) string {
+	t.Helper()
+	var id string
+	for i := range n {
+		id = h.Submit(sid, fmt.Sprintf(format, i))
+		h.WaitTurn(sid)
+		if row, _ := h.Server.Store.Turn(context.Background(), id); row.Status != store.TurnCompleted {
+			t.Fatalf("turn %d ended %s %s", i, row.Status, row.Reason)
+		}
+	}
+	return id
+}
+
 // cacheFigures runs a ten-turn session (each turn reads a 4.5 KB file
 // and answers) on the caching fake with prompt-cache on or off, and
 // returns the input tokens of the calls (all of them, those read from
@@ -48,13 +64,7 @@ func cacheFigures(t *testing.T, cache bool) (total, read, written int64, inputUS
 	h := servertest.Start(t, "", withAnthropic(api.URL), func(c *config.Config) { c.PromptCache = cache })
 	writeNotes(t, h.Workspace)
 	sid := createWithModel(t, h, sonnet)
-	for i := range 10 {
-		id := h.Submit(sid, fmt.Sprintf("turn %d: what do the notes say about caching?", i))
-		h.WaitTurn(sid)
-		if row, _ := h.Server.Store.Turn(context.Background(), id); row.Status != store.TurnCompleted {
-			t.Fatalf("turn %d: %s %s", i, row.Status, row.Reason)
-		}
-	}
+	completeTurns(t, h, sid, 10, "turn %d: what do the notes say about caching?")
 	p, _ := price.NewTable(nil, nil).Lookup(sonnet)
 	for _, c := range liveEvents(t, h, sid, event.LLMCallCompleted) {
 		var u message.Usage
@@ -102,14 +112,7 @@ func TestAnthropicOverflowIsCompactedAndRetried(t *testing.T) {
 	h := servertest.Start(t, "", withAnthropic(api.URL))
 	writeNotes(t, h.Workspace)
 	sid := createWithModel(t, h, sonnet)
-	var last string
-	for i := range 5 {
-		last = h.Submit(sid, fmt.Sprintf("turn %d: read the notes", i))
-		h.WaitTurn(sid)
-	}
-	if row, _ := h.Server.Store.Turn(context.Background(), last); row.Status != store.TurnCompleted {
-		t.Fatalf("the turn after the overflow ended %s %s", row.Status, row.Reason)
-	}
+	last := completeTurns(t, h, sid, 5, "turn %d: read the notes")
 	var seq []event.Type
 	for _, e := range h.Live.Events(sid) {
 		if e.TurnID == last && event.FamilyOf(e.Type) == event.Catalog {
@@ -183,14 +186,7 @@ func TestOpenAIOverflowIsCompactedAndRetried(t *testing.T) {
 		c.Providers = config.Providers{"openai": {APIKey: "sk-test", BaseURL: api.URL + "/v1"}}
 	})
 	sid := createWithModel(t, h, "openai:gpt-4.1")
-	var last string
-	for i := range 4 {
-		last = h.Submit(sid, fmt.Sprintf("question %d", i))
-		h.WaitTurn(sid)
-	}
-	if row, _ := h.Server.Store.Turn(context.Background(), last); row.Status != store.TurnCompleted {
-		t.Fatalf("the turn after the overflow ended %s %s", row.Status, row.Reason)
-	}
+	completeTurns(t, h, sid, 4, "question %d")
 	compacted := liveEvents(t, h, sid, event.ContextCompacted)
 	if len(compacted) != 1 || compacted[0]["trigger"] != "overflow" || compacted[0]["method"] != "summary" {
 		t.Fatalf("context.compacted %v", compacted)

@@ -48,14 +48,7 @@ func (m *Manager) Compact(ctx context.Context, sessionID, instructions string) (
 		root.Close()
 		return "", err
 	}
-	release := func() {
-		m.mu.Lock()
-		delete(m.turns, sessionID)
-		m.mu.Unlock()
-		close(t.done)
-		root.Close()
-		m.wg.Done()
-	}
+	release := m.releaser(sessionID, t, root)
 	em, err := m.cfg.Bus.Emitter(ctx, sessionID)
 	if err != nil {
 		release()
