@@ -31,6 +31,7 @@ type windowModel struct {
 	mu           sync.Mutex
 	reqs         []model.Request
 	turnErrs     []error // the errors of the first turn calls, in order
+	partial      string  // text a failing turn call streams before its error
 	summary      string
 	summaryErr   error
 	blockSummary chan struct{} // closed when a summary call starts to block
@@ -68,6 +69,11 @@ func (w *windowModel) Stream(ctx context.Context, req model.Request, emit func(m
 		return model.Result{StopReason: model.StopEndTurn, Usage: message.Usage{InputTokens: 100, OutputTokens: 10}}, nil
 	}
 	if turnErr != nil {
+		if w.partial != "" {
+			if err := emit(model.Delta{Kind: model.KindText, Text: w.partial}); err != nil {
+				return model.Result{}, err
+			}
+		}
 		return model.Result{}, turnErr
 	}
 	if err := emit(model.Delta{Kind: model.KindText, Text: "answer"}); err != nil {
@@ -320,6 +326,40 @@ func TestOverflowCompactsAndRetriesOnce(t *testing.T) {
 				t.Fatalf("the retry ends with a %s message", m.Role)
 			}
 		})
+	}
+}
+
+// TestAnswerCutByTheWindowIsLeftOut: an answer that ran into the end of
+// the window (Anthropic's stop_reason model_context_window_exceeded)
+// keeps its partial text in the stored, failed message, but neither the
+// retried call nor a later turn sends it (it would run into the retry's
+// answer, or read as a prefill to continue).
+func TestAnswerCutByTheWindowIsLeftOut(t *testing.T) {
+	w := &windowModel{summary: "S", partial: "PARTIAL ANSWER", turnErrs: []error{model.Overflow("ran into the window", 0, nil)}}
+	r := newRig(t, w)
+	withLoop(r, w, nil)
+	seed(r, 30, 400)
+	if out, _ := r.runWith(context.Background(), agent.Turn{}); out.Status != store.TurnCompleted {
+		t.Fatalf("outcome %s %s", out.Status, out.Reason)
+	}
+	if out, _ := r.runWith(context.Background(), agent.Turn{UserText: "next"}); out.Status != store.TurnCompleted {
+		t.Fatalf("next turn %s %s", out.Status, out.Reason)
+	}
+	reqs := w.requests()
+	for i, req := range reqs[1:] {
+		for _, m := range req.Messages {
+			if strings.Contains(m.PlainText(), "PARTIAL ANSWER") {
+				t.Fatalf("request %d sends the cut answer", i+1)
+			}
+		}
+	}
+	msgs, _, _ := r.st.Messages(context.Background(), r.sid, "", 0)
+	found := false
+	for _, m := range msgs {
+		found = found || m.Status == message.StatusFailed && m.PlainText() == "PARTIAL ANSWER"
+	}
+	if !found {
+		t.Fatal("the cut answer is not stored")
 	}
 }
 
