@@ -5,7 +5,6 @@ import (
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
-	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -136,6 +135,3 @@ func counted(u message.Usage) int {
 
 // Window returns a model's context window in tokens (0 when unknown).
 func (l *Loop) Window(modelID string) int { return l.cfg.Limits.Lookup(modelID).ContextWindow }
-
-// Limits returns the loop's table of model limits.
-func (l *Loop) Limits() *price.LimitTable { return l.cfg.Limits }

@@ -376,23 +376,12 @@ func (r *run) do() Outcome {
 			return r.endBudget(b)
 		}
 		c := r.call(adapter, dec.Model, p)
-		if c.err != nil && c.class == model.ClassContextOverflow && !c.cancelled && r.emitErr == nil && !r.cfg.AutoCompactOff {
-			// The provider refused the call as too long: compact and
-			// make it again, once. The failed message stays stored (the
-			// view leaves it out).
-			r.conv = append(r.conv, c.msg)
-			window, _ := model.OverflowWindow(c.err)
-			var fit fitOutcome
-			if p, fit = r.recoverOverflow(adapter, dec.Model, window); fit == fitOverflow {
-				return r.fail(model.ClassContextOverflow)
-			}
-			if out, stop := r.unfit(fit); stop {
+		if c.class == model.ClassContextOverflow && !c.cancelled && r.emitErr == nil && !r.cfg.AutoCompactOff {
+			var out Outcome
+			var stop bool
+			if c, out, stop = r.retryAfterOverflow(adapter, dec.Model, c); stop {
 				return out
 			}
-			if r.calls >= r.cfg.MaxCalls {
-				break
-			}
-			c = r.call(adapter, dec.Model, p)
 		}
 		switch {
 		case r.emitErr != nil:
@@ -421,6 +410,23 @@ func (r *run) do() Outcome {
 		r.conv = append(r.conv, results)
 	}
 	return r.endBudget(&protocol.TurnBudget{Kind: protocol.BudgetCalls, Limit: float64(r.cfg.MaxCalls), Spent: float64(r.calls)})
+}
+
+// retryAfterOverflow answers a call the provider refused as too long
+// for the window: the failed message stays stored (the view leaves it
+// out), the conversation is compacted, and the call is made again, once.
+// It returns the new call, or the turn's end when there is no retry.
+func (r *run) retryAfterOverflow(adapter model.Adapter, modelID string, c callResult) (callResult, Outcome, bool) {
+	r.conv = append(r.conv, c.msg)
+	window, _ := model.OverflowWindow(c.err)
+	p, fit := r.recoverOverflow(adapter, modelID, window)
+	if out, stop := r.unfit(fit); stop {
+		return c, out, true
+	}
+	if r.calls >= r.cfg.MaxCalls {
+		return c, r.endBudget(&protocol.TurnBudget{Kind: protocol.BudgetCalls, Limit: float64(r.cfg.MaxCalls), Spent: float64(r.calls)}), true
+	}
+	return r.call(adapter, modelID, p), Outcome{}, false
 }
 
 // unfit ends the turn as making room for a call decided, or reports
