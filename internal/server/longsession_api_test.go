@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/store"
@@ -101,6 +105,11 @@ func TestCompactByHand(t *testing.T) {
 	msgs := allMessages(t, h, sid)
 	if len(msgs) != 7*4+1 {
 		t.Fatalf("%d messages after the compaction", len(msgs))
+	}
+
+	// A snapshot shows the marker among the messages.
+	if !snapshotHasCompaction(t, h, sid) {
+		t.Fatal("the snapshot's messages lack the compaction message")
 	}
 
 	// The next turn sends the summary.
@@ -197,6 +206,45 @@ func TestSessionBudget(t *testing.T) {
 	if st := h.Do("PATCH", "/sessions/sess_nope", map[string]float64{"max_session_cost_usd": 1}, nil); st != 404 {
 		t.Fatalf("unknown session: %d", st)
 	}
+}
+
+// snapshotHasCompaction reads the snapshot of an SSE subscription and
+// reports whether its messages hold a compaction block.
+func snapshotHasCompaction(t *testing.T, h *servertest.Harness, sid string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.URL+"/sessions/"+sid+"/events?snapshot=true", nil)
+	servertest.Must(t, err)
+	resp, err := h.HTTP.Do(req)
+	servertest.Must(t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 8<<20)
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var snap struct {
+			Type     string            `json:"type"`
+			Messages []message.Message `json:"messages"`
+		}
+		servertest.Must(t, json.Unmarshal([]byte(d), &snap))
+		if snap.Type != "snapshot" {
+			continue
+		}
+		for _, m := range snap.Messages {
+			for _, b := range m.Content {
+				if b.Type == message.BlockCompaction && b.Compaction != nil && b.Compaction.Summary != "" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	t.Fatal("no snapshot")
+	return false
 }
 
 // jsonRaw is a request body sent as is.
