@@ -468,3 +468,38 @@ func (countingTool) Spec() model.ToolSpec {
 func (countingTool) Run(ctx context.Context, env tool.Env, in json.RawMessage) (tool.Result, error) {
 	return tool.Result{Content: "ok", Summary: "ok"}, nil
 }
+
+// TestCompactionModelSummarises: compaction-model writes the summaries
+// (the conversation's model only answers the turn); when it cannot be
+// used, the compaction falls back to dropping, and says why.
+func TestCompactionModelSummarises(t *testing.T) {
+	for _, c := range []struct {
+		name, model, method string
+	}{{"available", "cheap:m", "summary"}, {"unavailable", "gone:m", "drop"}} {
+		t.Run(c.name, func(t *testing.T) {
+			turnModel, cheap := &windowModel{summary: "FROM THE TURN'S MODEL"}, &windowModel{summary: "FROM THE CHEAP MODEL"}
+			r := newRig(t, turnModel)
+			withLoop(r, turnModel, func(cfg *agent.Config) {
+				cfg.Models.Register("cheap", cheap)
+				cfg.CompactionModel = c.model
+			})
+			seed(r, 30, 400)
+			out, evs := r.runWith(context.Background(), agent.Turn{})
+			if out.Status != store.TurnCompleted {
+				t.Fatalf("outcome %s %s", out.Status, out.Reason)
+			}
+			cp := payload(t, find(evs, event.ContextCompacted)[0])
+			if cp["method"] != c.method || cp["model"] != c.model {
+				t.Fatalf("context.compacted %v", cp)
+			}
+			for _, req := range turnModel.requests() {
+				if req.Task == model.TaskSummary {
+					t.Fatal("the turn's model summarised")
+				}
+			}
+			if got := len(cheap.requests()); (c.method == "summary") != (got == 1) {
+				t.Fatalf("the compaction model got %d requests", got)
+			}
+		})
+	}
+}
