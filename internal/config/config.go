@@ -107,6 +107,8 @@ type Config struct {
 
 	Prices    map[string]price.Price // config.yaml only: overrides of the price table
 	Providers Providers              // config.yaml `providers`, then the environment
+
+	LongSession // windows, compaction, caching, the system prompt, budgets (longsession.go)
 }
 
 // Provider is one provider's endpoint and key.
@@ -146,6 +148,7 @@ func Defaults() Config {
 		LeaseTTL:         10 * time.Second,
 		StreamingTTL:     15 * time.Minute,
 		EditTools:        tool.EditToolsAuto,
+		LongSession:      defaultLongSession(),
 	}
 }
 
@@ -318,6 +321,10 @@ var fields = []field{
 		}},
 }
 
+// structured are the config.yaml keys whose value is a mapping, not a
+// flag's single value, by name, each with its decoder.
+var structured = map[string]func(c *Config, node *yaml.Node) error{}
+
 // SocketName is the file name of the server's unix socket in its home.
 const SocketName = "metis.sock"
 
@@ -478,6 +485,12 @@ func (c *Config) loadFile(path string) error {
 				if _, ok := model.LookupProvider(name); !ok {
 					return fmt.Errorf("config %s: providers: unknown provider %q (known: %s)", path, name, providerNames())
 				}
+			}
+			continue
+		}
+		if decode, ok := structured[name]; ok {
+			if err := decode(c, &node); err != nil {
+				return fmt.Errorf("config %s: %s: %w", path, key, err)
 			}
 			continue
 		}

@@ -20,6 +20,7 @@ var coreRules = []string{
 	"internal/agent",
 	"internal/attach",
 	"internal/bus",
+	"internal/compact", // long sessions: the model's view, compaction plans
 	"internal/config",
 	"internal/cost",
 	"internal/delegate",

@@ -185,15 +185,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.Tools.Register(tool.WebFetch{AllowPrivate: cfg.WebFetchAllowPrivate})
 	s.Tools.SetOffer(cfg.EditTools.Offers)
 	var mgr *session.Manager
-	loop := agent.New(agent.Config{
-		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log, MaxTokens: cfg.MaxOutputTokens, ThinkingBudget: cfg.ThinkingBudget,
-		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
-			return mgr.Conversation(ctx, id)
-		}),
+	limits := price.NewLimits(cfg.Models)
+	lcfg := longSessionConfig(cfg, limits) // windows.go
+	lcfg.Models, lcfg.Tools, lcfg.Prices, lcfg.Logger = s.Models, s.Tools, prices, log
+	lcfg.MaxTokens, lcfg.ThinkingBudget = cfg.MaxOutputTokens, cfg.ThinkingBudget
+	lcfg.History = agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
+		return mgr.Conversation(ctx, id)
 	})
+	loop := agent.New(lcfg)
 	s.Loop = loop
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
-		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log})
+		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log,
+		MaxTurnCostUSD: cfg.MaxTurnCost, MaxSessionCostUSD: cfg.MaxSessionCost})
 	s.Sessions = mgr
 	if s.cluster != nil {
 		s.cluster.sessions = mgr
@@ -237,6 +240,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	go func() {
 		defer s.bg.Done()
 		sandbox.WatchEscaped(bgctx)
+		learnWindows(bgctx, s.Models, cfg, limits, log) // windows.go
 	}()
 	go s.pruneLoop(bgctx)
 	go s.sweepLoop(bgctx)
