@@ -27,6 +27,16 @@ type SessionSummary struct {
 	// (its creation before any turn). A worker's events do not count
 	// for its planner.
 	LastActivityAt time.Time `json:"last_activity_at"`
+	// Mode is the session's permission mode (ModeDefault, …).
+	Mode string `json:"mode"`
+	// PendingApprovals are the tool calls waiting for an answer, this
+	// session's and its workers' (never null).
+	PendingApprovals []PendingApproval `json:"pending_approvals"`
+	// SessionRules are the allow rules "allow for this session" answers
+	// added, which this session and its workers follow (never null).
+	// They are kept on the delegation tree's top session: a worker's
+	// own list is that session's.
+	SessionRules []string `json:"session_rules"`
 }
 
 // Turn statuses of a summary's current_turn_status.
