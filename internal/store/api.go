@@ -68,8 +68,8 @@ const (
 	// ToolAwaitingApproval: the call waits for a user's answer
 	// (approval.requested); ApprovalID names the request.
 	ToolAwaitingApproval ToolStatus = "awaiting_approval"
-	ToolFailed    ToolStatus = "failed"
-	ToolCancelled ToolStatus = "cancelled"
+	ToolFailed           ToolStatus = "failed"
+	ToolCancelled        ToolStatus = "cancelled"
 )
 
 // ToolCall is a tool call row, keyed by metis's identity: (SessionID,
