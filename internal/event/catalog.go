@@ -44,6 +44,10 @@ const (
 
 	FeedbackSubmitted = protocol.EventFeedbackSubmitted
 
+	ApprovalRequested  = protocol.EventApprovalRequested
+	ApprovalResolved   = protocol.EventApprovalResolved
+	SessionModeChanged = protocol.EventSessionModeChanged
+
 	BusHandlerWarning       = protocol.EventBusHandlerWarning
 	BusSubscriberRegistered = protocol.EventBusSubscriberRegistered
 	BusSubscriberUnregister = protocol.EventBusSubscriberUnregistered
