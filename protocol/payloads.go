@@ -15,6 +15,8 @@ type SessionCreatedPayload struct {
 	WorkspacePath   string  `json:"workspace_path"`
 	Model           string  `json:"model"`
 	ParentSessionID *string `json:"parent_session_id,omitempty"`
+	// Mode is the session's permission mode at creation.
+	Mode string `json:"mode,omitempty"`
 }
 
 // TurnStartedPayload is the payload of EventTurnStarted.

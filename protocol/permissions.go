@@ -67,9 +67,10 @@ type PendingApproval struct {
 	// SessionRules are the allow rules an answer with scope session
 	// adds (empty: such an answer counts as once).
 	SessionRules []string  `json:"session_rules,omitempty"`
-	RequestedAt  time.Time `json:"requested_at"`
-	// ExpiresAt is when the request is denied with reason timeout.
-	ExpiresAt time.Time `json:"expires_at"`
+	RequestedAt  time.Time `json:"requested_at,omitzero"`
+	// ExpiresAt is when the request is denied with reason timeout
+	// (omitted when the server answering does not run the turn).
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // ApprovalAnswer is the body of POST /sessions/{id}/approvals/{approval_id}.

@@ -50,6 +50,9 @@ type Approval struct {
 	Input     json.RawMessage
 	Call      *permission.Call
 	Verdict   permission.Verdict
+	// Targets are what the call's rules match on (Targeted), for
+	// display.
+	Targets []string
 	// SessionRules are what an allow with scope session adds.
 	SessionRules []string
 }

@@ -231,18 +231,18 @@ func (rd *round) open(i int) {
 	r, u, v := rd.r, rd.uses[i], rd.verdict[i]
 	p := r.t.Permissions
 	rules := permission.SessionRules(rd.call[i])
-	id, expires, err := p.Open(Approval{ToolUseID: u.ID, ToolName: u.Name, MessageID: rd.c.msg.ID, Input: u.Input,
-		Call: rd.call[i], Verdict: v, SessionRules: rules}, rd.answers)
+	var targets []string
+	if rd.call[i].Targeter != nil {
+		targets, _ = rd.call[i].Targeter.Targets(u.Input)
+	}
+	id, expires, err := p.Open(Approval{ToolUseID: u.ID, ToolName: u.Name, MessageID: rd.c.msg.ID, Input: inputOrEmpty(u.Input),
+		Call: rd.call[i], Verdict: v, Targets: targets, SessionRules: rules}, rd.answers)
 	if err != nil {
 		rd.fail(i, "permission denied: the user could not be asked: "+err.Error())
 		return
 	}
 	row := r.tools[u.ID]
 	row.Status, row.ApprovalID, row.UpdatedAt = store.ToolAwaitingApproval, id, time.Now()
-	targets := []string(nil)
-	if rd.call[i] != nil && rd.call[i].Targeter != nil {
-		targets, _ = rd.call[i].Targeter.Targets(u.Input)
-	}
 	r.emit(event.ApprovalRequested, event.ActorAgent, protocol.ApprovalRequestedPayload{ApprovalID: id, ToolUseID: u.ID,
 		ToolName: u.Name, Input: inputOrEmpty(u.Input), MessageID: rd.c.msg.ID, Kind: string(rd.call[i].Kind), Targets: targets,
 		Reason: v.Reason, Rule: v.Rule, Mode: string(p.Mode()), SessionRules: rules,
