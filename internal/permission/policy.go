@@ -129,14 +129,13 @@ func (p *Policy) Decide(mode Mode, session []Rule, c *Call) Verdict {
 		return Verdict{Action: Ask, Reason: "it cannot be checked against the rule " + label(maybeDeny) + whyOpaque(c),
 			Rule: label(maybeDeny)}
 	}
-	allowedBy := c.allowedBy(mode, p.rules.Allow, session)
-	if c.Kind == tool.KindExecute && !p.Sandbox().confines() && allowedBy == "" {
-		return Verdict{Action: Ask, Reason: "no sandbox confines shell commands on this system (" + p.Sandbox().String() + ")"}
-	}
-	if allowedBy != "" {
+	if allowedBy := c.allowedBy(mode, p.rules.Allow, session); allowedBy != "" {
 		return Verdict{Action: Allow, Reason: "the rule " + allowedBy + " allows it", Rule: allowedBy}
 	}
 	if modeDefault(mode, c.Kind, c.Kind == tool.KindEdit && c.editsInside()) == Allow {
+		if c.Kind == tool.KindExecute && !p.Sandbox().confines() {
+			return Verdict{Action: Ask, Reason: "no sandbox confines shell commands on this system (" + p.Sandbox().String() + ")"}
+		}
 		return Verdict{Action: Allow, Reason: runsReason[mode]}
 	}
 	return Verdict{Action: Ask, Reason: "the " + string(mode) + " mode asks before running tools that " + doing(c.Kind) + whyOpaque(c)}

@@ -33,6 +33,7 @@ import (
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/session"
@@ -53,13 +54,16 @@ type Server struct {
 	Models   *model.Registry
 	Tools    *tool.Registry
 	Loop     *agent.Loop
-	Router   *routing.Engine
-	Tokens   *attach.Registry
-	API      *api.API
-	Hub      *hub.Hub
-	Stream   *stream.Server
-	SSE      *sse.Server
-	Metrics  *metrics.Registry
+	// Permissions is the tool-call policy (docs/permissions.md): the
+	// rules of config.yaml and the sandbox's state (SetSandbox).
+	Permissions *permission.Policy
+	Router      *routing.Engine
+	Tokens      *attach.Registry
+	API         *api.API
+	Hub         *hub.Hub
+	Stream      *stream.Server
+	SSE         *sse.Server
+	Metrics     *metrics.Registry
 
 	handler  http.Handler
 	http     *http.Server
@@ -176,16 +180,23 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.Router = router
 	s.Tools = tool.NewRegistry(tool.Builtins()...)
 	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv})
+	// The policy starts as careful as it can: until the sandbox's state
+	// is known, shell commands ask in every mode (auto included) unless
+	// a rule allows them.
+	s.Permissions = permission.NewPolicy(cfg.Permissions)
+	s.Permissions.SetSandbox(cfg.ShellSandbox)
 	var mgr *session.Manager
 	loop := agent.New(agent.Config{
 		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log, MaxTokens: cfg.MaxOutputTokens, ThinkingBudget: cfg.ThinkingBudget,
+		ApprovalTimeout: cfg.ApprovalTimeout,
 		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 			return mgr.Conversation(ctx, id)
 		}),
 	})
 	s.Loop = loop
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
-		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log})
+		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log,
+		Policy: s.Permissions, DefaultMode: cfg.DefaultMode, ApprovalTimeout: cfg.ApprovalTimeout})
 	s.Sessions = mgr
 	if s.cluster != nil {
 		s.cluster.sessions = mgr
