@@ -212,6 +212,8 @@ func (rd *round) fail(i int, msg string) {
 }
 
 // openQueued opens the queued requests, in order, while there is room.
+// A call that waited for room is decided again first: the mode or the
+// session's rules may have changed meanwhile.
 func (rd *round) openQueued() {
 	r := rd.r
 	for i := range rd.uses {
@@ -220,6 +222,11 @@ func (rd *round) openQueued() {
 		}
 		if rd.asking >= r.cfg.MaxPendingApprovals {
 			return
+		}
+		if rd.asked {
+			if rd.decide(i); rd.st[i] != stQueued {
+				continue
+			}
 		}
 		rd.open(i)
 	}
