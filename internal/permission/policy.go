@@ -196,9 +196,9 @@ type unit struct {
 	cmd    Command   // styleShell
 	// subj is cmd's subject, cands the subjects of its candidates (for
 	// deny and ask rules); computed once with the unit.
-	subj  string
-	cands []string
-	opaque string    // why the unit cannot be judged ("" when it can)
+	subj   string
+	cands  []string
+	opaque string // why the unit cannot be judged ("" when it can)
 	// inside reports, for a file target, that it is a known path
 	// inside the workspace.
 	inside bool

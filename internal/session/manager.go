@@ -56,7 +56,7 @@ type Manager struct {
 	approvals map[string]*approval
 	rules     map[string][]permission.Rule
 	closing   bool
-	wg      sync.WaitGroup
+	wg        sync.WaitGroup
 }
 
 type activeTurn struct {
