@@ -607,3 +607,109 @@ func TestShellAsksWithoutASandbox(t *testing.T) {
 		t.Fatalf("a denied command: %v", streamtest.Types(evs))
 	}
 }
+
+// TestTwoClientsAnswerAtOnce: two clients, one on each transport, both
+// answer every request at the same moment, 1,000 times: exactly one
+// answer wins (200), the other gets 409 with the winner's resolution,
+// and both clients see the same approval.resolved, the winner's.
+func TestTwoClientsAnswerAtOnce(t *testing.T) {
+	total := 1000
+	if testing.Short() {
+		total = 100
+	}
+	h := servertest.Start(t, "", careful()...)
+	sid := createSession(t, h, "").ID
+	ws, _, _ := attachSub(t, streamtest.WebSocket, h, sid, protocol.PresetChat, nil, false)
+	sse, _, _ := attachSub(t, streamtest.SSE, h, sid, protocol.PresetChat, nil, false)
+	type result struct {
+		status int
+		res    protocol.ApprovalResolution
+		who    string
+	}
+	winners := map[string]protocol.ApprovalResolution{} // approval id → the 200's resolution
+	done := 0
+	for round := 0; done < total; round++ {
+		n := min(16, total-done)
+		var lines []string
+		for i := range n {
+			lines = append(lines, writeCmd(fmt.Sprintf("r%d-%d.txt", round, i)))
+		}
+		turn := h.Submit(sid, strings.Join(lines, "\n"))
+		for range n {
+			req := payload[protocol.ApprovalRequestedPayload](t, nextOfType(t, ws, event.ApprovalRequested))
+			results := make(chan result, 2)
+			for _, who := range []string{"ws-client", "sse-client"} {
+				decision := protocol.DecisionAllow
+				if who == "sse-client" {
+					decision = protocol.DecisionDeny
+				}
+				go func() {
+					st, raw := answer(t, h, sid, req.ApprovalID, protocol.ApprovalAnswer{Decision: decision, Reason: who})
+					var r result
+					r.status, r.who = st, who
+					if st == http.StatusConflict {
+						var c protocol.ApprovalConflict
+						_ = json.Unmarshal(raw, &c)
+						r.res = c.Resolution
+					} else {
+						_ = json.Unmarshal(raw, &r.res)
+					}
+					results <- r
+				}()
+			}
+			a, b := <-results, <-results
+			if a.status == http.StatusConflict {
+				a, b = b, a
+			}
+			if a.status != http.StatusOK || b.status != http.StatusConflict {
+				t.Fatalf("approval %s: statuses %d and %d, want one 200 and one 409", req.ApprovalID, a.status, b.status)
+			}
+			if a.res.Message != a.who || b.res.Decision != a.res.Decision || b.res.Message != a.res.Message || b.res.ApprovalID != req.ApprovalID {
+				t.Fatalf("approval %s: the winner %+v, the loser was told %+v", req.ApprovalID, a.res, b.res)
+			}
+			winners[req.ApprovalID] = a.res
+			done++
+		}
+		for _, c := range []streamtest.Conn{ws, sse} {
+			for _, e := range until(t, c, event.TurnCompleted, turn) {
+				if e.Type != string(event.ApprovalResolved) {
+					continue
+				}
+				p := payload[protocol.ApprovalResolvedPayload](t, e)
+				w, ok := winners[p.ApprovalID]
+				if !ok || p.Decision != w.Decision || p.Message != w.Message || p.Reason != protocol.ApprovalReasonUser {
+					t.Fatalf("%s saw %+v, the winner was %+v", c.Transport(), p, w)
+				}
+			}
+		}
+	}
+	if len(winners) != total {
+		t.Fatalf("%d approvals decided, want %d", len(winners), total)
+	}
+}
+
+// TestWaitingApprovalBlocksNothing: while a call waits for an answer,
+// other sessions run their turns, new clients attach, and the waiting
+// session's clients keep getting heartbeats.
+func TestWaitingApprovalBlocksNothing(t *testing.T) {
+	h := servertest.Start(t, "", careful(heartbeat(200*time.Millisecond, 50))...)
+	waiting := createSession(t, h, "").ID
+	other := createSession(t, h, "").ID
+	c, _, _ := attachSub(t, streamtest.WebSocket, h, waiting, protocol.PresetChat, nil, false)
+	h.Submit(waiting, shellCmd("echo wait"))
+	nextOfType(t, c, event.ApprovalRequested)
+
+	oc, _, _ := attachSub(t, streamtest.SSE, h, other, protocol.PresetChat, nil, false)
+	turn := h.Submit(other, "what is here?")
+	until(t, oc, event.TurnCompleted, turn)
+	_, _, snap := attachSub(t, streamtest.WebSocket, h, waiting, protocol.PresetChat, nil, true)
+	if snap == nil {
+		t.Fatal("no snapshot for a client attaching while a call waits")
+	}
+	for {
+		f := readFrame(t, c)
+		if f.Type == protocol.TypePing {
+			break
+		}
+	}
+}
