@@ -75,8 +75,8 @@ type PendingApproval struct {
 
 // ApprovalAnswer is the body of POST /sessions/{id}/approvals/{approval_id}.
 type ApprovalAnswer struct {
-	Decision string `json:"decision"` // DecisionAllow or DecisionDeny
-	Scope    string `json:"scope"`    // ScopeOnce (default) or ScopeSession
+	Decision string `json:"decision"`        // DecisionAllow or DecisionDeny
+	Scope    string `json:"scope,omitempty"` // ScopeOnce (the default) or ScopeSession
 	// Reason is the user's optional text; with a deny it is passed to
 	// the model. At most MaxApprovalReason bytes.
 	Reason string `json:"reason,omitempty"`
