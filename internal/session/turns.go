@@ -94,15 +94,17 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 	}
 
 	t := &activeTurn{id: event.NewID("turn_"), done: make(chan struct{}), sessionID: sessionID, mode: modeOf(s)}
-	var treeRules []string
-	if t.chain, err = m.chainOf(ctx, sessionID); err == nil {
-		t.root = sessionID
-		if len(t.chain) > 0 {
+	// The session's tree: a top session is its own (no more reads); a
+	// worker walks up to the top, whose rules it follows.
+	t.root = sessionID
+	treeRules := s.SessionRules
+	if s.ParentSessionID != "" {
+		if t.chain, err = m.chainOf(ctx, sessionID); err == nil {
 			t.root = t.chain[len(t.chain)-1]
+			var top store.Session
+			top, err = m.cfg.Store.Session(ctx, t.root)
+			treeRules = top.SessionRules
 		}
-		var top store.Session
-		top, err = m.cfg.Store.Session(ctx, t.root)
-		treeRules = top.SessionRules
 	}
 	if err != nil {
 		root.Close()

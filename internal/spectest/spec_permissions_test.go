@@ -713,3 +713,33 @@ func TestWaitingApprovalBlocksNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkersFollowTheirPlannersMode: a worker starts in its planner's
+// mode, and follows a change of the planner's while it runs: switching
+// the planner to plan refuses the worker's waiting command.
+func TestWorkersFollowTheirPlannersMode(t *testing.T) {
+	h := servertest.Start(t, "", careful()...)
+	sid := createSession(t, h, "").ID
+	c, _, _ := attachSub(t, streamtest.WebSocket, h, sid, protocol.PresetChat, nil, false)
+	all, _, _ := attachSub(t, streamtest.WebSocket, h, sid, streamtest.PresetFilter(event.PresetChat)(true), nil, false)
+	turn := h.Submit(sid, streamtest.DelegateCmd(shellCmd("echo in the worker")))
+	worker := nextOfType(t, c, event.ApprovalRequested).SessionID
+	if st := h.Do("PATCH", "/sessions/"+sid, map[string]string{"mode": "plan"}, nil); st != http.StatusOK {
+		t.Fatalf("PATCH: %d", st)
+	}
+	res := payload[protocol.ApprovalResolvedPayload](t, nextOfType(t, c, event.ApprovalResolved))
+	if res.Decision != "deny" || !strings.Contains(res.Message, "plan") {
+		t.Fatalf("the worker's request after the planner switched to plan: %+v", res)
+	}
+	until(t, c, event.TurnCompleted, turn)
+	var followed bool
+	for _, e := range all.Events(readTimeout, streamtest.UntilType(event.TurnCompleted, turn)) {
+		if e.Type == string(event.SessionModeChanged) && e.SessionID == worker {
+			p := payload[protocol.SessionModeChangedPayload](t, e)
+			followed = p.Mode == "plan" && p.Planner == sid
+		}
+	}
+	if !followed || summaryOf(t, h, worker).Mode != "plan" {
+		t.Fatal("the worker did not follow its planner's mode")
+	}
+}
