@@ -5,6 +5,13 @@
 // atomically with the events that describe them, and turns a cancelled
 // context into exactly one of the cancellation sequences of spec §6.2.
 //
-// agent imports bus, event, message, model, routing, store (op types),
-// tool and price. It never imports a transport or the session manager.
+// Before a tool call starts, the turn's Permissions (the session
+// manager, with internal/permission's policy) decide it: it runs, is
+// refused (tool.failed, permission_denied), or asks the user
+// (approval.requested) and waits for the resolution
+// (approval.resolved); see docs/permissions.md.
+//
+// agent imports bus, event, message, model, permission, protocol,
+// routing, store (op types), tool and price. It never imports a
+// transport or the session manager.
 package agent
