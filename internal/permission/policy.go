@@ -358,17 +358,17 @@ func (c *Call) matchAny(r *Rule) match {
 	}
 	best := no
 	for _, u := range c.unitsOf() {
-		if !r.names(u.tool, u.kind) {
-			continue
-		}
-		switch m := r.matchUnit(u, true); {
-		case m == yes:
+		if r.names(u.tool, u.kind) && raise(&best, r.matchUnit(u, true)) {
 			return yes
-		case m > best:
-			best = m
 		}
 	}
 	return best
+}
+
+// raise keeps in best the strongest match seen, and reports a yes.
+func raise(best *match, m match) bool {
+	*best = max(*best, m)
+	return m == yes
 }
 
 // allowedBy returns the allow rule (labelled) that covers the whole
@@ -450,11 +450,8 @@ func (r *Rule) matchUnit(u unit, may bool) match {
 			return best
 		}
 		for _, cand := range u.cands {
-			switch m := r.matchCommand(cand, may); {
-			case m == yes:
+			if raise(&best, r.matchCommand(cand, may)) {
 				return yes
-			case m > best:
-				best = m
 			}
 		}
 		return best

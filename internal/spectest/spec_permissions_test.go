@@ -83,6 +83,29 @@ func nextOfType(t *testing.T, c streamtest.Conn, typ event.Type) *protocol.Event
 	return evs[len(evs)-1]
 }
 
+// asking is a turn whose first call waits for approval, with a client
+// following the session.
+type asking struct {
+	h    *servertest.Harness
+	sid  string
+	turn string
+	c    streamtest.Conn
+	req  protocol.ApprovalRequestedPayload
+}
+
+// startAsking starts a careful server (careful, with opts) with a
+// session in the default mode and a client of it on tr, submits
+// prompt, and returns once the turn's first approval.requested arrives.
+func startAsking(t *testing.T, tr streamtest.Transport, prompt string, opts ...servertest.Option) asking {
+	t.Helper()
+	a := asking{h: servertest.Start(t, "", careful(opts...)...)}
+	a.sid = createSession(t, a.h, "").ID
+	a.c, _, _ = attachSub(t, tr, a.h, a.sid, protocol.PresetChat, nil, false)
+	a.turn = a.h.Submit(a.sid, prompt)
+	a.req = payload[protocol.ApprovalRequestedPayload](t, nextOfType(t, a.c, event.ApprovalRequested))
+	return a
+}
+
 func shellCmd(command string) string {
 	b, _ := json.Marshal(map[string]string{"command": command})
 	return "/tool shell " + string(b)
@@ -100,11 +123,8 @@ func writeCmd(path string) string {
 func TestApprovalAllowedRunsTheCall(t *testing.T) { streamtest.EachTransport(t, testApprovalAllowed) }
 
 func testApprovalAllowed(t *testing.T, tr streamtest.Transport) {
-	h := servertest.Start(t, "", careful()...)
-	sid := createSession(t, h, "").ID
-	c, _, _ := attachSub(t, tr, h, sid, protocol.PresetChat, nil, false)
-	turn := h.Submit(sid, shellCmd("echo hello"))
-	req := payload[protocol.ApprovalRequestedPayload](t, nextOfType(t, c, event.ApprovalRequested))
+	a := startAsking(t, tr, shellCmd("echo hello"))
+	h, sid, c, turn, req := a.h, a.sid, a.c, a.turn, a.req
 	if req.ApprovalID == "" || req.ToolUseID == "" || req.ToolName != "shell" || !strings.Contains(string(req.Input), "echo hello") {
 		t.Fatalf("approval.requested: %+v", req)
 	}
@@ -141,11 +161,8 @@ func testApprovalAllowed(t *testing.T, tr streamtest.Transport) {
 func TestApprovalDeniedTellsTheModel(t *testing.T) { streamtest.EachTransport(t, testApprovalDenied) }
 
 func testApprovalDenied(t *testing.T, tr streamtest.Transport) {
-	h := servertest.Start(t, "", careful()...)
-	sid := createSession(t, h, "").ID
-	c, _, _ := attachSub(t, tr, h, sid, protocol.PresetChat, nil, false)
-	turn := h.Submit(sid, writeCmd("notes.txt"))
-	req := payload[protocol.ApprovalRequestedPayload](t, nextOfType(t, c, event.ApprovalRequested))
+	a := startAsking(t, tr, writeCmd("notes.txt"))
+	h, sid, c, turn, req := a.h, a.sid, a.c, a.turn, a.req
 	st, _ := answer(t, h, sid, req.ApprovalID, protocol.ApprovalAnswer{Decision: "deny", Reason: "not in this directory"})
 	if st != http.StatusOK {
 		t.Fatalf("deny: %d", st)
@@ -194,12 +211,9 @@ func testApprovalDenied(t *testing.T, tr streamtest.Transport) {
 // with the winner in the body; an unknown id, and another session's
 // approval, are 404 approval_not_found; a malformed answer is 400.
 func TestApprovalAnswerErrors(t *testing.T) {
-	h := servertest.Start(t, "", careful()...)
-	sid := createSession(t, h, "").ID
+	a := startAsking(t, streamtest.WebSocket, shellCmd("echo x"))
+	h, sid, c, turn, req := a.h, a.sid, a.c, a.turn, a.req
 	other := createSession(t, h, "").ID
-	c, _, _ := attachSub(t, streamtest.WebSocket, h, sid, protocol.PresetChat, nil, false)
-	turn := h.Submit(sid, shellCmd("echo x"))
-	req := payload[protocol.ApprovalRequestedPayload](t, nextOfType(t, c, event.ApprovalRequested))
 
 	for _, body := range []any{map[string]string{"decision": "maybe"}, map[string]string{"decision": "allow", "scope": "forever"},
 		map[string]string{}, map[string]any{"decision": 1}, map[string]string{"decision": "deny", "reason": strings.Repeat("x", 3000)}} {
@@ -238,11 +252,8 @@ func readWorkspace(h *servertest.Harness, name string) ([]byte, error) {
 func TestApprovalTimeout(t *testing.T) { streamtest.EachTransport(t, testApprovalTimeout) }
 
 func testApprovalTimeout(t *testing.T, tr streamtest.Transport) {
-	h := servertest.Start(t, "", careful(approvalTimeout(time.Second))...)
-	sid := createSession(t, h, "").ID
-	c, _, _ := attachSub(t, tr, h, sid, protocol.PresetChat, nil, false)
-	turn := h.Submit(sid, shellCmd("echo late"))
-	req := payload[protocol.ApprovalRequestedPayload](t, nextOfType(t, c, event.ApprovalRequested))
+	a := startAsking(t, tr, shellCmd("echo late"), approvalTimeout(time.Second))
+	h, sid, c, turn, req := a.h, a.sid, a.c, a.turn, a.req
 	res := payload[protocol.ApprovalResolvedPayload](t, nextOfType(t, c, event.ApprovalResolved))
 	if res.Decision != "deny" || res.Reason != "timeout" || res.ApprovalID != req.ApprovalID {
 		t.Fatalf("approval.resolved: %+v", res)
@@ -266,11 +277,8 @@ func testApprovalTimeout(t *testing.T, tr streamtest.Transport) {
 func TestCancelDeniesWaitingApprovals(t *testing.T) { streamtest.EachTransport(t, testCancelDenies) }
 
 func testCancelDenies(t *testing.T, tr streamtest.Transport) {
-	h := servertest.Start(t, "", careful()...)
-	sid := createSession(t, h, "").ID
-	c, _, _ := attachSub(t, tr, h, sid, protocol.PresetChat, nil, false)
-	turn := h.Submit(sid, shellCmd("echo a")+"\n"+writeCmd("b.txt"))
-	first := payload[protocol.ApprovalRequestedPayload](t, nextOfType(t, c, event.ApprovalRequested))
+	a := startAsking(t, tr, shellCmd("echo a")+"\n"+writeCmd("b.txt"))
+	h, sid, c, turn, first := a.h, a.sid, a.c, a.turn, a.req
 	nextOfType(t, c, event.ApprovalRequested)
 	var cr struct{ Status string }
 	if st := h.Do("POST", "/sessions/"+sid+"/turns/"+turn+"/cancel", map[string]string{}, &cr); st != http.StatusAccepted || cr.Status != "cancelling" {
@@ -312,12 +320,10 @@ func testCancelDenies(t *testing.T, tr streamtest.Transport) {
 // TestSeveralCallsAskIndependently: the calls of one message each ask,
 // all at once, and each runs or fails on its own answer, in any order.
 func TestSeveralCallsAskIndependently(t *testing.T) {
-	h := servertest.Start(t, "", careful()...)
-	sid := createSession(t, h, "").ID
-	c, _, _ := attachSub(t, streamtest.WebSocket, h, sid, protocol.PresetChat, nil, false)
-	turn := h.Submit(sid, writeCmd("one.txt")+"\n"+writeCmd("two.txt")+"\n"+writeCmd("three.txt"))
-	var reqs []protocol.ApprovalRequestedPayload
-	for range 3 {
+	a := startAsking(t, streamtest.WebSocket, writeCmd("one.txt")+"\n"+writeCmd("two.txt")+"\n"+writeCmd("three.txt"))
+	h, sid, c, turn := a.h, a.sid, a.c, a.turn
+	reqs := []protocol.ApprovalRequestedPayload{a.req}
+	for range 2 {
 		reqs = append(reqs, payload[protocol.ApprovalRequestedPayload](t, nextOfType(t, c, event.ApprovalRequested)))
 	}
 	if p := summaryOf(t, h, sid).PendingApprovals; len(p) != 3 {
@@ -455,11 +461,8 @@ func TestModes(t *testing.T) {
 // TestModeChangeJudgesWaitingRequests: switching to a mode that runs a
 // waiting call allows it; to plan, refuses it.
 func TestModeChangeJudgesWaitingRequests(t *testing.T) {
-	h := servertest.Start(t, "", careful()...)
-	sid := createSession(t, h, "").ID
-	c, _, _ := attachSub(t, streamtest.WebSocket, h, sid, protocol.PresetChat, nil, false)
-	turn := h.Submit(sid, writeCmd("a.txt"))
-	nextOfType(t, c, event.ApprovalRequested)
+	a := startAsking(t, streamtest.WebSocket, writeCmd("a.txt"))
+	h, sid, c, turn := a.h, a.sid, a.c, a.turn
 	h.Do("PATCH", "/sessions/"+sid, map[string]string{"mode": "accept_edits"}, nil)
 	res := payload[protocol.ApprovalResolvedPayload](t, nextOfType(t, c, event.ApprovalResolved))
 	if res.Decision != "allow" || res.Reason != "user" {
@@ -692,12 +695,9 @@ func TestTwoClientsAnswerAtOnce(t *testing.T) {
 // other sessions run their turns, new clients attach, and the waiting
 // session's clients keep getting heartbeats.
 func TestWaitingApprovalBlocksNothing(t *testing.T) {
-	h := servertest.Start(t, "", careful(heartbeat(200*time.Millisecond, 50))...)
-	waiting := createSession(t, h, "").ID
+	a := startAsking(t, streamtest.WebSocket, shellCmd("echo wait"), heartbeat(200*time.Millisecond, 50))
+	h, waiting, c := a.h, a.sid, a.c
 	other := createSession(t, h, "").ID
-	c, _, _ := attachSub(t, streamtest.WebSocket, h, waiting, protocol.PresetChat, nil, false)
-	h.Submit(waiting, shellCmd("echo wait"))
-	nextOfType(t, c, event.ApprovalRequested)
 
 	oc, _, _ := attachSub(t, streamtest.SSE, h, other, protocol.PresetChat, nil, false)
 	turn := h.Submit(other, "what is here?")
