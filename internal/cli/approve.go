@@ -56,7 +56,6 @@ type approver struct {
 	lines  <-chan string // the terminal's lines (askTerminal)
 	queue  chan client.PendingApproval
 	seen   map[string]bool
-	denied bool // a request of the turn was denied
 }
 
 func newApprover(ctx context.Context, c *client.Client, sid string, env Env, policy answerPolicy) *approver {

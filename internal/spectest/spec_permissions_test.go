@@ -568,7 +568,10 @@ func TestApprovalFloodIsBounded(t *testing.T) {
 	if st, _ := answer(t, h, sid, reqs[0].ApprovalID, protocol.ApprovalAnswer{Decision: "deny"}); st != http.StatusOK {
 		t.Fatal("answer")
 	}
-	reqs = append(reqs, payload[protocol.ApprovalRequestedPayload](t, nextOfType(t, c, event.ApprovalRequested)))
+	next := payload[protocol.ApprovalRequestedPayload](t, nextOfType(t, c, event.ApprovalRequested))
+	if slices.ContainsFunc(reqs, func(r protocol.ApprovalRequestedPayload) bool { return r.ToolUseID == next.ToolUseID }) {
+		t.Fatalf("the 17th request is for a call that had asked: %+v", next)
+	}
 	// The switch to accept_edits allows the open requests, and the calls
 	// still queued run without asking.
 	if h.Do("PATCH", "/sessions/"+sid, map[string]string{"mode": "accept_edits"}, nil) != http.StatusOK {
