@@ -336,8 +336,11 @@ var aliases = map[string]tool.Kind{"read": tool.KindRead, "edit": tool.KindEdit,
 // names reports whether the rule's tool part names a tool, by name or by
 // its kind's alias.
 func (r *Rule) names(toolName string, k tool.Kind) bool {
-	if ak, ok := aliases[r.tool]; ok && ak == k {
+	switch {
+	case r.alias != "" && r.alias == k:
 		return true
+	case r.literal:
+		return r.tool == toolName
 	}
 	return globMatch(r.tool, toolName)
 }

@@ -7,6 +7,8 @@ import (
 	"path"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/metis-agent/metis/internal/tool"
 )
 
 // Action is what a rule, or the policy, does with a call.
@@ -52,6 +54,12 @@ type Rule struct {
 	tool    string // glob over tool names
 	pattern string // "" when the rule names the whole tool
 	shell   string // pattern as a shell command glob (see shellPattern)
+	// alias is the kind the tool name stands for (read, edit, fetch), ""
+	// for none; literal reports a tool name without '*'. Both are set
+	// at parse time, so that the rules a call does not concern cost a
+	// string comparison each.
+	alias   tool.Kind
+	literal bool
 }
 
 // String returns the rule as written.
@@ -111,7 +119,7 @@ func ParseRule(action Action, s string) (Rule, error) {
 			return fail("the tool name may hold letters, digits, '_', '-', '.' and '*' only")
 		}
 	}
-	r := Rule{Action: action, Text: text, tool: name, pattern: pattern}
+	r := Rule{Action: action, Text: text, tool: name, pattern: pattern, alias: aliases[name], literal: !strings.Contains(name, "*")}
 	if hasPattern {
 		if err := checkPattern(name, pattern); err != nil {
 			return fail("%v", err)
