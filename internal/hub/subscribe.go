@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -104,6 +105,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	var currentTurn string
 	var tree []string // the session, and its workers if the client wants them
 	var lost, heldFrom string
+	var fl *inflight // the session's model call in flight at the seam, for a snapshot
 	// The seam: register and read the last delivered id with delivery held
 	// (for the whole delegation tree: planner and workers share the lock).
 	em.WithDelivered(func(last string) {
@@ -118,6 +120,9 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 			if i == 0 {
 				st.clients = append(st.clients[:len(st.clients):len(st.clients)], c)
 				currentTurn = st.currentTurn
+				if sub.Snapshot {
+					fl = st.inflightAt(id, last)
+				}
 			}
 			if since != "" {
 				ringItems = append(ringItems, st.ring.after(since, last, &c.filter)...)
@@ -134,7 +139,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 
 	switch {
 	case sub.Snapshot:
-		snap, err := h.snapshot(ctx, sess, a.Seam, currentTurn)
+		snap, err := h.snapshot(ctx, sess, a.Seam, currentTurn, fl)
 		if err != nil {
 			h.detach(c)
 			return nil, h.internal(err)
@@ -229,8 +234,10 @@ func (h *Hub) openModelCall(ctx context.Context, sessions []string, seam string)
 	return last == event.LLMCallStarted, err
 }
 
-// snapshot builds the snapshot frame as of seam (spec §3.4).
-func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTurn string) ([]byte, error) {
+// snapshot builds the snapshot frame as of seam (spec §3.4). fl, if not
+// nil, is the session's model call in flight at the seam: its message
+// follows the stored ones (see inflight.go).
+func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTurn string, fl *inflight) ([]byte, error) {
 	n := h.cfg.SnapshotMessages
 	if n == 0 {
 		n = 1 // read one to tell whether there are any (has_more_messages)
@@ -264,6 +271,11 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 	summary, err := json.Marshal(sess.Summary(currentTurn, false))
 	if err != nil {
 		return nil, err
+	}
+	if fl != nil {
+		if m := fl.message(); m != nil && !slices.ContainsFunc(msgs, func(s message.Message) bool { return s.ID == m.ID }) {
+			msgs = append(msgs, *m)
+		}
 	}
 	raw := make([]json.RawMessage, 0, len(msgs))
 	for _, m := range msgs {
