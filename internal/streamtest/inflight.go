@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/protocol"
@@ -141,4 +142,69 @@ func SameContent(got, want []message.Block) string {
 func blocksJSON(bs []message.Block) string {
 	b, _ := json.Marshal(bs)
 	return string(b)
+}
+
+// CheckContinues checks the snapshot property (contract §11) on a
+// client that just read snap: it reads events up to the message.complete
+// of the assistant message in flight at the snapshot's seam (the
+// snapshot's message with status streaming), or, when none was, of the
+// first message that starts after it, and checks that the snapshot's
+// content followed by the deltas is exactly the final content (a
+// message flagged start_missing is only checked to be the one that
+// completes). It returns whether the snapshot held a message in flight.
+func CheckContinues(t Fataler, c Conn, timeout time.Duration, snap *protocol.Snapshot) bool {
+	t.Helper()
+	var m *message.Message
+	for _, raw := range snap.Messages {
+		var x message.Message
+		if err := json.Unmarshal(raw, &x); err != nil {
+			t.Fatalf("snapshot message %s: %v", raw, err)
+		}
+		if x.Status == protocol.StatusStreaming {
+			if m != nil {
+				t.Fatalf("snapshot as of %s holds two messages in flight: %s and %s", snap.SnapshotAtEventID, m.ID, x.ID)
+			}
+			m = &x
+		} else if x.StartMissing {
+			t.Fatalf("snapshot as of %s: message %s flagged start_missing with status %s", snap.SnapshotAtEventID, x.ID, x.Status)
+		}
+	}
+	id := ""
+	if m != nil {
+		id = m.ID
+	}
+	var evs []*protocol.EventEnvelope
+	for {
+		f, err := c.TryRead(timeout)
+		if err != nil {
+			t.Fatalf("snapshot as of %s: the stream ended before message %q completed: %v", snap.SnapshotAtEventID, id, err)
+		}
+		if f.Event == nil {
+			continue // pings
+		}
+		e := f.Event
+		if e.ID <= snap.SnapshotAtEventID {
+			t.Fatalf("event %s at or before the snapshot's seam %s", e.ID, snap.SnapshotAtEventID)
+		}
+		evs = append(evs, e)
+		var p struct {
+			MessageID string `json:"message_id"`
+		}
+		_ = json.Unmarshal(e.Payload, &p)
+		if id == "" && e.Type == string(protocol.EventMessageStart) {
+			id = p.MessageID
+		}
+		if id != "" && e.Type == string(protocol.EventMessageComplete) && p.MessageID == id {
+			break
+		}
+	}
+	got, final, _ := Continue(t, m, id, evs)
+	if m != nil && m.StartMissing {
+		return true
+	}
+	if d := SameContent(got, final); d != "" {
+		t.Fatalf("snapshot as of %s (message %s in flight: %v): its content and the deltas after the seam are not the final content: %s",
+			snap.SnapshotAtEventID, id, m != nil, d)
+	}
+	return m != nil
 }
