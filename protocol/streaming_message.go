@@ -5,11 +5,15 @@ package protocol
 // from the session's recent streaming events, and the deltas after the
 // snapshot's seam continue it.
 
-// StatusStreaming is the status of an assistant message whose model call
-// was still streaming at the snapshot's seam: its content is what
-// streamed so far. Only a snapshot carries it; a stored message never
-// has it (clients also use it for a message they build from deltas).
-const StatusStreaming MessageStatus = "streaming"
+// The status of the message in flight.
+const (
+	// StatusStreaming is the status of an assistant message whose model
+	// call was still streaming at the snapshot's seam: its content is
+	// what streamed so far. Only a snapshot carries it; a stored message
+	// never has it (clients also use it for a message they build from
+	// deltas).
+	StatusStreaming MessageStatus = "streaming"
+)
 
 // Fields of a streaming message in a snapshot, beyond the canonical
 // message's. Both are omitted when empty.

@@ -260,13 +260,13 @@ func (g *gen) structs() {
 	g.p("export interface TextBlock { type: %q; text: string }", message.BlockText)
 	g.p("/** signature is null except on a complete thinking block that has one. */")
 	g.p("export interface ThinkingBlock { type: %q; thinking: string; signature: string | null }", message.BlockThinking)
-	g.p("/** input is a JSON object. */")
-	g.p("export interface ToolUseBlock { type: %q; id: string; name: string; input: unknown }", message.BlockToolUse)
+	g.p("/** input is a JSON object; partial_input, on a streaming message of a snapshot, is the raw input streamed so far (input is then {}). */")
+	g.p("export interface ToolUseBlock { type: %q; id: string; name: string; input: unknown; partial_input?: string }", message.BlockToolUse)
 	g.p("export interface ToolResultBlock { type: %q; tool_use_id: string; content: string; is_error: boolean }", message.BlockToolResult)
 	g.p("/** A message's role. */")
 	g.p("export type Role = %q | %q | %q;", message.RoleUser, message.RoleAssistant, message.RoleTool)
-	g.p("/** A stored message's status (spec §6.2.6). */")
-	g.p("export type MessageStatus = %q | %q | %q;", message.StatusComplete, message.StatusCancelled, message.StatusFailed)
+	g.p("/** A message's status (spec §6.2.6); streaming only for the message in flight a snapshot carries. */")
+	g.p("export type MessageStatus = %q | %q | %q | %q;", message.StatusComplete, message.StatusCancelled, message.StatusFailed, protocol.StatusStreaming)
 	g.p("")
 	specs := []structSpec{
 		{"Usage", reflect.TypeFor[message.Usage](), "Usage of one model call, or a sum of calls.", nil},
