@@ -184,7 +184,7 @@ func messageJSON(v *client.View, id string) string {
 func TestViewStartMissing(t *testing.T) {
 	v := client.NewView(nil)
 	v.ApplySnapshot(&protocol.Snapshot{Session: json.RawMessage(`{"id":"sess_1","current_turn_id":"t1"}`),
-		Messages: []json.RawMessage{json.RawMessage(`{"id":"m1","role":"assistant","turn_id":"t1","status":"streaming","start_missing":true,"content":[{"type":"text","text":"60 of 400."}]}`)},
+		Messages:          []json.RawMessage{json.RawMessage(`{"id":"m1","role":"assistant","turn_id":"t1","status":"streaming","start_missing":true,"content":[{"type":"text","text":"60 of 400."}]}`)},
 		SnapshotAtEventID: "evt_1"})
 	m := v.Message("m1")
 	if m == nil || !m.StartMissing || m.Text() != "60 of 400." {
