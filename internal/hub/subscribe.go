@@ -201,8 +201,12 @@ func (h *Hub) internal(err error) *protocol.SubscribeError {
 // streamingGap reports whether streaming events the filter asks for,
 // after since, may be missing from the replay: let go from a ring (lost
 // is the newest such id), or emitted before this process held the
-// session (a restart) while a model call was running. A filter with no
-// streaming type never has a gap.
+// session (a restart, a swept ring) while a model call was running: one
+// ran in the unheld range after the cursor, or one was open at the
+// cursor itself (the client holds deltas of a call whose later deltas
+// died with an earlier process's ring; the call may have no stored end
+// before what this process holds). A filter with no streaming type
+// never has a gap.
 func (h *Hub) streamingGap(ctx context.Context, f *filter, sessions []string, since, seam, lost, heldFrom string) (bool, error) {
 	if !f.wantsStreaming() {
 		return false, nil
@@ -218,20 +222,35 @@ func (h *Hub) streamingGap(ctx context.Context, f *filter, sessions []string, si
 	upTo := min(heldFrom, seam)
 	n, err := h.store.CountEvents(ctx, store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: upTo,
 		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}})
-	return n > 0, err
+	if err != nil || n > 0 {
+		return n > 0, err
+	}
+	last, err := h.lastModelCallEvent(ctx, sessions, since)
+	return last.Type == event.LLMCallStarted, err
 }
 
 // openModelCall reports whether the tree's stored history, up to seam,
-// ends inside a model call: its last llm.call_* event is a start.
+// ends inside a model call of an earlier process: its last llm.call_*
+// event is a start, or the llm.call_failed that crash recovery (or a
+// cluster failover) stores, actor session, for a call a process left
+// open.
 func (h *Hub) openModelCall(ctx context.Context, sessions []string, seam string) (bool, error) {
-	var last event.Type
-	err := h.store.ScanEvents(ctx, store.EventQuery{SessionIDs: sessions, UpToID: seam,
+	last, err := h.lastModelCallEvent(ctx, sessions, seam)
+	recovered := last.Type == event.LLMCallFailed && last.Actor == event.ActorSession
+	return last.Type == event.LLMCallStarted || recovered, err
+}
+
+// lastModelCallEvent returns the tree's last stored llm.call_* event at
+// or before event id at (a zero row when there is none).
+func (h *Hub) lastModelCallEvent(ctx context.Context, sessions []string, at string) (store.EventRow, error) {
+	var last store.EventRow
+	err := h.store.ScanEvents(ctx, store.EventQuery{SessionIDs: sessions, UpToID: at,
 		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}},
 		func(r store.EventRow) error {
-			last = r.Type
+			last = r
 			return nil
 		})
-	return last == event.LLMCallStarted, err
+	return last, err
 }
 
 // snapshot builds the snapshot frame as of seam (spec §3.4). fl, if not
