@@ -19,8 +19,8 @@ import (
 	"github.com/metis-agent/metis/internal/api"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/servertest"
-	"github.com/metis-agent/metis/internal/workspace"
 	"github.com/metis-agent/metis/internal/session"
+	"github.com/metis-agent/metis/internal/workspace"
 )
 
 // Endpoints FuzzAPIRequest drives (op % len).
