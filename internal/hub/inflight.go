@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/metis-agent/metis/internal/event"
@@ -104,6 +105,7 @@ func (f *inflight) message() *message.Message {
 	m := &message.Message{ID: f.call.messageID, SessionID: f.sessionID, TurnID: f.call.turnID,
 		Role: message.RoleAssistant, Status: protocol.StatusStreaming, Model: f.call.model, CreatedAt: f.call.ts.UTC()}
 	started, seen := false, false
+	var b builder
 	for _, it := range f.items {
 		var fr struct {
 			Event struct {
@@ -128,27 +130,38 @@ func (f *inflight) message() *message.Message {
 				m.Model = p.Model
 			}
 		case event.MessageComplete:
-			m.Content, m.Usage = p.FinalContent, p.Usage
-			m.Status = finalStatus(p.StopReason)
+			b.final = p.FinalContent
+			m.Usage, m.Status = p.Usage, finalStatus(p.StopReason)
 		case event.TextDelta, event.ThinkingDelta, event.ToolUseStart, event.ToolUseInputDelta, event.ToolUseEnd:
 			if p.Index < 0 || p.Index >= maxBlockIndex {
 				continue
 			}
-			applyDelta(m, it.Type, p)
+			b.apply(it.Type, p)
 		}
 	}
 	if !seen && !f.lost || m.ID == "" {
 		return nil
 	}
 	m.StartMissing = !started
-	if m.Content == nil {
-		m.Content = []message.Block{}
-	}
+	m.Content = b.content()
 	return m
 }
 
-// applyDelta folds one block delta into m, as a client folds it.
-func applyDelta(m *message.Message, typ event.Type, p *streamPayload) {
+// builder folds block deltas into content blocks, as a client folds
+// them; the text of each block grows in a strings.Builder, so a long
+// answer costs its length, not its length squared.
+type builder struct {
+	blocks []partBlock
+	final  []message.Block // message.complete's, when delivered: it wins
+}
+
+type partBlock struct {
+	message.Block
+	text, partial strings.Builder // Text or Thinking; PartialInput
+}
+
+// apply folds one block delta.
+func (bl *builder) apply(typ event.Type, p *streamPayload) {
 	kind := message.BlockText
 	switch typ {
 	case event.ThinkingDelta:
@@ -156,33 +169,54 @@ func applyDelta(m *message.Message, typ event.Type, p *streamPayload) {
 	case event.ToolUseStart, event.ToolUseInputDelta, event.ToolUseEnd:
 		kind = message.BlockToolUse
 	}
-	for len(m.Content) <= p.Index {
+	for len(bl.blocks) <= p.Index {
 		// A block none of whose events are held (its start is missing)
 		// stays an empty text block.
-		m.Content = append(m.Content, message.Block{Type: message.BlockText})
+		bl.blocks = append(bl.blocks, partBlock{Block: message.Block{Type: message.BlockText}})
 	}
-	b := &m.Content[p.Index]
-	if b.Type != kind && b.Text == "" && b.Thinking == "" && b.ID == "" && b.PartialInput == "" {
+	b := &bl.blocks[p.Index]
+	if b.Type != kind && b.text.Len() == 0 && b.partial.Len() == 0 && b.ID == "" {
 		b.Type = kind
 	}
 	switch typ {
-	case event.TextDelta:
-		b.Text += p.Text
-	case event.ThinkingDelta:
-		b.Thinking += p.Text
+	case event.TextDelta, event.ThinkingDelta:
+		b.text.WriteString(p.Text)
 		if p.Signature != nil {
 			b.Signature = *p.Signature
 		}
 	case event.ToolUseStart:
 		b.ID, b.Name = p.ToolUseID, p.ToolName
 	case event.ToolUseInputDelta:
-		b.PartialInput += p.PartialJSON
+		b.partial.WriteString(p.PartialJSON)
 	case event.ToolUseEnd:
-		b.Input, b.PartialInput = p.FinalInput, ""
+		b.Input = p.FinalInput
+		b.partial.Reset()
 		if len(b.Input) == 0 || string(b.Input) == "null" {
 			b.Input = json.RawMessage("{}")
 		}
 	}
+}
+
+// content returns the blocks: message.complete's final content once
+// delivered, else what the deltas built (never nil).
+func (bl *builder) content() []message.Block {
+	if bl.final != nil {
+		return bl.final
+	}
+	out := make([]message.Block, len(bl.blocks))
+	for i := range bl.blocks {
+		b := &bl.blocks[i]
+		out[i] = b.Block
+		switch b.Type {
+		case message.BlockThinking:
+			out[i].Thinking = b.text.String()
+		case message.BlockToolUse:
+			out[i].PartialInput = b.partial.String()
+		default:
+			out[i].Text = b.text.String()
+		}
+	}
+	return out
 }
 
 // finalStatus is the status message.complete's stop reason gives.
