@@ -315,6 +315,10 @@ export const StatusStreaming = "streaming";
 export const FieldStartMissing = "start_missing";
 /** FieldPartialInput, on a tool_use block of a streaming message, is the raw input JSON streamed so far (the concatenated tool.use_input_delta fragments; not parseable while incomplete); input stays {} until tool.use_end. Later fragments append to it. */
 export const FieldPartialInput = "partial_input";
+/** CodeWorkspaceForbidden: the filesystem root, a system directory (/etc, /usr, /var, …), or a path inside /proc, /sys or /dev, judged after following symbolic links. Choose a project directory. */
+export const CodeWorkspaceForbidden = "workspace_forbidden";
+/** CodeWorkspaceHome: the user's home directory itself (or a directory that holds it). Send "allow_home": true to confirm it. */
+export const CodeWorkspaceHome = "workspace_home";
 
 // ---- Structures (by reflection over their json tags) ----
 
