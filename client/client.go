@@ -57,7 +57,10 @@ type Client struct {
 	// Token is the server's bearer token, sent as "Authorization: Bearer"
 	// on every request and on the stream's WebSocket upgrade. A server
 	// bound to loopback needs none; one reachable from the network
-	// refuses requests without it (401).
+	// refuses requests without it (401). Follow sends it only to a
+	// stream URL on BaseURL's own host and port, with the matching
+	// scheme (ws for http, wss for https), or over the unix socket: an
+	// answer pointing elsewhere is an error, not a place to send it.
 	Token string
 
 	socket string // the unix socket's path, "" over TCP (socket.go)

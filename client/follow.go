@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -145,6 +147,12 @@ func (c *Client) followOnce(ctx context.Context, sid string, filter any, v *View
 		return err
 	}
 	header := http.Header{}
+	if c.Token != "" && c.socket == "" && !sameServer(c.BaseURL, a.WSURL) {
+		// The token goes to this server only, never to wherever an
+		// answer points (over a socket the transport dials the socket
+		// whatever the URL says).
+		return &permanentError{fmt.Errorf("metis: the stream URL %q is not on the server %s: refusing to send the token there", a.WSURL, c.BaseURL)}
+	}
 	c.authorize(header)
 	var transport http.RoundTripper
 	if c.HTTP != nil {
@@ -248,4 +256,32 @@ func (c *Client) followOnce(ctx context.Context, sid string, filter any, v *View
 			c.Logger.Debug("server refused a frame", "frame", string(data))
 		}
 	}
+}
+
+// sameServer reports whether the stream URL ws is on the server at base:
+// ws:// for http://, wss:// for https://, the same host and port
+// (default ports spelled or not).
+func sameServer(base, ws string) bool {
+	b, err1 := url.Parse(base)
+	w, err2 := url.Parse(ws)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	want := map[string]string{"http": "ws", "https": "wss"}[strings.ToLower(b.Scheme)]
+	if want == "" || strings.ToLower(w.Scheme) != want {
+		return false
+	}
+	return strings.EqualFold(b.Hostname(), w.Hostname()) && portOf(b) == portOf(w)
+}
+
+// portOf is u's port, the scheme's default when none is given.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https", "wss":
+		return "443"
+	}
+	return "80"
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/metis-agent/metis/client"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/servertest"
+	"github.com/metis-agent/metis/protocol"
 )
 
 func TestMain(m *testing.M) {
@@ -213,4 +215,48 @@ func TestReconnectPropertyViewMatches(t *testing.T) {
 			rt.Fatalf("%d messages' deltas disagreed with message.complete after reconnects", flaky.Mismatches)
 		}
 	})
+}
+
+// TestFollowReconnectsAfterAStorageFailure: a storage-failure resync
+// closes the stream with 1008 storage_failure; Follow reconnects with
+// its cursor, resumes, and sees what came after.
+func TestFollowReconnectsAfterAStorageFailure(t *testing.T) {
+	h := servertest.Start(t, "")
+	sid := h.CreateSession()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	updates := make(chan client.Update, 64)
+	done := make(chan error, 1)
+	go func() {
+		done <- client.New(h.URL).Follow(ctx, sid, client.FollowOptions{MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+			OnUpdate: func(u client.Update) {
+				select {
+				case updates <- client.Update{Kind: u.Kind, Err: u.Err, Resumed: u.Resumed}:
+				case <-ctx.Done():
+				}
+			}})
+	}()
+	next := func(kind client.UpdateKind) client.Update {
+		t.Helper()
+		for {
+			select {
+			case u := <-updates:
+				if u.Kind == kind {
+					return u
+				}
+			case <-ctx.Done():
+				t.Fatalf("no update of kind %v", kind)
+			}
+		}
+	}
+	next(client.Subscribed)
+	h.Server.Hub.Resync(sid)
+	if u := next(client.Reconnecting); u.Err == nil || !strings.Contains(u.Err.Error(), protocol.ReasonStorageFailure.Code) {
+		t.Fatalf("reconnecting because of %v, want the storage_failure close", u.Err)
+	}
+	if u := next(client.Subscribed); !u.Resumed {
+		t.Fatalf("after the storage failure: %+v, want a resumed subscription", u)
+	}
+	cancel()
+	<-done
 }

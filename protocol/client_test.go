@@ -305,7 +305,7 @@ func TestDecodeThenResolve(t *testing.T) {
 // TestCloseReasons: every close reason fits a close frame.
 func TestCloseReasons(t *testing.T) {
 	for _, r := range []protocol.CloseReason{protocol.ReasonClientTooSlow, protocol.ReasonHeartbeatTimeout,
-		protocol.ReasonSubscribeTimeout, protocol.ReasonShutdown, protocol.ReasonWriteTimeout,
+		protocol.ReasonSubscribeTimeout, protocol.ReasonShutdown, protocol.ReasonWriteTimeout, protocol.ReasonStorageFailure,
 		{Code: "x", Message: strings.Repeat("m", 500)}} {
 		enc := r.Encode()
 		var back protocol.CloseReason

@@ -11,6 +11,14 @@ const TypeClose = "close"
 // hold (RFC 6455 §5.5: 125 bytes of payload, two of them the code).
 const MaxCloseReason = 123
 
+// ReasonStorageFailure closes (1008) every live client of a session one
+// of whose events could not be committed to the trace store (a full
+// disk, an I/O error): that event is never delivered, and the client
+// reconnects with its cursor to come back to a consistent point, as
+// after client_too_slow. It is not the client's fault, so it has a
+// reason of its own.
+var ReasonStorageFailure = CloseReason{"storage_failure", "An event could not be stored; reconnect with replay."}
+
 // CloseDetail is why the server ended a stream: the close reason, and
 // the numbers that explain it where there are some (omitted when zero).
 // The server's metrics, its log line and the reason the client gets are

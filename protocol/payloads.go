@@ -30,6 +30,9 @@ type TurnCompletedPayload struct {
 	Usage      json.RawMessage `json:"usage,omitempty"`
 	LLMCalls   int             `json:"llm_calls,omitempty"`
 	DurationMS int64           `json:"duration_ms,omitempty"`
+	// Budget names the limit a turn stopped at (error_class
+	// budget_exceeded or max_llm_calls).
+	Budget *TurnBudget `json:"budget,omitempty"`
 }
 
 // TurnCancelledPayload is the payload of EventTurnCancelled.
@@ -55,7 +58,11 @@ type RoutingPolicyReloadedPayload struct {
 	Path          string `json:"path,omitempty"`
 }
 
-// LLMCallStartedPayload is the payload of EventLLMCallStarted.
+// LLMCallStartedPayload is the payload of EventLLMCallStarted. Request
+// describes what was sent: messages (how many), tools (their names),
+// and for long sessions system_sha256 (the system prompt's digest: GET
+// /sessions/{id}/system-prompt shows the text), max_tokens,
+// context_tokens (the request's size, estimated) and context_window.
 type LLMCallStartedPayload struct {
 	MessageID string          `json:"message_id"`
 	Model     string          `json:"model"`
@@ -70,6 +77,11 @@ type LLMCallCompletedPayload struct {
 	StopReason string          `json:"stop_reason"`
 	Usage      json.RawMessage `json:"usage"`
 	DurationMS int64           `json:"duration_ms,omitempty"`
+	// ContextTokens is the size of the conversation after the call as
+	// the provider counted it (input, cache and output tokens);
+	// ContextWindow the model's window (0 when unknown).
+	ContextTokens int64 `json:"context_tokens,omitempty"`
+	ContextWindow int64 `json:"context_window,omitempty"`
 }
 
 // LLMCallFailedPayload is the payload of EventLLMCallFailed.
@@ -98,6 +110,15 @@ type ToolCompletedPayload struct {
 	Result     string `json:"result"`
 	Truncated  bool   `json:"truncated,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
+	// Paths are the files a tool that changes files (write_file,
+	// edit_file, apply_patch) added, changed, deleted or moved
+	// (workspace-relative, slash-separated; a move names both), and Diff
+	// their unified diff ("--- a/path", "+++ b/path", "@@" hunks; at most
+	// 64 KiB). DiffTruncated says the diff was cut; it then ends with a
+	// line saying so. All three are absent for other tools.
+	Paths         []string `json:"paths,omitempty"`
+	Diff          string   `json:"diff,omitempty"`
+	DiffTruncated bool     `json:"diff_truncated,omitempty"`
 }
 
 // ToolFailedPayload is the payload of EventToolFailed.
@@ -248,6 +269,14 @@ func NewPayload(t EventType) any {
 		return new(DelegateFailedPayload)
 	case EventFeedbackSubmitted:
 		return new(FeedbackSubmittedPayload)
+	case EventContextCompacting:
+		return new(ContextCompactingPayload)
+	case EventContextCompacted:
+		return new(ContextCompactedPayload)
+	case EventContextCompactionFailed:
+		return new(ContextCompactionFailedPayload)
+	case EventSessionBudgetChanged:
+		return new(SessionBudgetPatch)
 	case EventBusHandlerWarning:
 		return new(BusHandlerWarningPayload)
 	case EventBusSubscriberRegistered:

@@ -91,6 +91,31 @@ func DecodeSubscribeQuery(q url.Values, lastEventID string) (*Subscribe, error) 
 	return s, nil
 }
 
+// QueryRaw names the query as a whole in a QueryError about a query
+// that does not parse.
+const QueryRaw = "query"
+
+// DecodeSubscribeRequest is DecodeSubscribeQuery for an HTTP request:
+// its raw query (URL.RawQuery) and the values of its Last-Event-ID
+// headers. A query that does not parse (a bad percent escape such as
+// "%zz", a semicolon) is a *QueryError, where url.URL.Query would drop
+// the pair silently and subscribe to everything; so are Last-Event-ID
+// headers with different values (the same value repeated is one).
+func DecodeSubscribeRequest(rawQuery string, lastEventIDs []string) (*Subscribe, error) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, badQuery(QueryRaw, "the query does not parse: %s", truncate(err.Error(), 80))
+	}
+	last := ""
+	for i, v := range lastEventIDs {
+		if i > 0 && v != last {
+			return nil, badQuery(HeaderLastEventID, "%s is given more than once, with different values", HeaderLastEventID)
+		}
+		last = v
+	}
+	return DecodeSubscribeQuery(q, last)
+}
+
 // single returns a parameter that may be given once (or repeated with
 // the same value).
 func single(q url.Values, name string) (string, error) {

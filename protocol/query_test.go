@@ -136,3 +136,29 @@ func FuzzDecodeSubscribeQuery(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeSubscribeRequest: a raw query that does not parse, or two
+// Last-Event-ID values that differ, is a QueryError; otherwise the
+// request decodes as its parsed query and header would.
+func FuzzDecodeSubscribeRequest(f *testing.F) {
+	for _, s := range []string{"", "preset=chat", "types=%zz", "preset=chat&x=%zz", "a;b", "since=evt_1&since=evt_1"} {
+		f.Add(s, "", "")
+		f.Add(s, "evt_01JAAAAAAAAAAAAAAAAAAAAAAA", "evt_01JAAAAAAAAAAAAAAAAAAAAAAA")
+		f.Add(s, "evt_01JAAAAAAAAAAAAAAAAAAAAAAA", "evt_01JBBBBBBBBBBBBBBBBBBBBBBB")
+	}
+	f.Fuzz(func(t *testing.T, raw, id1, id2 string) {
+		s, err := protocol.DecodeSubscribeRequest(raw, []string{id1, id2})
+		q, perr := url.ParseQuery(raw)
+		if perr != nil || id1 != id2 {
+			var qe *protocol.QueryError
+			if !errors.As(err, &qe) || qe.Param == "" || qe.Message == "" {
+				t.Fatalf("%q with Last-Event-IDs %q, %q: %v, want a QueryError", raw, id1, id2, err)
+			}
+			return
+		}
+		want, werr := protocol.DecodeSubscribeQuery(q, id1)
+		if (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(s, want) {
+			t.Fatalf("%q: %+v, %v; the parsed query decodes to %+v, %v", raw, s, err, want, werr)
+		}
+	})
+}

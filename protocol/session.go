@@ -27,6 +27,16 @@ type SessionSummary struct {
 	// (its creation before any turn). A worker's events do not count
 	// for its planner.
 	LastActivityAt time.Time `json:"last_activity_at"`
+	// ContextTokens is the size of the conversation the next model call
+	// would send, in tokens (the provider's count after a call, estimated
+	// since); ContextWindow is the model's window, 0 when unknown
+	// (contract §9, docs/context.md).
+	ContextTokens int64 `json:"context_tokens"`
+	ContextWindow int64 `json:"context_window"`
+	// MaxTurnCostUSD and MaxSessionCostUSD are the session's cost
+	// limits (0: none); PATCH /sessions/{id} changes them.
+	MaxTurnCostUSD    float64 `json:"max_turn_cost_usd"`
+	MaxSessionCostUSD float64 `json:"max_session_cost_usd"`
 }
 
 // Turn statuses of a summary's current_turn_status.

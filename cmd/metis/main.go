@@ -25,7 +25,9 @@ import (
 
 	"github.com/metis-agent/metis/internal/cli"
 	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/sandbox"
 	"github.com/metis-agent/metis/internal/server"
+	"github.com/metis-agent/metis/internal/tool"
 )
 
 const usage = `metis: a local AI-agent server
@@ -46,13 +48,24 @@ usage:
 
 client commands take --server URL (http(s)://host:port or unix:///path/metis.sock; default
 $METIS_SERVER, else the socket <home>/metis.sock when a server answers on it, else
-http://127.0.0.1:8421) and --token-file F (default $METIS_TOKEN, else <home>/token for an
-https or non-loopback server, or a unix socket of yours)
+http://127.0.0.1:8421) and --token-file F (default $METIS_TOKEN, else <home>/token, sent only
+to the server running on that home, over https or its unix socket)
 `
 
 func main() {
+	// First of all, before anything reads the environment: hide the
+	// keys from /proc/<pid>/environ and close this process's memory to
+	// the tools (internal/sandbox, docs/sandbox.md). It re-execs the
+	// binary once when the environment holds more than a tool may see.
+	if err := sandbox.Shield(visibleEnviron); err != nil {
+		fmt.Fprintln(os.Stderr, "metis: warning:", err)
+	}
 	os.Exit(run(os.Args[1:]))
 }
+
+// visibleEnviron is what may stay in this process's initial
+// environment: the variables every tool process gets anyway.
+func visibleEnviron(environ []string) []string { return tool.ToolEnviron(environ, nil) }
 
 func run(args []string) int {
 	env := cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}

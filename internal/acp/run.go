@@ -50,7 +50,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	model := fs.String("model", "", "model of the sessions it creates (default the server's)")
 	home := fs.String("home", "", "state directory of an in-process server (default $METIS_HOME, else ~/.metis)")
 	demoDelay := fs.Duration("demo-delay", 0, "pause between builtin:demo deltas of an in-process server (default the server's)")
-	tokenFile := fs.String("token-file", "", "file holding the server's bearer token (default $"+token.EnvVar+", else <home>/token for an https or non-loopback server, or a unix socket of yours)")
+	tokenFile := fs.String("token-file", "", "file holding the server's bearer token (default $"+token.EnvVar+", else <home>/token, sent only to the server running on that home, over https or its unix socket; never over plain http beyond loopback)")
 	logFile := fs.String("log-file", "", "write logs to this file instead of stderr")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {

@@ -126,8 +126,9 @@ func TestTokenRequiredOnEveryRequest(t *testing.T) {
 }
 
 // TestLoginCookie: a browser logs in with POST /login and the token; the
-// HttpOnly, SameSite=Strict cookie it gets then opens the API and the
-// stream; POST /logout clears it. A wrong token sets no cookie.
+// HttpOnly, SameSite=Strict cookie of its login session then opens the
+// API and the stream; POST /logout ends the session and clears the
+// cookie. A wrong token sets no cookie; two logins get two sessions.
 func TestLoginCookie(t *testing.T) {
 	h := servertest.Start(t, "", withPublicName("metis.example"))
 	sid := h.CreateSession()
@@ -158,21 +159,15 @@ func TestLoginCookie(t *testing.T) {
 	expectErr(t, do(t, h, req{method: "POST", path: "/login", body: "token=" + h.Token, contentType: "application/x-www-form-urlencoded"}),
 		http.StatusUnsupportedMediaType, api.CodeUnsupportedMedia)
 
-	r := do(t, h, req{method: "POST", path: "/login", body: `{"token":` + jsonString(t, h.Token) + `}`, origin: own})
-	if r.status != http.StatusOK {
-		t.Fatalf("login: %d %s", r.status, r.body)
+	c := logIn(t, h, own)
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure || c.MaxAge != 30*24*3600 || c.Domain != "" {
+		t.Fatalf("cookie attributes %+v", c)
 	}
-	resp := http.Response{Header: r.header}
-	cookies := resp.Cookies()
-	if len(cookies) != 1 || cookies[0].Name != api.CookieName {
-		t.Fatalf("cookies %v", r.header.Values("Set-Cookie"))
+	if c2 := logIn(t, h, own); c2.Value == c.Value {
+		t.Fatal("two logins got the same session id")
 	}
-	c := cookies[0]
-	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure || c.MaxAge <= 0 {
-		t.Fatalf("cookie attributes %q", r.header.Get("Set-Cookie"))
-	}
-	if strings.Contains(r.header.Get("Set-Cookie"), h.Token) || strings.Contains(string(r.body), h.Token) {
-		t.Fatal("the login answer carries the token itself")
+	if strings.Contains(c.Value, h.Token) {
+		t.Fatal("the login cookie carries the token itself")
 	}
 	cookie := map[string]string{"Cookie": c.Name + "=" + c.Value}
 	if r := do(t, h, req{method: "GET", path: "/sessions", header: cookie, origin: own}); r.status != http.StatusOK {
@@ -190,20 +185,87 @@ func TestLoginCookie(t *testing.T) {
 	}
 	ws.CloseNow()
 
-	r = do(t, h, req{method: "POST", path: "/logout", header: cookie, origin: own})
-	if r.status != http.StatusNoContent || !strings.Contains(r.header.Get("Set-Cookie"), "Max-Age=0") {
+	r := do(t, h, req{method: "POST", path: "/logout", header: cookie, origin: own})
+	if r.status != http.StatusNoContent || !strings.Contains(r.header.Get("Set-Cookie"), api.CookieName+"=;") || !strings.Contains(r.header.Get("Set-Cookie"), "Max-Age=0") {
 		t.Fatalf("logout: %d %q", r.status, r.header.Get("Set-Cookie"))
 	}
+}
 
-	// A new token voids the cookies of the old one.
+// logIn posts the token to /login and returns the session cookie.
+func logIn(t *testing.T, h *servertest.Harness, origin []string) *http.Cookie {
+	t.Helper()
+	r := do(t, h, req{method: "POST", path: "/login", body: `{"token":` + jsonString(t, h.Token) + `}`, origin: origin})
+	if r.status != http.StatusOK {
+		t.Fatalf("login: %d %s", r.status, r.body)
+	}
+	if strings.Contains(string(r.body), h.Token) {
+		t.Fatal("the login answer carries the token")
+	}
+	cookies := (&http.Response{Header: r.header}).Cookies()
+	if len(cookies) != 1 || cookies[0].Name != api.CookieName || len(cookies[0].Value) != 43 {
+		t.Fatalf("cookies %v", r.header.Values("Set-Cookie"))
+	}
+	return cookies[0]
+}
+
+// TestLoginCookieReplay: the cookie of a login session is refused once
+// the browser logged out (replayed as it was), and after the token
+// changed; it keeps working across a restart with the same token.
+func TestLoginCookieReplay(t *testing.T) {
+	h := servertest.Start(t, "", withPublicName("metis.example"))
+	own := []string{"http://" + hostPort(t, h)}
+	out, kept := logIn(t, h, own), logIn(t, h, own)
+	jar := func(c *http.Cookie) map[string]string { return map[string]string{"Cookie": c.Name + "=" + c.Value} }
+	if r := do(t, h, req{method: "POST", path: "/logout", header: jar(out), origin: own}); r.status != http.StatusNoContent {
+		t.Fatalf("logout: %d %s", r.status, r.body)
+	}
+	expectUnauthorized(t, do(t, h, req{method: "GET", path: "/sessions", header: jar(out)}))
+	if r := do(t, h, req{method: "GET", path: "/sessions", header: jar(kept)}); r.status != http.StatusOK {
+		t.Fatalf("another browser's session ended with this one's logout: %d", r.status)
+	}
+
+	// A restart with the same token: the session that was not logged
+	// out still works, the logged-out one stays refused.
 	h.Stop()
-	tf := filepath.Join(h.Home, token.FileName)
-	servertest.Must(t, os.Remove(tf))
 	h2 := servertest.Start(t, h.Home, withPublicName("metis.example"))
-	if h2.Token == h.Token {
+	if r := do(t, h2, req{method: "GET", path: "/sessions", header: jar(kept)}); r.status != http.StatusOK {
+		t.Fatalf("the login session did not survive a restart: %d %s", r.status, r.body)
+	}
+	expectUnauthorized(t, do(t, h2, req{method: "GET", path: "/sessions", header: jar(out)}))
+
+	// A new token voids every session of the old one.
+	h2.Stop()
+	servertest.Must(t, os.Remove(filepath.Join(h.Home, token.FileName)))
+	h3 := servertest.Start(t, h.Home, withPublicName("metis.example"))
+	if h3.Token == h.Token {
 		t.Fatal("the token was not regenerated")
 	}
-	expectUnauthorized(t, do(t, h2, req{method: "GET", path: "/sessions", header: cookie}))
+	expectUnauthorized(t, do(t, h3, req{method: "GET", path: "/sessions", header: jar(kept)}))
+	// And the old token's sessions are gone for good: back to the old
+	// token, they stay refused.
+	h3.Stop()
+	servertest.Must(t, os.WriteFile(filepath.Join(h.Home, token.FileName), []byte(h.Token+"\n"), 0o600))
+	h4 := servertest.Start(t, h.Home, withPublicName("metis.example"))
+	expectUnauthorized(t, do(t, h4, req{method: "GET", path: "/sessions", header: jar(kept)}))
+}
+
+// TestLogoutWithoutContentType: POST /logout with no body needs no
+// Content-Type (it used to be a 415), and still ends the session; a
+// logout with a body of another type is still refused.
+func TestLogoutWithoutContentType(t *testing.T) {
+	h := servertest.Start(t, "", withPublicName("metis.example"))
+	own := []string{"http://" + hostPort(t, h)}
+	c := logIn(t, h, own)
+	jar := map[string]string{"Cookie": c.Name + "=" + c.Value}
+	expectErr(t, do(t, h, req{method: "POST", path: "/logout", body: "x=1", contentType: "application/x-www-form-urlencoded", header: jar, origin: own}),
+		http.StatusUnsupportedMediaType, api.CodeUnsupportedMedia)
+	if r := do(t, h, req{method: "POST", path: "/logout", noCT: true, header: jar, origin: own}); r.status != http.StatusNoContent {
+		t.Fatalf("logout without a content type: %d %s", r.status, r.body)
+	}
+	expectUnauthorized(t, do(t, h, req{method: "GET", path: "/sessions", header: jar}))
+	// Other state-changing requests still need it, without a body too.
+	expectErr(t, do(t, h, req{method: "POST", path: "/sessions", noCT: true, header: bearerHeader(h.Token)}),
+		http.StatusUnsupportedMediaType, api.CodeUnsupportedMedia)
 }
 
 // TestLoopbackNeedsNoToken: the default loopback server asks no token

@@ -156,8 +156,21 @@ func TestLoginCookieSecure(t *testing.T) {
 	} {
 		r := do(t, c.h, req{method: "POST", path: "/login", host: c.host, body: `{"token":` + jsonString(t, c.h.Token) + `}`})
 		sc := r.header.Get("Set-Cookie")
-		if r.status != http.StatusOK || strings.Contains(sc, "; Secure") != c.secure {
-			t.Errorf("%s Host %q: %d, Set-Cookie %q, want Secure %v", c.h.URL, c.host, r.status, sc, c.secure)
+		if r.status != http.StatusOK || strings.Contains(sc, "; Secure") != c.secure || strings.HasPrefix(sc, api.SecureCookieName+"=") != c.secure {
+			t.Errorf("%s Host %q: %d, Set-Cookie %q, want Secure and __Host- %v", c.h.URL, c.host, r.status, sc, c.secure)
+			continue
 		}
+		// The cookie opens the API under its own name only: a plain
+		// metis_session cookie over https (one any host could have set)
+		// is not looked at.
+		cs := (&http.Response{Header: r.header}).Cookies()
+		other := api.SecureCookieName
+		if c.secure {
+			other = api.CookieName
+		}
+		if g := do(t, c.h, req{method: "GET", path: "/sessions", host: c.host, header: map[string]string{"Cookie": cs[0].Name + "=" + cs[0].Value}}); g.status != http.StatusOK {
+			t.Errorf("%s Host %q: the cookie was refused: %d", c.h.URL, c.host, g.status)
+		}
+		expectUnauthorized(t, do(t, c.h, req{method: "GET", path: "/sessions", host: c.host, header: map[string]string{"Cookie": other + "=" + cs[0].Value}}))
 	}
 }

@@ -20,7 +20,8 @@ import (
 //     scheme and every other origin are refused, so no other web page
 //     can open the stream or call the API;
 //   - state-changing methods must send Content-Type: application/json,
-//     which a cross-site form or no-cors fetch cannot.
+//     which a cross-site form or no-cors fetch cannot (POST /logout
+//     without a body may send none).
 //
 // The same checks apply to requests over the server's unix socket, which
 // are plain HTTP even when the server speaks TLS (OverSocket).
@@ -55,7 +56,7 @@ func (g Guard) Wrap(h http.Handler) http.Handler {
 			WriteError(w, http.StatusForbidden, CodeForbiddenOrigin, "requests from another origin are refused")
 			return
 		}
-		if stateChanging(r.Method) && !isJSON(r.Header.Get("Content-Type")) {
+		if stateChanging(r.Method) && !isJSON(r.Header.Get("Content-Type")) && !bodilessLogout(r) {
 			WriteError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "send Content-Type: application/json")
 			return
 		}
@@ -151,6 +152,14 @@ func stripDefaultPort(hostport, scheme string) string {
 		return h
 	}
 	return hostport
+}
+
+// bodilessLogout reports whether r is POST /logout with no body and no
+// Content-Type: it has nothing to declare, and it can only end the
+// session of the cookie it carries, which SameSite=Strict keeps other
+// sites from sending (the Origin check refuses their pages anyway).
+func bodilessLogout(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.URL.Path == "/logout" && r.ContentLength == 0 && len(r.Header.Values("Content-Type")) == 0
 }
 
 func stateChanging(method string) bool {

@@ -3,8 +3,8 @@
 // client.Locate: --server URL, else $METIS_SERVER, else the unix socket
 // <home>/metis.sock when a server answers on it, else
 // http://127.0.0.1:8421. It sends its bearer token when it has one
-// (--token-file, $METIS_TOKEN, or <home>/token for an https or
-// non-loopback server or a socket of this user's).
+// (--token-file, $METIS_TOKEN, or <home>/token to the server running on
+// that home only: see token.ForClient).
 //
 // cli is an edge: it imports the public client and protocol packages
 // and the token leaf.
@@ -46,15 +46,19 @@ func newFlags(name string, env Env) (*flag.FlagSet, *common) {
 	return fs, c
 }
 
+// TokenUsage is the usage of a client command's --token-file flag.
+const TokenUsage = "file holding the server's bearer token (default $" + token.EnvVar + ", else <home>/token, sent only to the server running on that home, over https or its unix socket; never over plain http beyond loopback)"
+
 // TokenFlag defines --token-file on fs.
 func TokenFlag(fs *flag.FlagSet) *string {
-	return fs.String("token-file", "", "file holding the server's bearer token (default $"+token.EnvVar+", else <home>/token for an https or non-loopback server, or a unix socket of yours)")
+	return fs.String("token-file", "", TokenUsage)
 }
 
 // NewClient returns a client of server carrying the token found for it
-// (see token.ForClient); the error names where a bad token came from.
-func NewClient(server, tokenFile string) (*client.Client, error) {
-	tok, err := token.ForClient(server, tokenFile, "")
+// (see token.ForClient; home "" is $METIS_HOME, else ~/.metis); the
+// error names where a bad token came from, or why it is not sent.
+func NewClient(server, tokenFile, home string) (*client.Client, error) {
+	tok, err := token.ForClient(server, tokenFile, home)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +70,7 @@ func NewClient(server, tokenFile string) (*client.Client, error) {
 // client returns the command's client of the server client.Locate
 // chooses, or prints why not.
 func (c *common) client(ctx context.Context, name string, env Env) (*client.Client, bool) {
-	cl, err := NewClient(client.Locate(ctx, client.LocateOptions{Server: *c.server}), *c.tokenFile)
+	cl, err := NewClient(client.Locate(ctx, client.LocateOptions{Server: *c.server}), *c.tokenFile, "")
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "metis %s: %v\n", name, err)
 		return nil, false

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
-		if theCert.dir != "" {
-			_ = os.RemoveAll(theCert.dir)
-		}
-	}))
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { servertest.RemoveProcessCert() }))
 }
 
 func TestSendSessionsTail(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/metis-agent/metis/internal/cli"
@@ -87,31 +86,9 @@ func TestCommandsFallBackToTheHomeToken(t *testing.T) {
 	}
 }
 
-// theCert is the certificate processCert hands out, in a directory
-// TestMain removes.
-var theCert struct {
-	once           sync.Once
-	dir, cert, key string
-	err            error
-}
-
-// processCert returns a self-signed certificate that is the same for
-// the whole test process: the system certificate pool, which
-// SSL_CERT_FILE feeds, is loaded once per process, so a test run again
-// (-count) must serve the certificate the pool was loaded with.
-func processCert(t *testing.T) (cert, key string) {
-	t.Helper()
-	theCert.once.Do(func() {
-		theCert.dir, theCert.err = os.MkdirTemp("", "metis-cli-test-")
-		if theCert.err == nil {
-			theCert.cert, theCert.key = servertest.SelfSignedCert(t, theCert.dir)
-		}
-	})
-	if theCert.err != nil {
-		t.Fatal(theCert.err)
-	}
-	return theCert.cert, theCert.key
-}
+// processCert is the certificate of the whole test process (see
+// servertest.ProcessCert); TestMain removes it.
+func processCert(t *testing.T) (cert, key string) { return servertest.ProcessCert(t) }
 
 // unsetenv removes name for the rest of the test (t.Setenv first, so it
 // is restored).
@@ -120,4 +97,78 @@ func unsetenv(t *testing.T, name string) {
 	if err := os.Unsetenv(name); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestHomeTokenOnlyToItsOwnServer: the attack of a server named by
+// --server or $METIS_SERVER that is not the home's own (here a fake TLS
+// server with a certificate the client trusts) asking for a token. It
+// gets requests, never with the local token; the home's own server,
+// named the same ways, gets it.
+func TestHomeTokenOnlyToItsOwnServer(t *testing.T) {
+	cert, key := processCert(t)
+	h := servertest.Start(t, "", func(c *config.Config) { c.TLSCert, c.TLSKey, c.PublicName = cert, key, "metis.example.com" })
+	catcher := servertest.NewTokenCatcher(t, cert, key)
+	t.Setenv("SSL_CERT_FILE", cert)
+	t.Setenv("METIS_HOME", h.Home)
+	t.Setenv("METIS_SERVER", "")
+	t.Setenv(token.EnvVar, "")
+	unsetenv(t, token.EnvVar)
+	ctx := context.Background()
+	var out, errOut bytes.Buffer
+	env := cli.Env{Stdout: &out, Stderr: &errOut}
+
+	if code := cli.Sessions(ctx, []string{"--server", catcher.URL}, env); code != 1 {
+		t.Fatalf("sessions --server <the catcher>: exit %d, %q", code, errOut.String())
+	}
+	if code := cli.Send(ctx, []string{"--server", catcher.URL, "sess_x", "hi"}, env); code != 1 {
+		t.Fatalf("send --server <the catcher>: exit %d, %q", code, errOut.String())
+	}
+	t.Setenv("METIS_SERVER", catcher.URL)
+	if code := cli.Sessions(ctx, nil, env); code != 1 {
+		t.Fatalf("sessions with $METIS_SERVER the catcher: exit %d, %q", code, errOut.String())
+	}
+	seen := catcher.Seen()
+	if len(seen) < 3 {
+		t.Fatalf("the catcher got %d requests: the test did not reach it", len(seen))
+	}
+	for _, a := range seen {
+		if strings.Contains(a, h.Token) {
+			t.Fatalf("the catcher was sent the home's token: Authorization %q", a)
+		}
+	}
+
+	// The home's own server, by --server and by $METIS_SERVER.
+	t.Setenv("METIS_SERVER", h.URL)
+	out.Reset()
+	if code := cli.Sessions(ctx, nil, env); code != 0 {
+		t.Fatalf("sessions with $METIS_SERVER the home's server: exit %d, %q", code, errOut.String())
+	}
+	if code := cli.Sessions(ctx, []string{"--server", h.URL}, env); code != 0 {
+		t.Fatalf("sessions --server <the home's server>: exit %d, %q", code, errOut.String())
+	}
+}
+
+// TestNoTokenOverPlainHTTPBeyondLoopback: a token given with
+// --token-file or $METIS_TOKEN is not sent to an http:// server that is
+// not on loopback: the command fails at once, saying why, without
+// connecting (192.0.2.1 is a documentation address nobody answers on).
+func TestNoTokenOverPlainHTTPBeyondLoopback(t *testing.T) {
+	tf := filepath.Join(t.TempDir(), "tok")
+	servertest.Must(t, os.WriteFile(tf, []byte("a-token-of-my-own-0123456789\n"), 0o600))
+	t.Setenv("METIS_SERVER", "")
+	t.Setenv(token.EnvVar, "")
+	unsetenv(t, token.EnvVar)
+	ctx := context.Background()
+	check := func(args []string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := cli.Sessions(ctx, args, cli.Env{Stdout: &out, Stderr: &errOut}); code != 1 ||
+			!strings.Contains(errOut.String(), "over plain http") || strings.Contains(errOut.String(), "a-token-of-my-own") {
+			t.Fatalf("sessions %q: exit %d, %q", args, code, errOut.String())
+		}
+	}
+	check([]string{"--server", "http://192.0.2.1:8421", "--token-file", tf})
+	check([]string{"--server", "http://metis-box.example:8421", "--token-file", tf})
+	t.Setenv(token.EnvVar, "a-token-of-my-own-0123456789")
+	check([]string{"--server", "http://192.0.2.1:8421"})
 }

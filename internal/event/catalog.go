@@ -44,6 +44,11 @@ const (
 
 	FeedbackSubmitted = protocol.EventFeedbackSubmitted
 
+	ContextCompacting       = protocol.EventContextCompacting
+	ContextCompacted        = protocol.EventContextCompacted
+	ContextCompactionFailed = protocol.EventContextCompactionFailed
+	SessionBudgetChanged    = protocol.EventSessionBudgetChanged
+
 	BusHandlerWarning       = protocol.EventBusHandlerWarning
 	BusSubscriberRegistered = protocol.EventBusSubscriberRegistered
 	BusSubscriberUnregister = protocol.EventBusSubscriberUnregistered

@@ -17,8 +17,9 @@ type End struct {
 	// Reason is why, with its numbers; its Code is "" when the client
 	// went away or a write failed on its own.
 	Reason protocol.CloseDetail
-	// Resync: client_too_slow because an event of the session was lost
-	// (the client must replay from the store), not a full queue.
+	// Resync: closed with storage_failure because an event of the
+	// session was lost (the client must replay from the store), not
+	// because its queue was full.
 	Resync bool
 	// Err is the write (or replay) error that ended the feed, if one did.
 	Err error
@@ -41,17 +42,18 @@ func (f *Feed) broken() End {
 
 // tooSlow closes an overflowed client with client_too_slow, within
 // what the deadline leaves (the overflow grace), with what its queue
-// held.
+// held; a client the hub resynchronises (an event of its session could
+// not be stored) is closed with storage_failure instead.
 func (f *Feed) tooSlow() End {
 	o, _ := f.client.Overflow()
-	d := protocol.CloseDetail{CloseReason: protocol.ReasonClientTooSlow}
-	if !o.Resync {
-		d.QueueEvents, d.QueueBytes = o.Events, o.Bytes
-		d.StalledMS = f.dl.stalledFor().Milliseconds()
+	if o.Resync {
+		e := f.close(protocol.ClosePolicyViolation, protocol.CloseDetail{CloseReason: protocol.ReasonStorageFailure})
+		e.Resync = true
+		return e
 	}
-	e := f.close(protocol.ClosePolicyViolation, d)
-	e.Resync = o.Resync
-	return e
+	d := protocol.CloseDetail{CloseReason: protocol.ReasonClientTooSlow,
+		QueueEvents: o.Events, QueueBytes: o.Bytes, StalledMS: f.dl.stalledFor().Milliseconds()}
+	return f.close(protocol.ClosePolicyViolation, d)
 }
 
 // close ends the stream with a code and reason, under the deadline: a
@@ -85,7 +87,7 @@ func (f *Feed) finish(e End) {
 	}
 	level := slog.LevelDebug
 	switch code {
-	case protocol.ReasonClientTooSlow.Code, protocol.ReasonWriteTimeout.Code:
+	case protocol.ReasonClientTooSlow.Code, protocol.ReasonWriteTimeout.Code, protocol.ReasonStorageFailure.Code:
 		level = slog.LevelWarn
 	case protocol.ReasonHeartbeatTimeout.Code:
 		level = slog.LevelInfo

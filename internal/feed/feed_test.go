@@ -304,7 +304,8 @@ func TestGone(t *testing.T) {
 }
 
 // TestResync: a resync (an event of the session was lost) closes the
-// client as too slow, marked as a resync, without queue numbers.
+// client with 1008 storage_failure (not client_too_slow: the client
+// was not slow), marked as a resync, without queue numbers.
 func TestResync(t *testing.T) {
 	e := newEnv(t, hub.Config{})
 	att := e.subscribe(protocol.Subscribe{Preset: event.PresetChat})
@@ -313,7 +314,7 @@ func TestResync(t *testing.T) {
 	tr.wait(t, "the ack", func(f *fake) bool { return len(f.frames) == 1 })
 	e.h.Resync(e.sid)
 	got := end()
-	if got.Reason != (protocol.CloseDetail{CloseReason: protocol.ReasonClientTooSlow}) || !got.Resync || got.Code != 1008 {
+	if got.Reason != (protocol.CloseDetail{CloseReason: protocol.ReasonStorageFailure}) || !got.Resync || got.Code != 1008 {
 		t.Fatalf("end %+v", got)
 	}
 }

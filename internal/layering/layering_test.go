@@ -20,6 +20,7 @@ var coreRules = []string{
 	"internal/agent",
 	"internal/attach",
 	"internal/bus",
+	"internal/compact", // long sessions: the model's view, compaction plans
 	"internal/config",
 	"internal/cost",
 	"internal/delegate",
@@ -27,12 +28,14 @@ var coreRules = []string{
 	"internal/cluster", // scale-out: the JetStream log, leases, projection
 	"internal/feed",    // the transport-neutral subscription core
 	"internal/hub",
+	"internal/login", // browser login sessions and the attempts limit
 	"internal/message",
 	"internal/metrics",
 	"internal/model/...",
 	"internal/price",
 	"internal/routing",
 	"internal/safefile",
+	"internal/sandbox", // tool processes' isolation: Landlock, capabilities, the shield
 	"internal/session",
 	"internal/store",
 	"internal/token",

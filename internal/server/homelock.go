@@ -25,6 +25,10 @@ func lockHome(home string) (*homeLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("home lock %s: %w", path, err)
 	}
+	if err := privateFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("home lock %s: %w", path, err)
+	}
 	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -43,4 +47,18 @@ func (l *homeLock) release() {
 	_ = flock(l.f, syscall.LOCK_UN)
 	l.f.Close()
 	l.f = nil
+}
+
+// privateFile makes an open file of the home mode 0600 if group or
+// others had any access to it (a file left by an older version, or
+// created under a loose umask).
+func privateFile(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	return f.Chmod(0o600)
 }

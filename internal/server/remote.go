@@ -140,3 +140,44 @@ func (s *Server) TokenFile() string {
 	}
 	return s.remote.tokenPath
 }
+
+// recordAddresses writes <home>/addresses.json: every address this
+// server serves (the TCP listener as bound, its configured name, the
+// public names, the unix socket). A client sends <home>/token only to
+// one of them (token.ForClient).
+func (s *Server) recordAddresses() error {
+	host, port, err := net.SplitHostPort(s.ln.Addr().String())
+	if err != nil {
+		return fmt.Errorf("addresses file: %w", err)
+	}
+	addrs := token.HostAddresses(s.scheme(), host, port, interfaceAddrs())
+	if h, _, err := net.SplitHostPort(s.Config.Addr); err == nil && h != "" && net.ParseIP(strings.Trim(h, "[]")) == nil {
+		addrs = append(addrs, token.Address{Scheme: s.scheme(), Host: token.NormalHost(h), Port: port})
+	}
+	for _, n := range s.remote.names {
+		addrs = append(addrs, token.Address{Scheme: n.Scheme, Host: n.Host, Port: n.Port})
+	}
+	if s.sock != nil {
+		p, err := filepath.Abs(s.sock.path)
+		if err != nil {
+			return fmt.Errorf("addresses file: %w", err)
+		}
+		addrs = append(addrs, token.Address{Scheme: "unix", Path: p})
+	}
+	if err := token.WriteAddresses(s.Config.Home, addrs); err != nil {
+		return err
+	}
+	s.recorded = true
+	return nil
+}
+
+// forgetAddresses removes the addresses file at shutdown, while the
+// home is still this server's.
+func (s *Server) forgetAddresses() {
+	if !s.recorded {
+		return
+	}
+	if err := token.RemoveAddresses(s.Config.Home); err != nil {
+		s.Log.Warn("remove the addresses file", "err", err)
+	}
+}

@@ -205,3 +205,44 @@ func TestClientOverTLSWithToken(t *testing.T) {
 		t.Fatalf("Follow over wss: %v, turn %q", err, text)
 	}
 }
+
+// TestAddressesRecorded: a listening server records beside its token
+// the addresses it serves (the bound address, its names, the public
+// names, the socket), and removes the record when it stops; the home's
+// token then goes to those only (token.ForClient).
+func TestAddressesRecorded(t *testing.T) {
+	home := t.TempDir()
+	sock := filepath.Join(home, "metis.sock")
+	s, err := newServer(t, func(c *config.Config) {
+		c.Home, c.Socket, c.PublicName = home, sock, "https://metis.example.com,10.0.0.7:9000"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := s.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := token.ReadAddresses(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"unix://" + sock, "https://metis.example.com", "https://10.0.0.7:9000", url} {
+		if !token.Serves(addrs, u) {
+			t.Errorf("%s is not among the recorded addresses %+v", u, addrs)
+		}
+	}
+	// The listener speaks plain http: its address over https is another
+	// server's.
+	for _, u := range []string{"https://metis.example.org", "https://10.0.0.7:9001", "unix:///elsewhere/metis.sock", strings.Replace(url, "http://", "https://", 1)} {
+		if token.Serves(addrs, u) {
+			t.Errorf("%s is among the recorded addresses %+v", u, addrs)
+		}
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(home, token.AddressesFile)); !os.IsNotExist(err) {
+		t.Fatalf("the addresses file outlived the server: %v", err)
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
@@ -35,6 +34,7 @@ import (
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/routing"
+	"github.com/metis-agent/metis/internal/sandbox"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/sse"
 	"github.com/metis-agent/metis/internal/store"
@@ -60,6 +60,9 @@ type Server struct {
 	Stream   *stream.Server
 	SSE      *sse.Server
 	Metrics  *metrics.Registry
+	// Sandbox is what the shell sandbox can do here (internal/sandbox);
+	// when it is not Active, nothing confines a shell command.
+	Sandbox sandbox.Status
 
 	handler  http.Handler
 	http     *http.Server
@@ -70,6 +73,8 @@ type Server struct {
 	shutErr  error
 
 	remote      *remote       // token, TLS, public names (remote.go)
+	auth        *api.Auth     // the token check, /login and its sessions
+	recorded    bool          // <home>/addresses.json written (remote.go)
 	httpMetrics *metrics.HTTP // connections (listen.go)
 	sock        *unixSocket   // nil without a socket (socket.go)
 	home        *homeLock     // held until Shutdown ends (homelock.go)
@@ -87,8 +92,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
-		return nil, fmt.Errorf("home %s: %w", cfg.Home, err)
+	if err := prepareHome(cfg.Home, log); err != nil { // home.go
+		return nil, err
 	}
 	rem, err := setupRemote(cfg, log)
 	if err != nil {
@@ -175,17 +180,23 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	s.Router = router
 	s.Tools = tool.NewRegistry(tool.Builtins()...)
-	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv})
+	s.startSandbox() // sandbox.go
+	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv, Sandbox: sandboxSettings(cfg)})
+	s.Tools.Register(tool.WebFetch{AllowPrivate: cfg.WebFetchAllowPrivate})
+	s.Tools.SetOffer(cfg.EditTools.Offers)
 	var mgr *session.Manager
-	loop := agent.New(agent.Config{
-		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log, MaxTokens: cfg.MaxOutputTokens, ThinkingBudget: cfg.ThinkingBudget,
-		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
-			return mgr.Conversation(ctx, id)
-		}),
+	limits := price.NewLimits(cfg.Models)
+	lcfg := longSessionConfig(cfg, limits) // windows.go
+	lcfg.Models, lcfg.Tools, lcfg.Prices, lcfg.Logger = s.Models, s.Tools, prices, log
+	lcfg.MaxTokens, lcfg.ThinkingBudget = cfg.MaxOutputTokens, cfg.ThinkingBudget
+	lcfg.History = agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
+		return mgr.Conversation(ctx, id)
 	})
+	loop := agent.New(lcfg)
 	s.Loop = loop
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
-		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log})
+		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log,
+		MaxTurnCostUSD: cfg.MaxTurnCost, MaxSessionCostUSD: cfg.MaxSessionCost})
 	s.Sessions = mgr
 	if s.cluster != nil {
 		s.cluster.sessions = mgr
@@ -216,11 +227,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	if s.cluster != nil {
 		apiHandler = s.cluster.wrap(s.API)
 	}
-	s.handler = rem.guard(cfg.Addr).Wrap(api.NewAuth(rem.token, rem.tls != nil, log).Wrap(web.Handler(apiHandler)))
+	// Login sessions live in this node's own store (remote.go).
+	if s.auth, err = api.NewAuth(ctx, api.AuthConfig{Token: rem.token, TLS: rem.tls != nil, Logins: st, Log: log}); err != nil {
+		s.closeCore(ctx)
+		return nil, err
+	}
+	s.handler = rem.guard(cfg.Addr).Wrap(s.auth.Wrap(web.Handler(apiHandler)))
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
-	s.bg.Add(3)
+	s.bg.Add(4)
+	go func() {
+		defer s.bg.Done()
+		sandbox.WatchEscaped(bgctx)
+		learnWindows(bgctx, s.Models, cfg, limits, log) // windows.go
+	}()
 	go s.pruneLoop(bgctx)
 	go s.sweepLoop(bgctx)
 	go func() {
@@ -237,6 +258,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // With cfg.Socket set it also listens on that unix socket (listen.go).
 func (s *Server) Listen() (string, error) {
 	if err := s.listen(); err != nil {
+		return "", err
+	}
+	if err := s.recordAddresses(); err != nil { // remote.go
 		return "", err
 	}
 	url := s.scheme() + "://" + s.ln.Addr().String()
@@ -259,7 +283,7 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		_ = s.Shutdown(sctx)
 		return err
 	}
-	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String())+s.clusterNote())
+	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s; %s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, s.Sandbox, url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String())+s.clusterNote())
 	// Package initialisation and startup (the SDKs' type registrations,
 	// the terminal UI renderer's tables, the store's migrations) leave
 	// garbage an idle server never reuses: collect it and give its pages
@@ -308,9 +332,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if s.sock != nil {
 			step("unix socket", s.sock.close)
 		}
+		if s.auth != nil {
+			s.auth.Close() // the last summary of refused logins
+		}
 		s.stopBg()
 		step("background tasks", func() error { s.bg.Wait(); return nil })
 		errs = append(errs, s.closeCore(ctx))
+		s.forgetAddresses()
 		s.home.release()
 		s.shutErr = errors.Join(errs...)
 	})

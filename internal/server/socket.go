@@ -78,9 +78,9 @@ func listenUnix(path string) (*unixSocket, error) {
 	}
 	u := &unixSocket{path: path, ln: ln}
 	u.dev, u.ino = fileID(st)
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+	if st.Mode().Perm()&0o077 != 0 {
 		u.close()
-		return nil, fmt.Errorf("unix socket %s: created with mode %#o, not 0600", path, perm)
+		return nil, fmt.Errorf("unix socket %s: created with mode %s, not 0600", path, unixMode(st.Mode()))
 	}
 	return u, nil
 }
@@ -88,20 +88,8 @@ func listenUnix(path string) (*unixSocket, error) {
 // checkSocketDir refuses a socket directory that is missing, not a
 // directory, not this user's, or writable by group or others.
 func checkSocketDir(dir string) error {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("its directory: %w", err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
-		return fmt.Errorf("the directory %s belongs to uid %d, not to this user (uid %d): put the socket in a directory of your own with --socket", dir, sys.Uid, os.Geteuid())
-	}
-	if st.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("the directory %s is writable by group or others (mode %#o), who could replace the socket: chmod go-w it, or choose another with --socket", dir, st.Mode().Perm())
-	}
-	return nil
+	_, err := checkPrivateDir(dir, "who could replace the socket: chmod go-w it, or choose another with --socket")
+	return err
 }
 
 // lockDir takes an exclusive flock(2) of dir and returns its release.

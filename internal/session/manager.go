@@ -31,6 +31,9 @@ type Config struct {
 	// Workspaces decides which directories may be workspaces; nil is
 	// the policy of the process's user (workspace.DefaultPolicy).
 	Workspaces *workspace.Policy
+	// MaxTurnCostUSD and MaxSessionCostUSD are the cost limits new
+	// sessions start with (0: none; docs/context.md, "Budgets").
+	MaxTurnCostUSD, MaxSessionCostUSD float64
 }
 
 // Manager owns sessions and their turns. Create it with New, call
@@ -106,7 +109,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Summary, error
 	}
 
 	s := store.Session{ID: event.NewID("sess_"), ParentSessionID: req.ParentSessionID, WorkspacePath: ws,
-		ActiveModel: modelID, RoutingPolicyVersion: m.cfg.Router.Version(), CreatedAt: time.Now().UTC()}
+		ActiveModel: modelID, RoutingPolicyVersion: m.cfg.Router.Version(), CreatedAt: time.Now().UTC(),
+		ContextWindow: int64(m.cfg.Loop.Window(modelID)), MaxTurnCostUSD: m.cfg.MaxTurnCostUSD, MaxSessionCostUSD: m.cfg.MaxSessionCostUSD}
 	s.LastActivityAt = s.CreatedAt
 	em, err := m.cfg.Bus.Attach(ctx, s.ID, s.ParentSessionID)
 	if err != nil {

@@ -98,14 +98,7 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 		return nil, err
 	}
 
-	release := func() {
-		m.mu.Lock()
-		delete(m.turns, sessionID)
-		m.mu.Unlock()
-		close(t.done)
-		root.Close()
-		m.wg.Done()
-	}
+	release := m.releaser(sessionID, t, root)
 	em, err := m.cfg.Bus.Emitter(ctx, sessionID)
 	if err != nil {
 		release()
@@ -156,6 +149,7 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 		out := m.cfg.Loop.Run(turnCtx, agent.Turn{ID: t.id, SessionID: sessionID, SessionModel: s.ActiveModel,
 			Workspace: s.WorkspacePath, Root: root, Emitter: em, Router: m.cfg.Router, UserText: content,
 			Worker: s.ParentSessionID != "", ModelOverride: override, History: m.cachedHistory(sessionID, user),
+			Mode: sessionMode(s), MaxTurnCostUSD: s.MaxTurnCostUSD, MaxSessionCostUSD: s.MaxSessionCostUSD, SessionCostUSD: s.CostUSD,
 			Ending: func(st store.TurnStatus) string { return m.ending(t, st) }})
 		// Run returns once the turn's terminal event is committed (retried
 		// through storage failures), so the conversation it hands back is
@@ -183,6 +177,20 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 		m.log.Info("turn ended", "session", sessionID, "turn", t.id, "status", out.Status, "reason", out.Reason)
 	}()
 	return t, nil
+}
+
+// releaser returns what frees the session's turn slot once t (admitted)
+// has ended: it forgets t, closes its done channel and root, and ends its
+// count in the manager's wait group.
+func (m *Manager) releaser(sessionID string, t *activeTurn, root *os.Root) func() {
+	return func() {
+		m.mu.Lock()
+		delete(m.turns, sessionID)
+		m.mu.Unlock()
+		close(t.done)
+		root.Close()
+		m.wg.Done()
+	}
 }
 
 // admit registers t as the session's turn in flight. A turn whose

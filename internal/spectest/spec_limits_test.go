@@ -362,7 +362,7 @@ func testSlowClientClosed(t *testing.T, tr streamtest.Transport) {
 func TestSpec11_1_11_CloseReasonsFit(t *testing.T) {
 	for _, r := range []protocol.CloseReason{
 		protocol.ReasonClientTooSlow, protocol.ReasonHeartbeatTimeout, protocol.ReasonSubscribeTimeout,
-		protocol.ReasonShutdown, protocol.ReasonWriteTimeout,
+		protocol.ReasonShutdown, protocol.ReasonWriteTimeout, protocol.ReasonStorageFailure,
 		{Code: "client_too_slow", Message: strings.Repeat("é", 200)},
 	} {
 		enc := r.Encode()

@@ -10,6 +10,7 @@ import (
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/streamtest"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // overflowCloseBound is how long after its queue overflows a client that
@@ -105,16 +106,16 @@ func value(t *testing.T, c prometheus.Metric) float64 {
 	return 0
 }
 
-// TestResyncClosesWithClientTooSlow: when the hub resynchronises a
+// TestResyncClosesWithStorageFailure: when the hub resynchronises a
 // session's clients (an event of the session could not be stored), each
-// live client is closed with 1008 client_too_slow, the reason that makes
-// it reconnect with its cursor, and the close is counted as a slow-client
-// close.
-func TestResyncClosesWithClientTooSlow(t *testing.T) {
-	streamtest.EachTransport(t, testResyncClosesWithClientTooSlow)
+// live client is closed with 1008 storage_failure, a reason of its own
+// that makes it reconnect with its cursor; the close is counted under
+// that reason, not as a slow-client close.
+func TestResyncClosesWithStorageFailure(t *testing.T) {
+	streamtest.EachTransport(t, testResyncClosesWithStorageFailure)
 }
 
-func testResyncClosesWithClientTooSlow(t *testing.T, tr streamtest.Transport) {
+func testResyncClosesWithStorageFailure(t *testing.T, tr streamtest.Transport) {
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
 	c, _, _ := attachSub(t, tr, h, sid, "preset:chat", nil, false)
@@ -122,9 +123,12 @@ func testResyncClosesWithClientTooSlow(t *testing.T, tr streamtest.Transport) {
 		return len(subscriptionNames(t, h, sid, event.BusSubscriberRegistered)) == 1
 	})
 	h.Server.Hub.Resync(sid)
-	expectClose(t, c, 1008, "client_too_slow")
+	expectClose(t, c, 1008, protocol.ReasonStorageFailure.Code)
 	m := h.Server.Metrics.Stream
 	servertest.WaitFor(t, "the close to be counted", func() bool {
-		return value(t, m.Closes.WithLabelValues("client_too_slow")) == 1 && value(t, m.SlowCloses) == 1
+		return value(t, m.Closes.WithLabelValues(protocol.ReasonStorageFailure.Code)) == 1
 	})
+	if n := value(t, m.SlowCloses); n != 0 {
+		t.Fatalf("%v slow-client closes counted for a storage failure", n)
+	}
 }

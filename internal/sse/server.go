@@ -60,7 +60,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "this connection cannot stream", "")
 		return
 	}
-	sub, err := protocol.DecodeSubscribeQuery(r.URL.Query(), sess.LastEventID.String())
+	sub, err := protocol.DecodeSubscribeRequest(r.URL.RawQuery, r.Header.Values(protocol.HeaderLastEventID))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, err.Error(), "")
 		return

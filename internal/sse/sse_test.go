@@ -205,9 +205,58 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// TestRefusesMalformedRequests: a query that does not parse (url.Values
+// dropped "types=%zz" and the stream was preset:full) and two
+// Last-Event-ID headers with different values are 400 invalid_request,
+// before anything is streamed; the same id twice is one.
+func TestRefusesMalformedRequests(t *testing.T) {
+	e := newEnv(t, hub.Config{}, sse.Config{})
+	had := e.emit(event.TextDelta)
+	other := e.emit(event.TextDelta)
+	for _, c := range []struct {
+		name, query string
+		ids         []string
+		status      int
+	}{
+		{"bad escape", "types=%zz", nil, 400},
+		{"bad escape among good ones", "preset=chat&x=%zz", nil, 400},
+		{"two different Last-Event-IDs", "", []string{had.ID, other.ID}, 400},
+		{"the same Last-Event-ID twice", "", []string{had.ID, had.ID}, 200},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(e.ctx, http.MethodGet, e.url(c.query), nil)
+			for _, id := range c.ids {
+				req.Header.Add(protocol.HeaderLastEventID, id)
+			}
+			ctx, cancel := context.WithCancel(e.ctx)
+			defer cancel()
+			resp, err := e.client.Do(req.WithContext(ctx))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if c.status == 200 {
+				if resp.StatusCode != 200 {
+					t.Fatalf("status %d", resp.StatusCode)
+				}
+				r := newReader(t, resp.Body)
+				r.until(protocol.TypeSubscribeAck)
+				if ev := r.mustNext(); ev.id != other.ID {
+					t.Fatalf("resumed with %+v, want %s", ev, other.ID)
+				}
+				return
+			}
+			status, code, msg := errorOf(t, resp)
+			if status != c.status || code != protocol.CodeInvalidRequest || msg == "" {
+				t.Fatalf("%d %s %q; want %d %s", status, code, msg, c.status, protocol.CodeInvalidRequest)
+			}
+		})
+	}
+}
+
 // TestResyncCloseFrame: a client the hub gives up (here a resync: an
 // event of the session was lost) gets a last close frame with 1008
-// client_too_slow, then the response ends; its reconnect with its
+// storage_failure, then the response ends; its reconnect with its
 // Last-Event-ID resumes.
 func TestResyncCloseFrame(t *testing.T) {
 	e := newEnv(t, hub.Config{}, sse.Config{})
@@ -219,7 +268,7 @@ func TestResyncCloseFrame(t *testing.T) {
 	}
 	e.h.Resync(e.sid)
 	f := r.mustNext().frame(t)
-	if f.Type != protocol.TypeClose || f.Close.Code != protocol.ClosePolicyViolation || f.Close.Reason.Code != protocol.ReasonClientTooSlow.Code {
+	if f.Type != protocol.TypeClose || f.Close.Code != protocol.ClosePolicyViolation || f.Close.Reason.Code != protocol.ReasonStorageFailure.Code {
 		t.Fatalf("last frame %+v", f)
 	}
 	if _, err := r.next(); err == nil {

@@ -29,6 +29,12 @@ type Session struct {
 	// (CreatedAt before any): every AppendEvent moves it forward in the
 	// transaction that stores the event.
 	LastActivityAt time.Time
+	// ContextTokens and ContextWindow are the size of the conversation
+	// the next model call sends and its model's window, in tokens
+	// (UpdateSession.Context); MaxTurnCostUSD and MaxSessionCostUSD the
+	// session's cost limits (0: none).
+	ContextTokens, ContextWindow      int64
+	MaxTurnCostUSD, MaxSessionCostUSD float64
 }
 
 // TurnStatus of a turn row.
@@ -103,6 +109,24 @@ type UpdateSession struct {
 	ID                   string
 	ActiveModel          string // "" leaves it
 	RoutingPolicyVersion string // "" leaves it
+	// Context, if not nil, sets the session's context size.
+	Context *ContextSize `json:",omitempty"`
+	// Budget, if not nil, changes the session's cost limits.
+	Budget *Budget `json:",omitempty"`
+}
+
+// ContextSize is the size of a session's conversation as the next model
+// call sends it, and the window of that call's model, in tokens.
+type ContextSize struct {
+	Tokens int64
+	Window int64
+}
+
+// Budget changes a session's cost limits in USD; a nil field leaves its
+// limit, 0 removes it.
+type Budget struct {
+	MaxTurnCostUSD    *float64 `json:",omitempty"`
+	MaxSessionCostUSD *float64 `json:",omitempty"`
 }
 
 // AddUsage adds to a session's running cost and turn count; a missing

@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -101,6 +103,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if err := privateFiles(path); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
 
 	wdb, err := openDB(ctx, path, writerParams, 1)
 	if err != nil {
@@ -142,6 +147,38 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	go s.run()
 	return s, nil
+}
+
+// privateFiles creates the database file with mode 0600 when it does not
+// exist yet, so that SQLite, which gives its WAL and shared-memory files
+// the database file's mode, never makes any of them readable by others
+// whatever the umask; and it makes an existing database and its WAL and
+// shared-memory files 0600 if group or others had access to them (a
+// database created by an older version under the usual umask).
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file (%s)", p, st.Mode().Type())
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Connection parameters (modernc.org/sqlite DSN keys). The writer takes

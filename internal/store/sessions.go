@@ -12,8 +12,8 @@ import (
 const (
 	sqlInsertSession = `INSERT INTO sessions
 (id, parent_session_id, workspace_path, active_model, routing_policy_version, cost_usd, turn_count, created_at,
- title, last_activity_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+ title, last_activity_at, context_tokens, context_window, max_turn_cost_usd, max_session_cost_usd)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	sqlUpdateSession = `UPDATE sessions SET
 active_model = CASE WHEN ?1 <> '' THEN ?1 ELSE active_model END,
@@ -30,8 +30,19 @@ WHERE id = ?3`
 	// timestamps out of order).
 	sqlTouchSession = `UPDATE sessions SET last_activity_at = max(last_activity_at, ?1) WHERE id = ?2`
 
+	// sqlSetContext records the size of a session's conversation and its
+	// model's window (UpdateSession.Context).
+	sqlSetContext = `UPDATE sessions SET context_tokens = ?1, context_window = ?2 WHERE id = ?3`
+
+	// sqlSetBudget changes a session's cost limits; a NULL leaves one.
+	sqlSetBudget = `UPDATE sessions SET
+max_turn_cost_usd = coalesce(?1, max_turn_cost_usd),
+max_session_cost_usd = coalesce(?2, max_session_cost_usd)
+WHERE id = ?3`
+
 	sessionCols = `id, parent_session_id, workspace_path, active_model, routing_policy_version,
-cost_usd, turn_count, created_at, title, last_activity_at`
+cost_usd, turn_count, created_at, title, last_activity_at,
+context_tokens, context_window, max_turn_cost_usd, max_session_cost_usd`
 )
 
 func (t *txn) createSession(ss *Session) error {
@@ -40,7 +51,8 @@ func (t *txn) createSession(ss *Session) error {
 	}
 	_, err := t.exec(stInsertSession, ss.ID, ss.ParentSessionID, ss.WorkspacePath, ss.ActiveModel,
 		ss.RoutingPolicyVersion, ss.CostUSD, ss.TurnCount, nanos(ss.CreatedAt), Title(ss.Title),
-		max(nanos(ss.CreatedAt), nanos(ss.LastActivityAt)))
+		max(nanos(ss.CreatedAt), nanos(ss.LastActivityAt)), ss.ContextTokens, ss.ContextWindow,
+		ss.MaxTurnCostUSD, ss.MaxSessionCostUSD)
 	if err != nil {
 		if isUnique(err) {
 			err = fmt.Errorf("%w: %w", ErrDuplicate, err)
@@ -51,11 +63,49 @@ func (t *txn) createSession(ss *Session) error {
 }
 
 func (t *txn) updateSession(u *UpdateSession) error {
+	if u.ActiveModel == "" && u.RoutingPolicyVersion == "" && (u.Context != nil || u.Budget != nil) {
+		return t.updateLongSession(u) // one statement for the context size of every model call
+	}
 	res, err := t.exec(stUpdateSession, u.ActiveModel, u.RoutingPolicyVersion, u.ID)
 	if err != nil {
 		return fmt.Errorf("store: update session %s: %w", u.ID, err)
 	}
-	return mustAffect(res, "update session", u.ID)
+	if err := mustAffect(res, "update session", u.ID); err != nil {
+		return err
+	}
+	return t.updateLongSession(u)
+}
+
+// updateLongSession applies UpdateSession's context and budget fields;
+// a missing session fails with ErrNotFound.
+func (t *txn) updateLongSession(u *UpdateSession) error {
+	if c := u.Context; c != nil {
+		res, err := t.exec(stSetContext, c.Tokens, c.Window, u.ID)
+		if err != nil {
+			return fmt.Errorf("store: update session %s: context: %w", u.ID, err)
+		}
+		if err := mustAffect(res, "update session", u.ID); err != nil {
+			return err
+		}
+	}
+	if b := u.Budget; b != nil {
+		res, err := t.exec(stSetBudget, nullFloat(b.MaxTurnCostUSD), nullFloat(b.MaxSessionCostUSD), u.ID)
+		if err != nil {
+			return fmt.Errorf("store: update session %s: budget: %w", u.ID, err)
+		}
+		if err := mustAffect(res, "update session", u.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nullFloat maps nil to SQL NULL.
+func nullFloat(f *float64) sql.NullFloat64 {
+	if f == nil {
+		return sql.NullFloat64{}
+	}
+	return sql.NullFloat64{Float64: *f, Valid: true}
 }
 
 func (t *txn) addUsage(u *AddUsage) error {
@@ -240,7 +290,8 @@ func scanSession(r scanner) (Session, error) {
 		created, touched int64
 	)
 	err := r.Scan(&ss.ID, &ss.ParentSessionID, &ss.WorkspacePath, &ss.ActiveModel,
-		&ss.RoutingPolicyVersion, &ss.CostUSD, &ss.TurnCount, &created, &ss.Title, &touched)
+		&ss.RoutingPolicyVersion, &ss.CostUSD, &ss.TurnCount, &created, &ss.Title, &touched,
+		&ss.ContextTokens, &ss.ContextWindow, &ss.MaxTurnCostUSD, &ss.MaxSessionCostUSD)
 	ss.CreatedAt, ss.LastActivityAt = fromNanos(created), fromNanos(touched)
 	return ss, err
 }

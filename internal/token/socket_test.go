@@ -7,10 +7,12 @@ import (
 	"testing"
 )
 
-// TestForClientOverASocket: over a unix socket of this user's the home
-// token is sent (the socket's owner is whoever created it: a server of
-// this user's); a socket of another user's gets none unless asked for,
-// like a loopback port; a missing socket gets none.
+// TestForClientOverASocket: over a unix socket of this user's that the
+// home's server recorded the home token is sent (the socket's owner is
+// whoever created it: a server of this user's); a socket of this user's
+// that the home's server does not serve, a socket of another user's
+// (unless asked for, like a loopback port) and a missing socket get
+// none.
 func TestForClientOverASocket(t *testing.T) {
 	home := t.TempDir()
 	if _, _, err := Ensure(filepath.Join(home, FileName)); err != nil {
@@ -29,8 +31,22 @@ func TestForClientOverASocket(t *testing.T) {
 	if !OwnSocket(sock) {
 		t.Fatalf("OwnSocket(%s) is false for a socket this test made", sock)
 	}
+	if got, err := ForClient("unix://"+sock, "", home); err != nil || got != "" {
+		t.Fatalf("own socket that the home's server does not serve: %q, %v; want none", got, err)
+	}
+	if err := WriteAddresses(home, []Address{{Scheme: "unix", Path: sock}}); err != nil {
+		t.Fatal(err)
+	}
 	if got, err := ForClient("unix://"+sock, "", home); err != nil || got != homeTok {
 		t.Fatalf("own socket: %q, %v; want the home token", got, err)
+	}
+	// Another name of the same socket (a symbolic link to its directory).
+	alias := filepath.Join(t.TempDir(), "alias")
+	if err := os.Symlink(filepath.Dir(sock), alias); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ForClient("unix://"+filepath.Join(alias, "metis.sock"), "", home); err != nil || got != homeTok {
+		t.Fatalf("own socket by another name: %q, %v; want the home token", got, err)
 	}
 	if got, err := ForClient("unix://"+filepath.Join(home, "nope.sock"), "", home); err != nil || got != "" {
 		t.Fatalf("missing socket: %q, %v; want none", got, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/metis-agent/metis/internal/cli"
+	"github.com/metis-agent/metis/internal/servertest"
 )
 
 // mainEnv makes the test binary run the TUI itself (the end-to-end test
@@ -16,5 +17,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
 		os.Exit(Run(context.Background(), os.Args[1:], cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, Options{}))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	servertest.RemoveProcessCert()
+	os.Exit(code)
 }

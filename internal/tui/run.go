@@ -75,7 +75,7 @@ func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	base := strings.TrimRight(client.Locate(ctx, client.LocateOptions{Server: *serverURL, Home: *home}), "/")
-	c, err := cli.NewClient(base, *tokenFile)
+	c, err := cli.NewClient(base, *tokenFile, *home)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "metis:", err)
 		return 1

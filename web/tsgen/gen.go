@@ -256,13 +256,17 @@ func (g *gen) structs() {
 	g.p("// ---- Structures (by reflection over their json tags) ----")
 	g.p("")
 	g.p("/** A canonical content block (contract §4), by type. */")
-	g.p("export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock;")
+	g.p("export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | CompactionBlock;")
 	g.p("export interface TextBlock { type: %q; text: string }", message.BlockText)
 	g.p("/** signature is null except on a complete thinking block that has one. */")
 	g.p("export interface ThinkingBlock { type: %q; thinking: string; signature: string | null }", message.BlockThinking)
 	g.p("/** input is a JSON object; partial_input, on a streaming message of a snapshot, is the raw input streamed so far (input is then {}). */")
 	g.p("export interface ToolUseBlock { type: %q; id: string; name: string; input: unknown; partial_input?: string }", message.BlockToolUse)
 	g.p("export interface ToolResultBlock { type: %q; tool_use_id: string; content: string; is_error: boolean }", message.BlockToolResult)
+	g.p("/** The marker where the model's view was compacted (docs/message-format.md, docs/context.md): the summary replaces, for the model, every message up to compacted_through; tool results up to stubbed_through are stubs. */")
+	g.p("export interface CompactionBlock { type: %q; summary: string; compacted_through: string; stubbed_through: string; "+
+		"trigger: 'auto' | 'overflow' | 'manual' | (string & {}); method: 'stub' | 'summary' | 'drop' | (string & {}); "+
+		"tokens_before: number; tokens_after: number }", message.BlockCompaction)
 	g.p("/** A message's role. */")
 	g.p("export type Role = %q | %q | %q;", message.RoleUser, message.RoleAssistant, message.RoleTool)
 	g.p("/** A message's status (spec §6.2.6); streaming only for the message in flight a snapshot carries. */")
@@ -291,6 +295,14 @@ func (g *gen) structs() {
 		{"CancelFrame", reflect.TypeFor[protocol.Cancel](), "The cancel frame (client to server).", nil},
 		{"RawEnvelope", reflect.TypeFor[protocol.EventEnvelope](), "An event envelope as decoded, of any type (contract §4).",
 			map[string]string{"payload": "unknown"}},
+		{"TurnBudget", reflect.TypeFor[protocol.TurnBudget](), "The limit a turn stopped at (turn.completed's budget; docs/context.md).",
+			map[string]string{"kind": "'calls' | 'turn_cost' | 'session_cost' | (string & {})"}},
+		{"CompactRequest", reflect.TypeFor[protocol.CompactRequest](), "The body of POST /sessions/{id}/compact (optional).", nil},
+		{"CompactAccepted", reflect.TypeFor[protocol.CompactAccepted](), "The answer (202) of POST /sessions/{id}/compact.", nil},
+		{"SessionBudgetPatch", reflect.TypeFor[protocol.SessionBudgetPatch](), "PATCH /sessions/{id}: a session's cost limits in USD (0: none).", nil},
+		{"PromptSource", reflect.TypeFor[protocol.PromptSource](), "An instruction file read into a system prompt.",
+			map[string]string{"scope": "'workspace' | 'home'"}},
+		{"SystemPrompt", reflect.TypeFor[protocol.SystemPrompt](), "The answer of GET /sessions/{id}/system-prompt.", nil},
 	}
 	for _, s := range specs {
 		g.iface(s)

@@ -17,10 +17,16 @@ type field struct{ name, ts string }
 // JSON of canonical messages, blocks and usage. Every other field's type
 // is read by reflection from protocol's payload structs.
 var payloadTS = map[protocol.EventType]map[string]string{
-	protocol.EventTurnStarted:      {"user_message": "Message"},
-	protocol.EventTurnCompleted:    {"outcome": "'completed' | 'failed'", "usage": "Usage"},
-	protocol.EventTurnCancelled:    {"phase": "'llm' | 'seam' | 'tools' | 'between_calls' | 'interrupted'", "usage": "Usage"},
-	protocol.EventLLMCallStarted:   {"request": "{ messages: number; tools: string[] }"},
+	protocol.EventTurnStarted:   {"user_message": "Message"},
+	protocol.EventTurnCompleted: {"outcome": "'completed' | 'failed'", "usage": "Usage"},
+	protocol.EventTurnCancelled: {"phase": "'llm' | 'seam' | 'tools' | 'between_calls' | 'interrupted' | 'compaction'", "usage": "Usage"},
+	protocol.EventLLMCallStarted: {"request": "{ messages: number; tools: string[]; system_sha256?: string; max_tokens?: number; " +
+		"context_tokens?: number; context_window?: number }"},
+	protocol.EventContextCompacting: {"trigger": openUnion(protocol.CompactAuto, protocol.CompactOverflow, protocol.CompactManual)},
+	protocol.EventContextCompacted: {"trigger": openUnion(protocol.CompactAuto, protocol.CompactOverflow, protocol.CompactManual),
+		"method": openUnion(protocol.CompactStub, protocol.CompactSummary, protocol.CompactDrop), "message": "Message", "usage": "Usage"},
+	protocol.EventContextCompactionFailed: {"trigger": openUnion(protocol.CompactAuto, protocol.CompactOverflow, protocol.CompactManual),
+		"usage": "Usage"},
 	protocol.EventLLMCallCompleted: {"usage": "Usage"},
 	protocol.EventLLMCallFailed:    {"usage": "Usage"},
 	protocol.EventDelegateFailed: {

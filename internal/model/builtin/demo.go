@@ -11,6 +11,11 @@
 //	/long N       stream N numbered sentences (at most 100,000), no tools
 //	/tool NAME {json}  call tool NAME with that input, then summarise
 //
+// Asked for a compaction summary (Request.Task is model.TaskSummary), it
+// answers with the user requests the transcript holds, one line each.
+// Its usage counts tokens with model.EstimateTokens, as metis estimates
+// them between calls.
+//
 // It is deterministic but for tool use ids, which are unique.
 //
 // builtin imports model and message only.
@@ -52,13 +57,16 @@ func (d Demo) Stream(ctx context.Context, req model.Request, emit func(model.Del
 	var stop string
 	var err error
 	switch {
+	case req.Task == model.TaskSummary:
+		err = s.text(model.KindText, summary(req.Messages), "")
+		stop = model.StopEndTurn
 	case last.Role == message.RoleTool:
 		err = s.summarise(prompt, last)
 		stop = model.StopEndTurn
 	default:
 		stop, err = s.answer(prompt, toolNames(req.Tools))
 	}
-	usage := message.Usage{InputTokens: int64(inputTokens(req)), OutputTokens: int64(s.tokens)}
+	usage := message.Usage{InputTokens: int64(model.EstimateTokens(req)), OutputTokens: int64(model.EstimateTextTokens(s.out.String()) + 1)}
 	if err != nil {
 		return model.Result{Usage: usage}, err
 	}
@@ -66,12 +74,12 @@ func (d Demo) Stream(ctx context.Context, req model.Request, emit func(model.Del
 }
 
 type streamer struct {
-	ctx    context.Context
-	delay  time.Duration
-	emit   func(model.Delta) error
-	index  int
-	tokens int
-	timer  *time.Timer
+	ctx   context.Context
+	delay time.Duration
+	emit  func(model.Delta) error
+	index int
+	out   strings.Builder // everything streamed, for the usage
+	timer *time.Timer
 }
 
 func (s *streamer) send(d model.Delta) error {
@@ -90,7 +98,7 @@ func (s *streamer) send(d model.Delta) error {
 	} else if err := s.ctx.Err(); err != nil {
 		return err
 	}
-	s.tokens++
+	s.out.WriteString(d.Text)
 	return s.emit(d)
 }
 
@@ -225,15 +233,35 @@ func toolNames(specs []model.ToolSpec) map[string]bool {
 	return m
 }
 
-// inputTokens estimates the prompt size at four bytes a token.
-func inputTokens(req model.Request) int {
-	n := len(req.System)
-	for _, m := range req.Messages {
-		for _, b := range m.Content {
-			n += len(b.Text) + len(b.Thinking) + len(b.Content) + len(b.Input)
+// maxSummaryLines bounds a summary's lines: a summary of a long
+// conversation stays short.
+const maxSummaryLines = 12
+
+// summary answers a compaction's summary request: the user requests of
+// the conversation it was given (the transcript in its last message),
+// one line each, the most recent ones when there are many. It is
+// deterministic, as everything the demo says.
+func summary(ms []message.Message) string {
+	transcript := ""
+	if n := len(ms); n > 0 {
+		transcript = ms[n-1].PlainText()
+	}
+	var asks []string
+	for _, line := range strings.Split(transcript, "\n") {
+		if rest, ok := strings.CutPrefix(line, "[user] "); ok && strings.TrimSpace(rest) != "" {
+			asks = append(asks, truncate(strings.TrimSpace(rest), 60))
 		}
 	}
-	return n/4 + 1
+	var b strings.Builder
+	fmt.Fprintf(&b, "Summary (built-in demo model): the conversation so far held %d user requests.", len(asks))
+	if len(asks) > maxSummaryLines {
+		fmt.Fprintf(&b, " The last %d:", maxSummaryLines)
+		asks = asks[len(asks)-maxSummaryLines:]
+	}
+	for _, a := range asks {
+		b.WriteString("\n- " + a)
+	}
+	return b.String()
 }
 
 // chunk splits text into word-sized deltas that keep their spacing, so

@@ -25,6 +25,10 @@ export type CatalogEventType =
   | "delegate.completed"
   | "delegate.failed"
   | "feedback.submitted"
+  | "context.compacting"
+  | "context.compacted"
+  | "context.compaction_failed"
+  | "session.budget_changed"
   | "bus.handler_warning"
   | "bus.subscriber_registered"
   | "bus.subscriber_unregistered";
@@ -63,6 +67,10 @@ export const EVENT_TYPES: readonly EventType[] = [
   "delegate.completed",
   "delegate.failed",
   "feedback.submitted",
+  "context.compacting",
+  "context.compacted",
+  "context.compaction_failed",
+  "session.budget_changed",
   "bus.handler_warning",
   "bus.subscriber_registered",
   "bus.subscriber_unregistered",
@@ -93,6 +101,10 @@ export const EVENT_FAMILY: Readonly<Record<EventType, EventFamily>> = {
   "delegate.completed": "catalog",
   "delegate.failed": "catalog",
   "feedback.submitted": "catalog",
+  "context.compacting": "catalog",
+  "context.compacted": "catalog",
+  "context.compaction_failed": "catalog",
+  "session.budget_changed": "catalog",
   "bus.handler_warning": "catalog",
   "bus.subscriber_registered": "catalog",
   "bus.subscriber_unregistered": "catalog",
@@ -123,6 +135,10 @@ export const EVENT_EMITTER: Readonly<Record<EventType, string>> = {
   "delegate.completed": "delegate tool",
   "delegate.failed": "delegate tool",
   "feedback.submitted": "HTTP API",
+  "context.compacting": "agent loop (session manager for POST /compact)",
+  "context.compacted": "agent loop (session manager for POST /compact)",
+  "context.compaction_failed": "agent loop (session manager for POST /compact)",
+  "session.budget_changed": "HTTP API (PATCH /sessions/{id})",
   "bus.handler_warning": "bus, streaming server, session manager",
   "bus.subscriber_registered": "bus, streaming server",
   "bus.subscriber_unregistered": "bus, streaming server",
@@ -140,8 +156,8 @@ export type PresetName = "preset:chat" | "preset:full";
 
 /** The event types each preset stands for, in catalog order. */
 export const PRESETS: Readonly<Record<PresetName, readonly EventType[]>> = {
-  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
-  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
 };
 
 /** Whether s names an event type of the catalog (either family). */
@@ -154,6 +170,7 @@ export const ACTORS = ["user", "agent", "model", "tool", "router", "session", "b
 
 // ---- Constants of package protocol ----
 
+export const CodeTooManyRequests = "too_many_requests";
 /** CancelReasonUser: a client cancelled the turn without a reason. */
 export const CancelReasonUser = "user_cancel";
 /** CancelReasonServerShutdown: the server stopped (SIGINT/SIGTERM) and cancelled every turn in flight before it exited. */
@@ -173,9 +190,44 @@ export const MaxCursor = 64;
 export const MaxFilterItems = 256;
 export const TypeClose = "close";
 export const MaxCloseReason = 123;
+export const ReasonStorageFailure = { code: "storage_failure", message: "An event could not be stored; reconnect with replay." } as const;
 export const CodeNotClustered = "not_clustered";
 export const MaxClusterLeases = 1000;
 export const CodeClusterUnavailable = "cluster_unavailable";
+export const BlockCompaction = "compaction";
+/** EventContextCompacting: a compaction starts (summarising takes seconds). */
+export const EventContextCompacting = "context.compacting";
+/** EventContextCompacted: a compaction ended; its compaction message is committed with it (contract §9). */
+export const EventContextCompacted = "context.compacted";
+/** EventContextCompactionFailed: a compaction ended without changing anything (cancelled, nothing left to compact). */
+export const EventContextCompactionFailed = "context.compaction_failed";
+/** EventSessionBudgetChanged: PATCH /sessions/{id} changed the session's cost limits (payload SessionBudgetPatch: the fields changed). */
+export const EventSessionBudgetChanged = "session.budget_changed";
+/** CompactAuto: the next model call would have passed the window minus the reserve. */
+export const CompactAuto = "auto";
+/** CompactOverflow: the provider refused a call as too long for its context window; the call is retried once after the compaction. */
+export const CompactOverflow = "overflow";
+/** CompactManual: POST /sessions/{id}/compact. */
+export const CompactManual = "manual";
+/** CompactStub: old tool results were replaced by one-line stubs. */
+export const CompactStub = "stub";
+/** CompactSummary: the older part of the conversation was summarised by a model (old tool results stubbed too). */
+export const CompactSummary = "summary";
+/** CompactDrop: summarising failed; the older part was dropped from the model's view without a summary (the error says why). */
+export const CompactDrop = "drop";
+/** ClassContextOverflow: the conversation does not fit the model's context window (the provider said so, or metis could not compact it below the window). Also an llm.call_failed error_class. */
+export const ClassContextOverflow = "context_overflow";
+/** ClassNoProgress: nothing in the conversation could be compacted further (the recent turns that are always kept fill the window). */
+export const ClassNoProgress = "no_progress";
+/** ClassBudgetExceeded is turn.completed's error_class when the next model call would have passed the turn's or the session's cost limit; the payload's budget says which. */
+export const ClassBudgetExceeded = "budget_exceeded";
+/** max-calls: model calls per turn (error_class max_llm_calls) */
+export const BudgetCalls = "calls";
+/** max-turn-cost, USD */
+export const BudgetTurnCost = "turn_cost";
+/** max-session-cost, USD */
+export const BudgetSessionCost = "session_cost";
+export const TurnPhaseCompaction = "compaction";
 /** DelegateFailureCancelled: the planner's turn was cancelled, and the worker's turn with it. */
 export const DelegateFailureCancelled = "cancelled_by_user";
 /** DelegateFailureWorker: the worker could not run, or its turn ended other than completed. */
@@ -303,6 +355,7 @@ export const QueryPreset = "preset";
 export const QueryWorkers = "include_worker_sessions";
 /** HeaderLastEventID is the header an SSE client sends on reconnect: the id of the last event it received. It overrides since and snapshot: the client resumes after it. */
 export const HeaderLastEventID = "Last-Event-ID";
+export const QueryRaw = "query";
 export const TurnStatusInFlight = "in_flight";
 export const TurnStatusCancelling = "cancelling";
 /** CancelAlreadyCancelling: a redundant cancel (spec §6.5); a bus.handler_warning was emitted and nothing else happened. */
@@ -323,13 +376,15 @@ export const CodeWorkspaceHome = "workspace_home";
 // ---- Structures (by reflection over their json tags) ----
 
 /** A canonical content block (contract §4), by type. */
-export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock;
+export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | CompactionBlock;
 export interface TextBlock { type: "text"; text: string }
 /** signature is null except on a complete thinking block that has one. */
 export interface ThinkingBlock { type: "thinking"; thinking: string; signature: string | null }
 /** input is a JSON object; partial_input, on a streaming message of a snapshot, is the raw input streamed so far (input is then {}). */
 export interface ToolUseBlock { type: "tool_use"; id: string; name: string; input: unknown; partial_input?: string }
 export interface ToolResultBlock { type: "tool_result"; tool_use_id: string; content: string; is_error: boolean }
+/** The marker where the model's view was compacted (docs/message-format.md, docs/context.md): the summary replaces, for the model, every message up to compacted_through; tool results up to stubbed_through are stubs. */
+export interface CompactionBlock { type: "compaction"; summary: string; compacted_through: string; stubbed_through: string; trigger: 'auto' | 'overflow' | 'manual' | (string & {}); method: 'stub' | 'summary' | 'drop' | (string & {}); tokens_before: number; tokens_after: number }
 /** A message's role. */
 export type Role = "user" | "assistant" | "tool";
 /** A message's status (spec §6.2.6); streaming only for the message in flight a snapshot carries. */
@@ -372,6 +427,10 @@ export interface SessionSummary {
   created_at: string;
   title: string;
   last_activity_at: string;
+  context_tokens: number;
+  context_window: number;
+  max_turn_cost_usd: number;
+  max_session_cost_usd: number;
 }
 
 /** A subscription filter (spec §3.2); null lists mean every type / actor. */
@@ -458,6 +517,46 @@ export interface RawEnvelope {
   payload: unknown;
 }
 
+/** The limit a turn stopped at (turn.completed's budget; docs/context.md). */
+export interface TurnBudget {
+  kind: 'calls' | 'turn_cost' | 'session_cost' | (string & {});
+  limit: number;
+  spent: number;
+  next?: number;
+}
+
+/** The body of POST /sessions/{id}/compact (optional). */
+export interface CompactRequest {
+  instructions?: string;
+}
+
+/** The answer (202) of POST /sessions/{id}/compact. */
+export interface CompactAccepted {
+  compaction_id: string;
+}
+
+/** PATCH /sessions/{id}: a session's cost limits in USD (0: none). */
+export interface SessionBudgetPatch {
+  max_turn_cost_usd?: number | null;
+  max_session_cost_usd?: number | null;
+}
+
+/** An instruction file read into a system prompt. */
+export interface PromptSource {
+  path: string;
+  scope: 'workspace' | 'home';
+  bytes: number;
+  truncated?: boolean;
+}
+
+/** The answer of GET /sessions/{id}/system-prompt. */
+export interface SystemPrompt {
+  session_id: string;
+  text: string;
+  sha256: string;
+  sources: PromptSource[];
+}
+
 // ---- Event payloads (docs/event-catalog.md; checked against recorded traces) ----
 
 /** The payload of session.created. */
@@ -480,12 +579,13 @@ export interface TurnCompletedPayload {
   usage?: Usage;
   llm_calls?: number;
   duration_ms?: number;
+  budget?: TurnBudget | null;
 }
 
 /** The payload of turn.cancelled. */
 export interface TurnCancelledPayload {
   reason: string;
-  phase?: 'llm' | 'seam' | 'tools' | 'between_calls' | 'interrupted';
+  phase?: 'llm' | 'seam' | 'tools' | 'between_calls' | 'interrupted' | 'compaction';
   partial_message_id?: string;
   cancelled_tool_use_ids?: string[];
   usage?: Usage;
@@ -510,7 +610,7 @@ export interface LlmCallStartedPayload {
   message_id: string;
   model: string;
   call_index: number;
-  request?: { messages: number; tools: string[] };
+  request?: { messages: number; tools: string[]; system_sha256?: string; max_tokens?: number; context_tokens?: number; context_window?: number };
 }
 
 /** The payload of llm.call_completed. */
@@ -520,6 +620,8 @@ export interface LlmCallCompletedPayload {
   stop_reason: string;
   usage: Usage;
   duration_ms?: number;
+  context_tokens?: number;
+  context_window?: number;
 }
 
 /** The payload of llm.call_failed. */
@@ -548,6 +650,9 @@ export interface ToolCompletedPayload {
   result: string;
   truncated?: boolean;
   duration_ms?: number;
+  paths?: string[];
+  diff?: string;
+  diff_truncated?: boolean;
 }
 
 /** The payload of tool.failed. */
@@ -588,6 +693,48 @@ export interface DelegateFailedPayload {
 export interface FeedbackSubmittedPayload {
   rating: string;
   comment?: string;
+}
+
+/** The payload of context.compacting. */
+export interface ContextCompactingPayload {
+  trigger: 'auto' | 'overflow' | 'manual' | (string & {});
+  compaction_id?: string;
+  tokens_before: number;
+  context_window: number;
+  model?: string;
+}
+
+/** The payload of context.compacted. */
+export interface ContextCompactedPayload {
+  tokens_before: number;
+  tokens_after: number;
+  trigger: 'auto' | 'overflow' | 'manual' | (string & {});
+  method: 'stub' | 'summary' | 'drop' | (string & {});
+  compaction_id?: string;
+  message_id: string;
+  message: Message;
+  messages_compacted: number;
+  messages_stubbed: number;
+  model?: string;
+  usage?: Usage;
+  duration_ms?: number;
+  error?: string;
+}
+
+/** The payload of context.compaction_failed. */
+export interface ContextCompactionFailedPayload {
+  trigger: 'auto' | 'overflow' | 'manual' | (string & {});
+  compaction_id?: string;
+  error_class: string;
+  message: string;
+  usage?: Usage;
+  duration_ms?: number;
+}
+
+/** The payload of session.budget_changed. */
+export interface SessionBudgetChangedPayload {
+  max_turn_cost_usd?: number | null;
+  max_session_cost_usd?: number | null;
 }
 
 /** The payload of bus.handler_warning. */
@@ -679,6 +826,10 @@ export interface PayloadMap {
   "delegate.completed": DelegateCompletedPayload;
   "delegate.failed": DelegateFailedPayload;
   "feedback.submitted": FeedbackSubmittedPayload;
+  "context.compacting": ContextCompactingPayload;
+  "context.compacted": ContextCompactedPayload;
+  "context.compaction_failed": ContextCompactionFailedPayload;
+  "session.budget_changed": SessionBudgetChangedPayload;
   "bus.handler_warning": BusHandlerWarningPayload;
   "bus.subscriber_registered": BusSubscriberRegisteredPayload;
   "bus.subscriber_unregistered": BusSubscriberUnregisteredPayload;

@@ -4,7 +4,7 @@
 
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { Api, Follower, type ConnState, type StateInfo } from '../../src/client/index';
+import { Api, Follower, ReasonStorageFailure, type ConnState, type StateInfo } from '../../src/client/index';
 import { startServer, until, type TestServer } from './server';
 
 let srv: TestServer;
@@ -67,6 +67,48 @@ test('a 1008 close (heartbeat timeout) resumes at once, with the cursor', async 
     await until(() => pongs >= 3, 'three pings answered');
     assert.equal(sockets, 2);
     assert.equal(st.filter((x) => x.s === 'reconnecting').length, 1);
+  } finally {
+    f.stop();
+  }
+});
+
+test('a 1008 storage_failure close resumes at once, with the cursor', async () => {
+  const s = await api.createSession({ workspace_path: srv.workspace });
+  let sockets = 0;
+  let first: StorageFailing | undefined;
+  // The server closes live clients with 1008 storage_failure when an event
+  // could not be stored; a full disk is not something to cause here, so
+  // the first connection delivers that close itself, as the server sends it.
+  class StorageFailing extends WebSocket {
+    constructor(url: string | URL, protocols?: string | string[]) {
+      super(url, protocols);
+      if (++sockets === 1) first = this;
+    }
+    fail(): void {
+      const ev = { code: 1008, reason: JSON.stringify(ReasonStorageFailure), wasClean: true } as CloseEvent;
+      this.onclose?.call(this, ev);
+      super.close();
+    }
+  }
+  // A backoff of a minute: only an immediate resume lets the test finish.
+  const f = new Follower({ api, sessionId: s.id, WebSocket: StorageFailing, minBackoffMs: 60_000, maxBackoffMs: 60_000 });
+  const st = states(f);
+  f.start();
+  try {
+    await until(() => st.some((x) => x.s === 'live'), 'a live stream');
+    const { turn_id: before } = await api.submitTurn(s.id, '/echo before');
+    await until(() => f.view.turn.id === before && f.view.turn.status === 'completed', 'the first turn');
+    first!.fail();
+    await until(() => st.some((x) => x.s === 'live' && x.info.resumed), 'a resumed stream');
+    const drop = st.find((x) => x.s === 'reconnecting')!;
+    assert.equal(drop.info.closeCode, 1008);
+    assert.equal(drop.info.closeReason, 'storage_failure');
+    assert.equal(drop.info.delayMs, 0);
+    const resumed = st.find((x) => x.s === 'live' && x.info.resumed)!;
+    assert.equal(resumed.info.resynced, undefined, 'resumed with the cursor, not a snapshot');
+    assert.equal(sockets, 2);
+    const { turn_id } = await api.submitTurn(s.id, '/echo after');
+    await until(() => f.view.turn.id === turn_id && f.view.turn.status === 'completed', 'the turn after');
   } finally {
     f.stop();
   }
