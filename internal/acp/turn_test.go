@@ -396,3 +396,38 @@ func TestLoadWhileATurnRuns(t *testing.T) {
 		t.Fatalf("%d usage updates after the model call ended: %s", n, describe(us))
 	}
 }
+
+// session/load while a turn runs whose answer's start the server no
+// longer holds (a small ring): the answer is not sent from its middle;
+// it is sent whole once it completes, exactly once.
+func TestLoadWhenTheAnswersStartIsGone(t *testing.T) {
+	leakCheck(t)
+	h := servertest.Start(t, "", func(c *config.Config) { c.DemoDelay = 5 * time.Millisecond; c.StreamRing = 10 })
+	sid := h.CreateSession()
+	h.Submit(sid, "/long 60")
+	servertest.WaitFor(t, "the answer to stream past the ring", func() bool {
+		n := 0
+		for _, e := range h.Live.Events(sid) {
+			if e.Type == "text.delta" {
+				n++
+			}
+		}
+		return n >= 30
+	})
+	s := serveAgent(t, h.URL)
+	s.initialize(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(sid), Cwd: h.Workspace, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	if got := agentText(s.ed.all()); got != "" {
+		t.Fatalf("session/load sent the answer from its middle: %.60q…", got)
+	}
+	h.WaitTurn(sid)
+	want := storedText(t, h.URL, sid)
+	s.ed.waitFor(t, "the whole answer", func(us []sdk.SessionUpdate) bool { return len(agentText(us)) >= len(want) })
+	if got := agentText(s.ed.all()); got != want {
+		t.Fatalf("the editor holds %d bytes (%.40q…), the stored answer is %d bytes", len(got), got, len(want))
+	}
+}
