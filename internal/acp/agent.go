@@ -91,18 +91,15 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.ID)}, nil
 }
 
-// LoadSession replays a stored session's whole conversation as
-// session/update notifications, then answers.
+// LoadSession replays a session's whole conversation as session/update
+// notifications, then answers; a turn running meanwhile is replayed as
+// far as it has streamed and followed live until it ends (see load).
 func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	if !a.enter() {
 		return sdk.LoadSessionResponse{}, errStopping
 	}
 	defer a.inflight.Done()
-	sid := string(p.SessionId)
-	if _, err := a.session(ctx, sid); err != nil {
-		return sdk.LoadSessionResponse{}, err
-	}
-	if err := a.replay(ctx, sid); err != nil {
+	if err := a.load(ctx, string(p.SessionId)); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
 	return sdk.LoadSessionResponse{}, nil
@@ -118,12 +115,16 @@ func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 }
 
 // CloseSession cancels the session's turn if this agent runs one, and
-// forgets it. The session stays on the server.
+// forgets it; a turn it only follows (after session/load) is left
+// running. The session stays on the server.
 func (a *Agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
 	a.mu.Lock()
 	t := a.turns[string(p.SessionId)]
 	a.mu.Unlock()
-	if t != nil {
+	switch {
+	case t != nil && t.text == "":
+		t.stop()
+	case t != nil:
 		t.requestCancel()
 	}
 	return sdk.CloseSessionResponse{}, nil

@@ -29,6 +29,8 @@ const (
 	CodeShuttingDown       = protocol.CodeShuttingDown
 	CodeInvalidAttachToken = protocol.CodeInvalidAttachToken
 	CodeInternal           = protocol.CodeInternal
+	CodeWorkspaceForbidden = protocol.CodeWorkspaceForbidden
+	CodeWorkspaceHome      = protocol.CodeWorkspaceHome
 )
 
 // WriteError writes the JSON error body of contract §3.
@@ -64,6 +66,10 @@ func (a *API) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, http.StatusServiceUnavailable, protocol.CodeOwnerUnavailable, err.Error())
 	case errors.Is(err, session.ErrInvalid):
 		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
+	case errors.Is(err, session.ErrWorkspaceForbidden):
+		WriteError(w, http.StatusBadRequest, CodeWorkspaceForbidden, err.Error())
+	case errors.Is(err, session.ErrWorkspaceHome):
+		WriteError(w, http.StatusBadRequest, CodeWorkspaceHome, err.Error())
 	case errors.Is(err, session.ErrClosed):
 		WriteError(w, http.StatusServiceUnavailable, CodeShuttingDown, err.Error())
 	default:

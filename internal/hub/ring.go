@@ -103,3 +103,25 @@ func (r *ring) after(since, upTo string, f *filter) []*Item {
 	}
 	return out
 }
+
+// between returns every held item with lo < id <= hi, in order.
+func (r *ring) between(lo, hi string) []*Item {
+	var out []*Item
+	for _, it := range r.items[r.start:] {
+		if it.ID > lo && it.ID <= hi {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// lostAfter reports whether an event with an id after lo was let go
+// (or never held).
+func (r *ring) lostAfter(lo string) bool {
+	for _, id := range r.evicted {
+		if id > lo {
+			return true
+		}
+	}
+	return false
+}

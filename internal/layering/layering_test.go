@@ -41,6 +41,7 @@ var coreRules = []string{
 	"internal/store",
 	"internal/token",
 	"internal/tool",
+	"internal/workspace", // which directories may be workspaces
 }
 
 // roots are the composition roots: they may import anything.

@@ -408,6 +408,16 @@ export const TurnStatusCancelling = "cancelling";
 export const CancelAlreadyCancelling = "already_cancelling";
 /** CancelAlreadyEnded: the turn had ended before the cancel arrived. */
 export const CancelAlreadyEnded = "already_ended";
+/** StatusStreaming is the status of an assistant message whose model call was still streaming at the snapshot's seam: its content is what streamed so far. Only a snapshot carries it; a stored message never has it (clients also use it for a message they build from deltas). */
+export const StatusStreaming = "streaming";
+/** FieldStartMissing (true) marks a streaming message whose start the server no longer holds (its memory ring let the first events of the call go): content holds only what streamed after them, blocks it knows nothing of are empty text blocks, and the message must be shown as incomplete until message.complete brings the whole. */
+export const FieldStartMissing = "start_missing";
+/** FieldPartialInput, on a tool_use block of a streaming message, is the raw input JSON streamed so far (the concatenated tool.use_input_delta fragments; not parseable while incomplete); input stays {} until tool.use_end. Later fragments append to it. */
+export const FieldPartialInput = "partial_input";
+/** CodeWorkspaceForbidden: the filesystem root, a system directory (/etc, /usr, /var, …), or a path inside /proc, /sys or /dev, judged after following symbolic links. Choose a project directory. */
+export const CodeWorkspaceForbidden = "workspace_forbidden";
+/** CodeWorkspaceHome: the user's home directory itself (or a directory that holds it). Send "allow_home": true to confirm it. */
+export const CodeWorkspaceHome = "workspace_home";
 
 // ---- Structures (by reflection over their json tags) ----
 
@@ -416,15 +426,15 @@ export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock |
 export interface TextBlock { type: "text"; text: string }
 /** signature is null except on a complete thinking block that has one. */
 export interface ThinkingBlock { type: "thinking"; thinking: string; signature: string | null }
-/** input is a JSON object. */
-export interface ToolUseBlock { type: "tool_use"; id: string; name: string; input: unknown }
+/** input is a JSON object; partial_input, on a streaming message of a snapshot, is the raw input streamed so far (input is then {}). */
+export interface ToolUseBlock { type: "tool_use"; id: string; name: string; input: unknown; partial_input?: string }
 export interface ToolResultBlock { type: "tool_result"; tool_use_id: string; content: string; is_error: boolean }
 /** The marker where the model's view was compacted (docs/message-format.md, docs/context.md): the summary replaces, for the model, every message up to compacted_through; tool results up to stubbed_through are stubs. */
 export interface CompactionBlock { type: "compaction"; summary: string; compacted_through: string; stubbed_through: string; trigger: 'auto' | 'overflow' | 'manual' | (string & {}); method: 'stub' | 'summary' | 'drop' | (string & {}); tokens_before: number; tokens_after: number }
 /** A message's role. */
 export type Role = "user" | "assistant" | "tool";
-/** A stored message's status (spec §6.2.6). */
-export type MessageStatus = "complete" | "cancelled" | "failed";
+/** A message's status (spec §6.2.6); streaming only for the message in flight a snapshot carries. */
+export type MessageStatus = "complete" | "cancelled" | "failed" | "streaming";
 /** A session's permission mode (contract §7). */
 export type Mode = "default" | "accept_edits" | "plan" | "auto";
 /** An answer's decision. */
@@ -454,6 +464,7 @@ export interface Message {
   model?: string;
   usage?: Usage | null;
   created_at: string;
+  start_missing?: boolean;
 }
 
 /** A session summary (contract §3, spec §3.4). */
