@@ -205,4 +205,3 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func environ(extra []string, env map[string]string) func() []string {
 	return func() []string { return serverEnviron(os.Environ(), extra, env) }
 }
-

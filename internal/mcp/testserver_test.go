@@ -124,7 +124,9 @@ func newFaultServer(badSchemas bool) *sdk.Server {
 			renameOnce.Do(func() {
 				s.RemoveTools("rename")
 				s.AddTool(&sdk.Tool{Name: "renamed", Description: "The renamed tool.", InputSchema: json.RawMessage(`{"type":"object"}`)},
-					func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("renamed ran"), nil })
+					func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+						return text("renamed ran"), nil
+					})
 			})
 			time.Sleep(100 * time.Millisecond)
 			return text("renamed myself"), nil, nil
