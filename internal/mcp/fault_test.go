@@ -32,8 +32,10 @@ func TestCrashMidCallFailsUnavailableAndTheServerRestarts(t *testing.T) {
 			t.Errorf("the error does not say %q: %v", want, err)
 		}
 	}
-	st := waitState(t, m, "fault", protocol.MCPStateRunning)
-	if st.PID == first || st.Restarts < 1 || !strings.Contains(st.LastError, "exited with status 3") {
+	st := waitStatus(t, m, "fault", func(s protocol.MCPServerStatus) bool {
+		return s.State == protocol.MCPStateRunning && s.PID != first
+	})
+	if st.Restarts < 1 || !strings.Contains(st.LastError, "exited with status 3") {
 		t.Fatalf("after the crash: %+v (first pid %d)", st, first)
 	}
 	tools = toolsOf(t, m, "s1")

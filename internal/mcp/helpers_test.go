@@ -176,19 +176,29 @@ func serverStatus(t testing.TB, m *mcp.Manager, name string) protocol.MCPServerS
 // waitState waits until the server is in one of the states.
 func waitState(t testing.TB, m *mcp.Manager, name string, states ...string) protocol.MCPServerStatus {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		s := serverStatus(t, m, name)
+	return waitStatus(t, m, name, func(s protocol.MCPServerStatus) bool {
 		for _, st := range states {
 			if s.State == st {
-				return s
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server %s is %s (last error %q), not %v", name, s.State, s.LastError, states)
+		return false
+	})
+}
+
+// waitStatus waits until the server's status satisfies ok.
+func waitStatus(t testing.TB, m *mcp.Manager, name string, ok func(protocol.MCPServerStatus) bool) protocol.MCPServerStatus {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, ch := m.Version()
+		s := serverStatus(t, m, name)
+		if ok(s) {
+			return s
 		}
-		v, ch := m.Version()
-		_ = v
+		if time.Now().After(deadline) {
+			t.Fatalf("server %s never reached the state wanted: %+v", name, s)
+		}
 		select {
 		case <-ch:
 		case <-time.After(200 * time.Millisecond):

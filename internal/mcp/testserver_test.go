@@ -54,7 +54,7 @@ type bigIn struct {
 type hangIn struct {
 	// Marker is a file the tool writes "cancelled" to once the call is
 	// cancelled (by notifications/cancelled).
-	Marker string `json:"marker"`
+	Marker string `json:"marker,omitempty"`
 }
 
 type sleepIn struct {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -144,7 +145,7 @@ func (i *instance) call(ctx context.Context, name string, args json.RawMessage) 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if attempt == 0 && errors.Is(err, sdk.ErrSessionMissing) {
+		if attempt == 0 && c.lostSession(err) {
 			i.log.Info("mcp server lost the session; reconnecting", "err", err)
 			wctx, cancel := context.WithTimeout(ctx, i.cfg.StartTimeout+time.Second)
 			next := i.awaitNew(wctx, c)
@@ -170,6 +171,40 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage, time
 }
 
 var errCallTimeout = errors.New("call timeout")
+
+// lostSession reports whether a call failed because the streamable
+// HTTP server no longer knows the session (it answered 404): the
+// request that met the 404, and every later one on the session, was
+// never processed, so the call may be made again on a new session. The
+// 404 may have met another request first (the event stream, a
+// notification): the call then fails as the connection closed, and the
+// session's end says why.
+func (c *conn) lostSession(err error) bool {
+	if c.proc != nil {
+		return false
+	}
+	missing := func(err error) bool {
+		// The SDK wraps ErrSessionMissing, except on one path of its
+		// event stream's reconnection, which keeps only the message.
+		return err != nil && (errors.Is(err, sdk.ErrSessionMissing) || strings.Contains(err.Error(), sdk.ErrSessionMissing.Error()))
+	}
+	if missing(err) {
+		return true
+	}
+	// The call failed as the connection closed: on the SDK's side, or
+	// on ours (the supervisor closed it once it ended).
+	if !errors.Is(err, sdk.ErrConnectionClosed) && !errors.Is(context.Cause(c.ctx), errEnded) {
+		return false
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-c.waited:
+		return missing(c.session.Wait())
+	case <-t.C:
+		return false
+	}
+}
 
 // unavailable is the error of a call while the server does not run.
 func (i *instance) unavailable(state string) error {
