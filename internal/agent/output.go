@@ -35,14 +35,17 @@ type imageOutput struct {
 
 func outputOf(res tool.Result) toolOutput {
 	var o toolOutput
-	if n := len(res.Structured); n > 0 {
+	if res.Output == nil {
+		return o
+	}
+	if n := len(res.Output.Structured); n > 0 {
 		o.StructuredContentBytes = n
-		if n <= structuredEventBytes && json.Valid(res.Structured) {
-			o.StructuredContent = res.Structured
+		if n <= structuredEventBytes && json.Valid(res.Output.Structured) {
+			o.StructuredContent = res.Output.Structured
 		}
 	}
 	budget := imagesEventBytes
-	for _, im := range res.Images {
+	for _, im := range res.Output.Images {
 		out := imageOutput{MediaType: im.MediaType, Bytes: len(im.Data)}
 		if len(im.Data) <= budget {
 			out.Data, budget = im.Data, budget-len(im.Data)

@@ -370,6 +370,10 @@ func redactURL(s string) string {
 	return u.String()
 }
 
+// ErrInvalidServers is wrapped by SessionServers' errors: a session's
+// servers that do not validate.
+var ErrInvalidServers = errors.New("invalid MCP servers")
+
 // SessionServers checks a session's servers (PUT
 // /sessions/{id}/mcp_servers, ACP's mcpServers) and returns them as
 // configurations. Their values are literal (never expanded from metis's
@@ -379,7 +383,7 @@ func redactURL(s string) string {
 // naming it.
 func SessionServers(in []protocol.MCPServerConfig, workspace string) ([]ServerConfig, error) {
 	if len(in) > protocol.MaxMCPSessionServers {
-		return nil, fmt.Errorf("%d servers; a session has at most %d", len(in), protocol.MaxMCPSessionServers)
+		return nil, fmt.Errorf("%w: %d servers; a session has at most %d", ErrInvalidServers, len(in), protocol.MaxMCPSessionServers)
 	}
 	out := make([]ServerConfig, 0, len(in))
 	taken := map[string]bool{}
@@ -391,7 +395,7 @@ func SessionServers(in []protocol.MCPServerConfig, workspace string) ([]ServerCo
 			c.Cwd = workspace
 		}
 		if err := check(c); err != nil {
-			return nil, fmt.Errorf("server %d (%q): %w", i+1, s.Name, err)
+			return nil, fmt.Errorf("%w: server %d (%q): %v", ErrInvalidServers, i+1, s.Name, err)
 		}
 		out = append(out, c)
 	}

@@ -246,11 +246,11 @@ func TestToolErrorsAndContent(t *testing.T) {
 	if res.Content != "a dot:\n[image 1: image/png, 9 bytes; not shown to the model]" {
 		t.Errorf("content: %q", res.Content)
 	}
-	if len(res.Images) != 1 || string(res.Images[0].Data) != "\x89PNG fake" {
-		t.Errorf("images: %+v", res.Images)
+	if len(out(res).Images) != 1 || string(out(res).Images[0].Data) != "\x89PNG fake" {
+		t.Errorf("images: %+v", out(res).Images)
 	}
-	if string(res.Structured) != `{"height":1,"width":1}` {
-		t.Errorf("structured: %s", res.Structured)
+	if string(out(res).Structured) != `{"height":1,"width":1}` {
+		t.Errorf("structured: %s", out(res).Structured)
 	}
 	if _, err := call(t, ctx, tools["mcp__fault__echo"], `[1, 2]`); classOf(err) != tool.ClassInvalidInput {
 		t.Errorf("an input that is not an object: %v", err)

@@ -208,3 +208,11 @@ func waitStatus(t testing.TB, m *mcp.Manager, name string, ok func(protocol.MCPS
 
 // classOf is the class of a tool error.
 func classOf(err error) string { return tool.ClassOf(err) }
+
+// out is a result's output beyond its text (empty when none).
+func out(res tool.Result) tool.Output {
+	if res.Output == nil {
+		return tool.Output{}
+	}
+	return *res.Output
+}

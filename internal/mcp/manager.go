@@ -64,6 +64,10 @@ type Manager struct {
 
 var _ tool.Source = (*Manager)(nil)
 
+// ErrClosed is returned once the manager is closed (the server is
+// shutting down).
+var ErrClosed = errors.New("the server is shutting down")
+
 // New returns a manager with config.yaml's servers (none started yet).
 // A bad entry, or a file that cannot be read, is logged and reported by
 // Status; it never fails the start.
@@ -292,7 +296,7 @@ func (m *Manager) SetSessionServers(ctx context.Context, sessionID, workspace st
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return protocol.MCPStatus{}, errors.New("the server is shutting down")
+		return protocol.MCPStatus{}, ErrClosed
 	}
 	var insts []*instance
 	for _, c := range cfgs {

@@ -33,8 +33,8 @@ func TestEverythingServerOverStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Images) != 1 || res.Images[0].MediaType != "image/png" || len(res.Images[0].Data) == 0 {
-		t.Fatalf("get-tiny-image kept %d images: %+v", len(res.Images), res.Images)
+	if len(out(res).Images) != 1 || out(res).Images[0].MediaType != "image/png" || len(out(res).Images[0].Data) == 0 {
+		t.Fatalf("get-tiny-image kept %d images: %+v", len(out(res).Images), out(res).Images)
 	}
 	if !strings.Contains(res.Content, "[image 1: image/png") {
 		t.Fatalf("get-tiny-image's text does not describe the image: %q", res.Content)
@@ -43,8 +43,8 @@ func TestEverythingServerOverStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Structured) == 0 || !strings.Contains(string(res.Structured), "temperature") {
-		t.Fatalf("get-structured-content: structured %s, content %q", res.Structured, res.Content)
+	if len(out(res).Structured) == 0 || !strings.Contains(string(out(res).Structured), "temperature") {
+		t.Fatalf("get-structured-content: structured %s, content %q", out(res).Structured, res.Content)
 	}
 
 	st := serverStatus(t, m, "everything")

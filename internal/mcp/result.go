@@ -29,6 +29,7 @@ func result(name string, r *sdk.CallToolResult) (tool.Result, error) {
 	var (
 		b      strings.Builder
 		out    tool.Result
+		more   tool.Output
 		counts = map[string]int{}
 	)
 	line := func(s string) {
@@ -44,8 +45,8 @@ func result(name string, r *sdk.CallToolResult) (tool.Result, error) {
 			line(c.Text)
 		case *sdk.ImageContent:
 			counts["image"]++
-			out.Images = append(out.Images, tool.Image{MediaType: c.MIMEType, Data: c.Data})
-			line(fmt.Sprintf("[image %d: %s, %d bytes; not shown to the model]", len(out.Images), orUnknown(c.MIMEType), len(c.Data)))
+			more.Images = append(more.Images, tool.Image{MediaType: c.MIMEType, Data: c.Data})
+			line(fmt.Sprintf("[image %d: %s, %d bytes; not shown to the model]", len(more.Images), orUnknown(c.MIMEType), len(c.Data)))
 		case *sdk.AudioContent:
 			counts["audio"]++
 			line(fmt.Sprintf("[audio: %s, %d bytes; not passed to the model]", orUnknown(c.MIMEType), len(c.Data)))
@@ -63,7 +64,7 @@ func result(name string, r *sdk.CallToolResult) (tool.Result, error) {
 	if r.StructuredContent != nil {
 		s, err := json.Marshal(r.StructuredContent)
 		if err == nil {
-			out.Structured = s
+			more.Structured = s
 			counts["structured"]++
 			if len(r.Content) == 0 {
 				line(string(s))
@@ -86,6 +87,9 @@ func result(name string, r *sdk.CallToolResult) (tool.Result, error) {
 	}
 	out.Content = text
 	out.Summary = summary(name, len(text), counts)
+	if more.Structured != nil || len(more.Images) > 0 {
+		out.Output = &more
+	}
 	return out, nil
 }
 

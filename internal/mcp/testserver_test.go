@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +59,11 @@ type hangIn struct {
 	Marker string `json:"marker,omitempty"`
 }
 
+type rendezvousIn struct {
+	Dir string `json:"dir"`
+	N   int    `json:"n"`
+}
+
 type sleepIn struct {
 	MS int `json:"ms"`
 }
@@ -99,6 +106,20 @@ func newFaultServer(badSchemas bool) *sdk.Server {
 				return nil, nil, ctx.Err()
 			}
 			return text(fmt.Sprintf("slept %d ms", in.MS)), nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "rendezvous", Description: "Answers once n calls (of any server) are waiting in dir."},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in rendezvousIn) (*sdk.CallToolResult, any, error) {
+			_ = os.WriteFile(filepath.Join(in.Dir, strconv.Itoa(os.Getpid())), nil, 0o600)
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				if entries, _ := os.ReadDir(in.Dir); len(entries) >= in.N {
+					return text(fmt.Sprintf("met %d", len(entries))), nil, nil
+				}
+				if time.Now().After(deadline) || ctx.Err() != nil {
+					return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "nobody came"}}}, nil, nil
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "big", Description: "Answers with that many bytes of text."},
 		func(_ context.Context, _ *sdk.CallToolRequest, in bigIn) (*sdk.CallToolResult, any, error) {

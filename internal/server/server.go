@@ -29,6 +29,7 @@ import (
 	"github.com/metis-agent/metis/internal/delegate"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
+	"github.com/metis-agent/metis/internal/mcp"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/model"
@@ -51,6 +52,7 @@ type Server struct {
 	Sessions *session.Manager
 	Models   *model.Registry
 	Tools    *tool.Registry
+	MCP      *mcp.Manager // MCP servers and their tools (mcp.go)
 	Loop     *agent.Loop
 	Router   *routing.Engine
 	Tokens   *attach.Registry
@@ -177,9 +179,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.Router = router
 	s.Tools = tool.NewRegistry(tool.Builtins()...)
 	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv})
+	s.MCP = newMCP(cfg, st, log)
 	var mgr *session.Manager
 	loop := agent.New(agent.Config{
 		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log, MaxTokens: cfg.MaxOutputTokens, ThinkingBudget: cfg.ThinkingBudget,
+		ToolSource: s.MCP,
 		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 			return mgr.Conversation(ctx, id)
 		}),
@@ -210,6 +214,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.API.Route("/sessions/{id}/events", map[string]http.HandlerFunc{"GET": s.SSE.ServeHTTP})
 	s.API.Route("/metrics", map[string]http.HandlerFunc{"GET": s.Metrics.Handler().ServeHTTP})
 	s.API.Route("/cluster", map[string]http.HandlerFunc{"GET": s.serveClusterStatus}) // cluster_status.go
+	s.API.MountMCP(s.MCP)
 	// The dashboard answers "/" and its assets; every other path is the
 	// API's. Everything on this chain passes the guard and then the token
 	// check (when the token is required).
@@ -226,12 +231,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
-	s.bg.Add(3)
+	s.bg.Add(4)
 	go s.pruneLoop(bgctx)
 	go s.sweepLoop(bgctx)
 	go func() {
 		defer s.bg.Done()
 		router.Watch(bgctx, cfg.RoutingPoll)
+	}()
+	go func() {
+		defer s.bg.Done()
+		s.MCP.Watch(bgctx, cfg.MCPPoll)
 	}()
 	return s, nil
 }
@@ -300,6 +309,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			s.cluster.stopFailover() // take no tree over while stopping
 		}
 		step("sessions", func() error { return s.Sessions.Shutdown(ctx) })
+		// No turn runs now: stop the MCP servers, each process group.
+		step("mcp servers", func() error { return s.MCP.Close(ctx) })
 		// Every event of the cancelled turns reaches the clients' queues,
 		// then each connection flushes its queue and closes with 1001.
 		step("bus flush", func() error { return s.Bus.Flush(ctx) })

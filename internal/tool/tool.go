@@ -67,11 +67,18 @@ type Env struct {
 type Result struct {
 	Content string // what the model reads
 	Summary string // one line for events and UIs
+	// Output is what a tool returned beyond its text (MCP tools), nil
+	// for none; the call's tool.completed event carries it.
+	Output *Output
+}
+
+// Output is a tool's output beyond its text.
+type Output struct {
 	// Structured is a tool's structured output (an MCP tool's
-	// structuredContent), carried by the call's tool.completed event.
+	// structuredContent).
 	Structured json.RawMessage
-	// Images are the images a tool returned (MCP tools), kept for the
-	// models that take images in tool results; Content describes each.
+	// Images are the images a tool returned, kept for the models that
+	// take images in tool results; Content describes each.
 	Images []Image
 }
 
