@@ -289,6 +289,13 @@ func (g *gen) structs() {
 			map[string]string{"type": "'ping' | 'pong'"}},
 		{"CloseReason", reflect.TypeFor[protocol.CloseReason](), "The JSON body of a close frame's reason.", nil},
 		{"CancelFrame", reflect.TypeFor[protocol.Cancel](), "The cancel frame (client to server).", nil},
+		{"ToolImage", reflect.TypeFor[protocol.ToolImage](), "An image a tool returned, in tool.completed (data is base64).",
+			map[string]string{"data": "string"}},
+		{"MCPStatus", reflect.TypeFor[protocol.MCPStatus](), "The answer of GET /mcp and of /sessions/{id}/mcp_servers (docs/protocol.md).", nil},
+		{"MCPServerStatus", reflect.TypeFor[protocol.MCPServerStatus](), "One MCP server in an MCPStatus.", nil},
+		{"MCPToolStatus", reflect.TypeFor[protocol.MCPToolStatus](), "One tool of an MCP server.", nil},
+		{"MCPServerConfig", reflect.TypeFor[protocol.MCPServerConfig](), "One MCP server of a session (PUT /sessions/{id}/mcp_servers).", nil},
+		{"MCPSessionServers", reflect.TypeFor[protocol.MCPSessionServers](), "The body of PUT /sessions/{id}/mcp_servers.", nil},
 		{"RawEnvelope", reflect.TypeFor[protocol.EventEnvelope](), "An event envelope as decoded, of any type (contract §4).",
 			map[string]string{"payload": "unknown"}},
 	}
