@@ -8,4 +8,6 @@ import (
 )
 
 // PrintMCPForTest exposes printMCP to the tests.
-func PrintMCPForTest(out io.Writer, st client.MCPStatus, tools bool) { printMCP(out, st, tools, time.Now()) }
+func PrintMCPForTest(out io.Writer, st client.MCPStatus, tools bool) {
+	printMCP(out, st, tools, time.Now())
+}
