@@ -216,3 +216,6 @@ func out(res tool.Result) tool.Output {
 	}
 	return *res.Output
 }
+
+// rawArgs is a JSON object as CallToolParams' arguments.
+func rawArgs(s string) json.RawMessage { return json.RawMessage(s) }
