@@ -1,5 +1,6 @@
 // Package tool owns the tools an agent can call: the Tool interface, the
-// registry of built-in tools, their input schemas, the classified errors
+// registry of built-in tools (and, per turn, of a Source's tools: the
+// MCP servers', source.go), their input schemas, the classified errors
 // a tool fails with, workspace confinement (every path a file tool
 // touches is resolved through an os.Root opened on the session's
 // workspace), the environment tool processes get (an allow-list, never
