@@ -347,3 +347,40 @@ func TestNoProcessOutlivesItsServer(t *testing.T) {
 	waitGone(t, "a stopped server", serverB)
 	waitGone(t, "the child of a stopped server", childB)
 }
+
+// Cancel at every point of a call: before it is sent, while the server
+// works, as it answers. Each call ends at once, cancelled or completed,
+// and the server is unharmed.
+func TestCancelAtEveryPointOfACall(t *testing.T) {
+	m, _ := newManager(t, faultEntry(t, "fault", "tools"))
+	tools := toolsOf(t, m, "s1")
+	sleepTool := mustTool(t, tools, "mcp__fault__sleep")
+	for _, after := range []time.Duration{-1, 0, 50 * time.Microsecond, 500 * time.Microsecond, 2 * time.Millisecond,
+		10 * time.Millisecond, 30 * time.Millisecond, 49 * time.Millisecond, 51 * time.Millisecond, 80 * time.Millisecond} {
+		ctx, cancel := context.WithCancel(context.Background())
+		if after < 0 {
+			cancel()
+		} else {
+			time.AfterFunc(after, cancel)
+		}
+		start := time.Now()
+		res, err := call(t, ctx, sleepTool, `{"ms": 50}`)
+		took := time.Since(start)
+		cancel()
+		switch {
+		case err == nil && res.Content == "slept 50 ms":
+		case classOf(err) == tool.ClassCancelled:
+		default:
+			t.Fatalf("cancelled after %s: %q, %v", after, res.Content, err)
+		}
+		if took > 10*time.Second {
+			t.Fatalf("cancelled after %s, the call took %s", after, took)
+		}
+	}
+	if res, err := call(t, ctxT(t, 30*time.Second), tools["mcp__fault__echo"], `{"text": "fine"}`); err != nil || res.Content != "echo: fine" {
+		t.Fatalf("after the cancellations: %q, %v", res.Content, err)
+	}
+	if st := serverStatus(t, m, "fault"); st.Restarts != 0 || st.State != protocol.MCPStateRunning {
+		t.Fatalf("the cancellations harmed the server: %+v", st)
+	}
+}

@@ -95,7 +95,7 @@ func (i *instance) setLocked(state string) {
 
 func (i *instance) errLocked(msg string) {
 	i.lastErr, i.lastErrT = msg, time.Now()
-	i.log.Warn("mcp server: "+msg, "state", i.state)
+	i.log.Warn("mcp server: " + msg)
 }
 
 // ensure starts the server if a turn may start it now (idle, stopped
@@ -239,6 +239,7 @@ func (i *instance) failed(msg string) (time.Duration, bool) {
 }
 
 func (i *instance) stopped() {
+	i.log.Info("mcp server stopped")
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.conn, i.tools, i.upSince = nil, nil, time.Time{}
