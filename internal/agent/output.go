@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/metis-agent/metis/internal/tool"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Bounds of what tool.completed carries of a tool's structured output
@@ -24,13 +25,7 @@ type toolOutput struct {
 	// Images describes each image the tool returned, with its data
 	// (base64) while the images of the call together stay within
 	// imagesEventBytes.
-	Images []imageOutput `json:"images,omitempty"`
-}
-
-type imageOutput struct {
-	MediaType string `json:"media_type"`
-	Bytes     int    `json:"bytes"`
-	Data      []byte `json:"data,omitempty"` // base64 in JSON
+	Images []protocol.ToolImage `json:"images,omitempty"`
 }
 
 func outputOf(res tool.Result) toolOutput {
@@ -46,7 +41,7 @@ func outputOf(res tool.Result) toolOutput {
 	}
 	budget := imagesEventBytes
 	for _, im := range res.Output.Images {
-		out := imageOutput{MediaType: im.MediaType, Bytes: len(im.Data)}
+		out := protocol.ToolImage{MediaType: im.MediaType, Bytes: len(im.Data)}
 		if len(im.Data) <= budget {
 			out.Data, budget = im.Data, budget-len(im.Data)
 		}

@@ -2,7 +2,7 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -20,27 +20,19 @@ const mcpUsage = "usage: metis mcp list [--tools] [--json] [--session ID] [--ser
 // each server's tools, with --session the servers that session's turns
 // use.
 func MCP(ctx context.Context, args []string, env Env) int {
-	if len(args) == 0 || args[0] != "list" {
-		fmt.Fprintln(env.Stderr, mcpUsage)
-		return 2
+	var tools *bool
+	var session *string
+	c, asJSON, code := statusCommand(ctx, args, env, "mcp", "list", mcpUsage, func(fs *flag.FlagSet) {
+		tools = fs.Bool("tools", false, "list each server's tools too")
+		session = fs.String("session", "", "the servers this session's turns use (config.yaml's and the session's own)")
+	})
+	if c == nil {
+		return code
 	}
-	fs, cf := newFlags("mcp list", env)
-	asJSON := fs.Bool("json", false, "print the server's answer as JSON")
-	tools := fs.Bool("tools", false, "list each server's tools too")
-	session := fs.String("session", "", "the servers this session's turns use (config.yaml's and the session's own)")
-	pos, err := parseInterleaved(fs, args[1:])
-	if err != nil {
-		return 2
-	}
-	if len(pos) > 0 {
-		fmt.Fprintln(env.Stderr, mcpUsage)
-		return 2
-	}
-	c, ok := cf.client(ctx, "mcp list", env)
-	if !ok {
-		return 1
-	}
-	var st client.MCPStatus
+	var (
+		st  client.MCPStatus
+		err error
+	)
 	if *session != "" {
 		st, err = c.SessionMCP(ctx, *session)
 	} else {
@@ -50,10 +42,8 @@ func MCP(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "metis mcp list:", explain(err))
 		return 1
 	}
-	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(st)
+	if asJSON {
+		printJSON(env.Stdout, st)
 		return 0
 	}
 	printMCP(env.Stdout, st, *tools, time.Now())
