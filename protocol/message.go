@@ -27,4 +27,5 @@ const (
 	BlockThinking   = "thinking"
 	BlockToolUse    = "tool_use"
 	BlockToolResult = "tool_result"
+	// BlockCompaction: see context.go.
 )

@@ -15,6 +15,8 @@ type SessionCreatedPayload struct {
 	WorkspacePath   string  `json:"workspace_path"`
 	Model           string  `json:"model"`
 	ParentSessionID *string `json:"parent_session_id,omitempty"`
+	// Mode is the session's permission mode at creation.
+	Mode string `json:"mode,omitempty"`
 }
 
 // TurnStartedPayload is the payload of EventTurnStarted.
@@ -30,6 +32,9 @@ type TurnCompletedPayload struct {
 	Usage      json.RawMessage `json:"usage,omitempty"`
 	LLMCalls   int             `json:"llm_calls,omitempty"`
 	DurationMS int64           `json:"duration_ms,omitempty"`
+	// Budget names the limit a turn stopped at (error_class
+	// budget_exceeded or max_llm_calls).
+	Budget *TurnBudget `json:"budget,omitempty"`
 }
 
 // TurnCancelledPayload is the payload of EventTurnCancelled.
@@ -55,7 +60,11 @@ type RoutingPolicyReloadedPayload struct {
 	Path          string `json:"path,omitempty"`
 }
 
-// LLMCallStartedPayload is the payload of EventLLMCallStarted.
+// LLMCallStartedPayload is the payload of EventLLMCallStarted. Request
+// describes what was sent: messages (how many), tools (their names),
+// and for long sessions system_sha256 (the system prompt's digest: GET
+// /sessions/{id}/system-prompt shows the text), max_tokens,
+// context_tokens (the request's size, estimated) and context_window.
 type LLMCallStartedPayload struct {
 	MessageID string          `json:"message_id"`
 	Model     string          `json:"model"`
@@ -70,6 +79,11 @@ type LLMCallCompletedPayload struct {
 	StopReason string          `json:"stop_reason"`
 	Usage      json.RawMessage `json:"usage"`
 	DurationMS int64           `json:"duration_ms,omitempty"`
+	// ContextTokens is the size of the conversation after the call as
+	// the provider counted it (input, cache and output tokens);
+	// ContextWindow the model's window (0 when unknown).
+	ContextTokens int64 `json:"context_tokens,omitempty"`
+	ContextWindow int64 `json:"context_window,omitempty"`
 }
 
 // LLMCallFailedPayload is the payload of EventLLMCallFailed.
@@ -98,6 +112,15 @@ type ToolCompletedPayload struct {
 	Result     string `json:"result"`
 	Truncated  bool   `json:"truncated,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
+	// Paths are the files a tool that changes files (write_file,
+	// edit_file, apply_patch) added, changed, deleted or moved
+	// (workspace-relative, slash-separated; a move names both), and Diff
+	// their unified diff ("--- a/path", "+++ b/path", "@@" hunks; at most
+	// 64 KiB). DiffTruncated says the diff was cut; it then ends with a
+	// line saying so. All three are absent for other tools.
+	Paths         []string `json:"paths,omitempty"`
+	Diff          string   `json:"diff,omitempty"`
+	DiffTruncated bool     `json:"diff_truncated,omitempty"`
 	// StructuredContent is an MCP tool's structuredContent, when it
 	// encodes to at most 64 KiB; StructuredContentBytes is its size
 	// either way.
@@ -155,6 +178,58 @@ type DelegateFailedPayload struct {
 type FeedbackSubmittedPayload struct {
 	Rating  string `json:"rating"`
 	Comment string `json:"comment,omitempty"`
+}
+
+// ApprovalRequestedPayload is the payload of EventApprovalRequested: a
+// tool call waits for a user's answer (POST
+// /sessions/{id}/approvals/{approval_id}). The first four fields are
+// pinned (contract §7).
+type ApprovalRequestedPayload struct {
+	ApprovalID string          `json:"approval_id"`
+	ToolUseID  string          `json:"tool_use_id"`
+	ToolName   string          `json:"tool_name"`
+	Input      json.RawMessage `json:"input"`
+	MessageID  string          `json:"message_id,omitempty"`
+	// Kind is what the tool does (read, edit, execute, fetch, delegate,
+	// external); Targets what its rules match on (the command line, the
+	// paths, the URL).
+	Kind    string   `json:"kind,omitempty"`
+	Targets []string `json:"targets,omitempty"`
+	// Reason says why the call asks; Rule is the rule that made it
+	// ask, with its action ("ask: shell(git push *)"), when one did.
+	Reason string `json:"reason,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+	// Mode is the session's mode when it asked.
+	Mode string `json:"mode,omitempty"`
+	// SessionRules are what an allow with scope session adds.
+	SessionRules []string `json:"session_rules,omitempty"`
+	// ExpiresAt is when the request is denied with reason timeout.
+	ExpiresAt string `json:"expires_at,omitempty"`
+}
+
+// ApprovalResolvedPayload is the payload of EventApprovalResolved. The
+// first four fields are pinned (contract §7).
+type ApprovalResolvedPayload struct {
+	ApprovalID string `json:"approval_id"`
+	ToolUseID  string `json:"tool_use_id"`
+	Decision   string `json:"decision"` // DecisionAllow or DecisionDeny
+	Reason     string `json:"reason"`   // ApprovalReasonUser, …Timeout or …Cancelled
+	ToolName   string `json:"tool_name,omitempty"`
+	Scope      string `json:"scope,omitempty"`   // the answer's scope (reason user)
+	Message    string `json:"message,omitempty"` // the user's text
+	// SessionRules are the rules an allow with scope session added.
+	SessionRules []string `json:"session_rules,omitempty"`
+	// ReleasedBy is the approval whose session rule covered this one.
+	ReleasedBy string `json:"released_by,omitempty"`
+}
+
+// SessionModeChangedPayload is the payload of EventSessionModeChanged.
+type SessionModeChangedPayload struct {
+	Mode         string `json:"mode"`
+	PreviousMode string `json:"previous_mode"`
+	// Planner is set when the change followed the planner's (a worker
+	// whose turn was running when its planner's mode changed).
+	Planner string `json:"planner_session_id,omitempty"`
 }
 
 // BusHandlerWarningPayload is the payload of EventBusHandlerWarning. It
@@ -265,6 +340,20 @@ func NewPayload(t EventType) any {
 		return new(DelegateFailedPayload)
 	case EventFeedbackSubmitted:
 		return new(FeedbackSubmittedPayload)
+	case EventContextCompacting:
+		return new(ContextCompactingPayload)
+	case EventContextCompacted:
+		return new(ContextCompactedPayload)
+	case EventContextCompactionFailed:
+		return new(ContextCompactionFailedPayload)
+	case EventSessionBudgetChanged:
+		return new(SessionBudgetPatch)
+	case EventApprovalRequested:
+		return new(ApprovalRequestedPayload)
+	case EventApprovalResolved:
+		return new(ApprovalResolvedPayload)
+	case EventSessionModeChanged:
+		return new(SessionModeChangedPayload)
 	case EventBusHandlerWarning:
 		return new(BusHandlerWarningPayload)
 	case EventBusSubscriberRegistered:

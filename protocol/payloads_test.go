@@ -39,6 +39,7 @@ func TestPayloadDecodesStrictly(t *testing.T) {
 	for typ, raw := range map[protocol.EventType]string{
 		protocol.EventThinkingDelta: `{"message_id":"msg_1","content_block_index":0,"text":"hm","signature":null}`,
 		protocol.EventToolFailed:    `{"tool_use_id":"tu_1","tool_name":"shell","error_class":"cancelled","message":"cancelled","started":true,"duration_ms":12}`,
+		protocol.EventToolCompleted: `{"tool_use_id":"tu_2","tool_name":"edit_file","summary":"edited a.go","result":"ok","duration_ms":3,"paths":["a.go"],"diff":"--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-x\n+y\n","diff_truncated":true}`,
 		protocol.EventTurnStarted:   `{"user_message":{"id":"msg_0","role":"user","content":[{"type":"text","text":"hi"}],"status":"complete"}}`,
 	} {
 		p := protocol.NewPayload(typ)

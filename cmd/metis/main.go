@@ -25,7 +25,9 @@ import (
 
 	"github.com/metis-agent/metis/internal/cli"
 	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/sandbox"
 	"github.com/metis-agent/metis/internal/server"
+	"github.com/metis-agent/metis/internal/tool"
 )
 
 const usage = `metis: a local AI-agent server
@@ -36,7 +38,9 @@ usage:
   metis serve --nats URL [--node NAME]      run as a node of a cluster sharing a NATS JetStream log
                                             (--nats-creds F for a credentials file; see docs/scale-out.md)
   metis sessions [--json]                   list sessions
-  metis send SESSION "text"                 run a turn and print its answer as it streams
+  metis send SESSION "text"                 run a turn and print its answer as it streams; tool calls that
+                                            need approval ask on the terminal (--approve-all / --deny-all
+                                            for scripts; without a terminal they are denied)
   metis tail SESSION [--filter F] [--since ID] [--json] [--workers]
                                             print a session's events live, with reconnect
   metis cluster status [--json]             a cluster's nodes, tree leases and projection lag
@@ -53,11 +57,22 @@ to the server running on that home, over https or its unix socket)
 `
 
 func main() {
+	// First of all, before anything reads the environment: hide the
+	// keys from /proc/<pid>/environ and close this process's memory to
+	// the tools (internal/sandbox, docs/sandbox.md). It re-execs the
+	// binary once when the environment holds more than a tool may see.
+	if err := sandbox.Shield(visibleEnviron); err != nil {
+		fmt.Fprintln(os.Stderr, "metis: warning:", err)
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
+// visibleEnviron is what may stay in this process's initial
+// environment: the variables every tool process gets anyway.
+func visibleEnviron(environ []string) []string { return tool.ToolEnviron(environ, nil) }
+
 func run(args []string) int {
-	env := cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}
+	env := cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin}
 	if len(args) == 0 || (strings.HasPrefix(args[0], "-") && !isHelp(args[0])) {
 		return runChat(args, env)
 	}

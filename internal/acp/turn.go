@@ -277,6 +277,10 @@ type (
 		ErrorClass string       `json:"error_class"`
 		Message    string       `json:"message"`
 		Usage      usagePayload `json:"usage"`
+		// The conversation's size after the call and the model's
+		// window (llm.call_completed; 0 when unknown).
+		ContextTokens int `json:"context_tokens"`
+		ContextWindow int `json:"context_window"`
 	}
 	toolPayload struct {
 		ToolUseID  string          `json:"tool_use_id"`
@@ -345,7 +349,7 @@ func (t *turn) handle(ctx context.Context, ev *protocol.EventEnvelope, v *client
 		if protocol.EventType(ev.Type) == protocol.EventLLMCallFailed && p.ErrorClass != "cancelled" {
 			t.failure = &callFailure{class: p.ErrorClass, message: p.Message}
 		}
-		t.usage(ctx, p.Usage, v.CostUSD)
+		t.usage(ctx, p, v.CostUSD)
 	case protocol.EventToolCalled, protocol.EventToolCompleted, protocol.EventToolFailed:
 		var p toolPayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
@@ -417,12 +421,17 @@ func (t *turn) reconcile(ctx context.Context, msgID string, blocks []*client.Blo
 }
 
 // usage sends a usage_update after a model call of the turn: the tokens
-// of the call (what the model had in context), and the session's
-// cumulative cost, workers included.
-func (t *turn) usage(ctx context.Context, u usagePayload, costUSD float64) {
+// of the call (what the model had in context, as the server counted
+// it), the model's context window (size; 0 when unknown), and the
+// session's cumulative cost, workers included.
+func (t *turn) usage(ctx context.Context, p callPayload, costUSD float64) {
+	u := p.Usage
 	used := u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheCreationTokens
+	if p.ContextTokens > 0 {
+		used = p.ContextTokens
+	}
 	t.send(ctx, sdk.SessionUpdate{UsageUpdate: &sdk.SessionUsageUpdate{
-		Used: used, Cost: &sdk.Cost{Amount: costUSD, Currency: "USD"},
+		Used: used, Size: p.ContextWindow, Cost: &sdk.Cost{Amount: costUSD, Currency: "USD"},
 		Meta: map[string]any{"metis": map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "call_cost_usd": u.CostUSD}},
 	}})
 }

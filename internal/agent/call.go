@@ -23,13 +23,13 @@ type callResult struct {
 // and ending with message.complete and llm.call_completed, or on
 // failure/cancel with the closing tool.use_end events, message.complete
 // and llm.call_failed (spec §6.2.1).
-func (r *run) call(adapter model.Adapter, modelID string) callResult {
+func (r *run) call(adapter model.Adapter, modelID string, p prepared) callResult {
 	r.calls++
 	msgID := event.NewID("msg_")
-	req := r.request(modelID)
+	req := p.req
 	started := time.Now()
 	r.emit(event.LLMCallStarted, event.ActorAgent, llmCallStarted{MessageID: msgID, Model: modelID,
-		CallIndex: r.calls - 1, Request: describe(req)})
+		CallIndex: r.calls - 1, Request: describe(p, r.prompt.SHA256)}, contextSize(r.t.SessionID, p.est, p.lim.Window))
 	if r.emitErr != nil {
 		return callResult{err: r.emitErr}
 	}
@@ -96,8 +96,13 @@ func (r *run) call(adapter model.Adapter, modelID string) callResult {
 			ops = append(ops, store.PutToolCall{Call: *row})
 		}
 	}
+	size := counted(usage)
+	if size == 0 {
+		size = p.est + model.EstimateMessageTokens(msg.Content)
+	}
+	ops = append(ops, contextSize(r.t.SessionID, size, p.lim.Window))
 	r.emit(event.LLMCallCompleted, event.ActorAgent, llmCallCompleted{MessageID: msgID, Model: modelID, StopReason: res.StopReason,
-		Usage: usage, DurationMS: time.Since(started).Milliseconds()}, ops...)
+		Usage: usage, DurationMS: time.Since(started).Milliseconds(), ContextTokens: size, ContextWindow: p.lim.Window}, ops...)
 	if r.emitErr == nil {
 		// The round's rows exist in the store from here on.
 		r.tools, r.round, r.settled = tools, round, map[string]bool{}

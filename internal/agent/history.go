@@ -13,9 +13,19 @@ import (
 // only by the tool message right after its assistant message: tool_use
 // ids are the provider's and may repeat in later turns, so a later
 // result with the same id answers nothing here.
+//
+// A failed assistant message that another assistant message follows, or
+// that ends the conversation, is dropped whole: its call was made again
+// (after the provider refused it as too long and the conversation was
+// compacted), and its partial answer would otherwise run into the
+// retry's, or be taken for the start of the answer to continue.
 func repairHistory(ms []message.Message) []message.Message {
 	out := make([]message.Message, 0, len(ms))
 	for i, m := range ms {
+		if m.Role == message.RoleAssistant && m.Status == message.StatusFailed &&
+			(i+1 == len(ms) || ms[i+1].Role == message.RoleAssistant) {
+			continue
+		}
 		if m.Role == message.RoleAssistant {
 			answered := map[string]bool{}
 			if i+1 < len(ms) && ms[i+1].Role == message.RoleTool {

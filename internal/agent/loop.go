@@ -15,6 +15,7 @@ import (
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/tool"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // DefaultMaxCalls bounds the model calls of one turn's tool loop.
@@ -52,10 +53,42 @@ type Config struct {
 	// MCP servers' tools): each model call's tool list asks it again
 	// (tool.Registry.ForSession).
 	ToolSource tool.Source
+	// MaxPendingApprovals bounds the approval requests a turn has open
+	// at once (0: DefaultMaxPendingApprovals).
+	MaxPendingApprovals int
+	// ApprovalTimeout is the server's --approval-timeout, only for the
+	// message the model reads when a request timed out.
+	ApprovalTimeout time.Duration
 	// BeforeTools, if set, runs after a model call that asked for tools
 	// and before the first tool starts. Tests use it to land a cancel at
 	// the seam (spec §6.2.3); it must return once ctx is done.
 	BeforeTools func(ctx context.Context, turnID string)
+
+	// Long sessions (docs/context.md).
+
+	// Limits holds the models' context windows and output limits (nil:
+	// none known, and nothing is compacted but by hand).
+	Limits *price.LimitTable
+	// AutoCompactOff stops the compaction before a call that would pass
+	// the window, and the compaction and retry after a provider's
+	// overflow: such a call then fails with context_overflow.
+	AutoCompactOff bool
+	// CompactionModel summarises compactions ("": the conversation's
+	// own model).
+	CompactionModel string
+	// PromptCacheOff stops asking providers to cache the prompt prefix.
+	PromptCacheOff bool
+	// SystemFile is read for the base system prompt when System is ""
+	// (re-read each turn).
+	SystemFile string
+	// Home is the server's home, whose AGENTS.md (else CLAUDE.md) every
+	// session's system prompt includes ("": none).
+	Home string
+	// MaxInstructionBytes bounds each instruction file (0:
+	// DefaultInstructionBytes).
+	MaxInstructionBytes int
+	// Now is the clock of the system prompt's date (nil: time.Now).
+	Now func() time.Time
 }
 
 // Loop runs turns.
@@ -66,14 +99,20 @@ func New(cfg Config) *Loop {
 	if cfg.MaxCalls <= 0 {
 		cfg.MaxCalls = DefaultMaxCalls
 	}
-	if cfg.System == "" {
-		cfg.System = DefaultSystemPrompt
+	if cfg.MaxInstructionBytes <= 0 {
+		cfg.MaxInstructionBytes = DefaultInstructionBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = DefaultMaxTokens
 	}
 	if cfg.ToolConcurrency <= 0 {
 		cfg.ToolConcurrency = DefaultToolConcurrency
+	}
+	if cfg.MaxPendingApprovals <= 0 {
+		cfg.MaxPendingApprovals = DefaultMaxPendingApprovals
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -100,9 +139,15 @@ type Turn struct {
 	// ModelOverride is a model the user named with "/model" for this turn.
 	ModelOverride string
 	// History, if not nil, is the session's conversation including this
-	// turn's user message; otherwise the loop loads it from
-	// Config.History.
+	// turn's user message (every stored message, compaction messages
+	// included); otherwise the loop loads it from Config.History.
 	History []message.Message
+	// Mode is the session's mode, told to the model ("": not told).
+	Mode string
+	// MaxTurnCostUSD and MaxSessionCostUSD are the session's cost
+	// limits (0: none); SessionCostUSD what the session had cost when
+	// the turn started (docs/context.md, "Budgets").
+	MaxTurnCostUSD, MaxSessionCostUSD, SessionCostUSD float64
 	// Ending, if set, is called once the loop knows how the turn ends and
 	// before its terminal event is emitted, with that status. For a turn
 	// about to complete or fail it returns a cancellation reason if the
@@ -111,6 +156,10 @@ type Turn struct {
 	// wins. The session manager serializes it with its cancels: a cancel
 	// after it is answered with the turn's actual end.
 	Ending func(status store.TurnStatus) (cancelReason string)
+	// Permissions, if set, decides each tool call before it starts and
+	// asks the user where the policy says so (docs/permissions.md); nil
+	// runs every call.
+	Permissions Permissions
 }
 
 // Outcome is how a turn ended.
@@ -254,7 +303,8 @@ type run struct {
 	usage   message.Usage
 	calls   int
 	emitErr error
-	conv    []message.Message
+	conv    []message.Message // every stored message of the session (compact.View is what the model sees)
+	prompt  Prompt            // the turn's system prompt
 	tools   map[string]*store.ToolCall
 	final   string
 	ended   bool // Turn.Ending was called
@@ -328,13 +378,28 @@ func (r *run) do() Outcome {
 			Message: "could not load the conversation: " + err.Error()})
 		return r.fail(model.ClassProviderError)
 	}
-	r.conv = repairHistory(conv)
+	r.conv = conv
+	r.prompt = r.SystemPrompt(PromptInput{Workspace: r.t.Workspace, Root: r.t.Root, Mode: r.t.Mode})
 
 	for r.calls = 0; r.calls < r.cfg.MaxCalls; {
 		if r.ctx.Err() != nil {
 			return r.cancelled("between_calls", "", nil)
 		}
-		c := r.call(adapter, dec.Model)
+		p, fit := r.fit(adapter, dec.Model, r.prepare(dec.Model))
+		if out, stop := r.unfit(fit); stop {
+			return out
+		}
+		if b := r.overBudget(p); b != nil {
+			return r.endBudget(b)
+		}
+		c := r.call(adapter, dec.Model, p)
+		if c.class == model.ClassContextOverflow && !c.cancelled && r.emitErr == nil && !r.cfg.AutoCompactOff {
+			var out Outcome
+			var stop bool
+			if c, out, stop = r.retryAfterOverflow(adapter, dec.Model, c); stop {
+				return out
+			}
+		}
 		switch {
 		case r.emitErr != nil:
 			return Outcome{Status: store.TurnFailed, Reason: ClassInternal, Usage: r.usage}
@@ -348,25 +413,55 @@ func (r *run) do() Outcome {
 		if c.stop != model.StopToolUse || len(uses) == 0 {
 			return r.complete(c.stop)
 		}
-		results, cancelledIDs, started := r.dispatch(c, uses)
+		results, cancelledIDs, started, asked := r.dispatch(c, uses)
 		if r.emitErr != nil {
 			return Outcome{Status: store.TurnFailed, Reason: ClassInternal, Usage: r.usage}
 		}
 		if r.ctx.Err() != nil {
-			phase := "tools"
-			if !started {
-				phase = "seam"
+			phase := protocol.CancelPhaseTools
+			switch {
+			case started:
+			case asked:
+				phase = protocol.CancelPhaseApproval
+			default:
+				phase = protocol.CancelPhaseSeam
 			}
 			return r.cancelled(phase, "", cancelledIDs)
 		}
 		r.conv = append(r.conv, results)
 	}
-	if r.cancelledAtEnd(store.TurnFailed) {
-		return r.cancelled("between_calls", "", nil)
+	return r.endBudget(&protocol.TurnBudget{Kind: protocol.BudgetCalls, Limit: float64(r.cfg.MaxCalls), Spent: float64(r.calls)})
+}
+
+// retryAfterOverflow answers a call the provider refused as too long
+// for the window: the failed message stays stored (the view leaves it
+// out), the conversation is compacted, and the call is made again, once.
+// It returns the new call, or the turn's end when there is no retry.
+func (r *run) retryAfterOverflow(adapter model.Adapter, modelID string, c callResult) (callResult, Outcome, bool) {
+	r.conv = append(r.conv, c.msg)
+	window, _ := model.OverflowWindow(c.err)
+	p, fit := r.recoverOverflow(adapter, modelID, window)
+	if out, stop := r.unfit(fit); stop {
+		return c, out, true
 	}
-	r.emitEnd(event.TurnCompleted, turnCompleted{Outcome: "failed", ErrorClass: "max_llm_calls",
-		Usage: r.usage, Calls: r.calls, DurationMS: r.since()}, r.turnRow(store.TurnFailed, "max_llm_calls"))
-	return Outcome{Status: store.TurnFailed, Reason: "max_llm_calls", Usage: r.usage, FinalText: r.final}
+	if r.calls >= r.cfg.MaxCalls {
+		return c, r.endBudget(&protocol.TurnBudget{Kind: protocol.BudgetCalls, Limit: float64(r.cfg.MaxCalls), Spent: float64(r.calls)}), true
+	}
+	return r.call(adapter, modelID, p), Outcome{}, false
+}
+
+// unfit ends the turn as making room for a call decided, or reports
+// that the call goes ahead.
+func (r *run) unfit(f fitOutcome) (Outcome, bool) {
+	switch f {
+	case fitStopped:
+		return Outcome{Status: store.TurnFailed, Reason: ClassInternal, Usage: r.usage}, true
+	case fitCancelled:
+		return r.cancelled(protocol.TurnPhaseCompaction, "", nil), true
+	case fitOverflow:
+		return r.fail(model.ClassContextOverflow), true
+	}
+	return Outcome{}, false
 }
 
 func (r *run) turnRow(status store.TurnStatus, reason string) store.Op {
@@ -426,17 +521,13 @@ func toolUses(m message.Message) []message.Block {
 	return out
 }
 
-func (r *run) request(modelID string) model.Request {
-	return model.Request{Model: modelID, System: r.cfg.System, Messages: r.conv, Tools: r.cfg.Tools.Specs(), MaxTokens: r.cfg.MaxTokens,
-		ThinkingBudget: r.cfg.ThinkingBudget}
-}
-
-func describe(req model.Request) callRequest {
-	names := make([]string, len(req.Tools))
-	for i, t := range req.Tools {
+func describe(p prepared, sha string) callRequest {
+	names := make([]string, len(p.req.Tools))
+	for i, t := range p.req.Tools {
 		names[i] = t.Name
 	}
-	return callRequest{Messages: len(req.Messages), Tools: names}
+	return callRequest{Messages: len(p.req.Messages), Tools: names, SystemSHA256: sha, MaxTokens: p.req.MaxTokens,
+		ContextTokens: p.est, ContextWindow: p.lim.Window}
 }
 
 // HistoryFunc adapts a function to History.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Payloads of the events the loop emits, typed so the hot path encodes
@@ -16,8 +17,12 @@ type routeDecided struct {
 }
 
 type callRequest struct {
-	Messages int      `json:"messages"`
-	Tools    []string `json:"tools"`
+	Messages      int      `json:"messages"`
+	Tools         []string `json:"tools"`
+	SystemSHA256  string   `json:"system_sha256"`
+	MaxTokens     int      `json:"max_tokens"`
+	ContextTokens int      `json:"context_tokens"`
+	ContextWindow int      `json:"context_window"`
 }
 
 type llmCallStarted struct {
@@ -33,6 +38,9 @@ type llmCallCompleted struct {
 	StopReason string        `json:"stop_reason"`
 	Usage      message.Usage `json:"usage"`
 	DurationMS int64         `json:"duration_ms"`
+	// The conversation after the call, as the provider counted it.
+	ContextTokens int `json:"context_tokens"`
+	ContextWindow int `json:"context_window"`
 }
 
 type llmCallFailed struct {
@@ -106,6 +114,7 @@ type toolCompleted struct {
 	Truncated  bool   `json:"truncated"`
 	DurationMS int64  `json:"duration_ms"`
 	toolOutput
+	fileChange
 }
 
 type toolFailed struct {
@@ -124,6 +133,8 @@ type turnCompleted struct {
 	Usage      message.Usage `json:"usage"`
 	Calls      int           `json:"llm_calls"`
 	DurationMS int64         `json:"duration_ms"`
+	// Budget is the limit the turn stopped at.
+	Budget *protocol.TurnBudget `json:"budget,omitempty"`
 }
 
 type turnCancelled struct {

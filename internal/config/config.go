@@ -3,8 +3,9 @@
 // §1). Flags override the file, which overrides the defaults.
 //
 // config imports model (for the provider registry: names, settings and
-// environment variables), price (for the price table type), safefile
-// (to read the file), tool (to refuse secrets in tool-env) and yaml.
+// environment variables), permission (modes and rules), price (for the
+// price table type), safefile (to read the file), tool (to refuse
+// secrets in tool-env), sandbox (to parse the sandbox's paths) and yaml.
 package config
 
 import (
@@ -24,8 +25,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/safefile"
+	"github.com/metis-agent/metis/internal/sandbox"
 	"github.com/metis-agent/metis/internal/tool"
 )
 
@@ -58,6 +61,19 @@ type Config struct {
 	MaxOutputTokens  int           // max_tokens of each model call
 	ThinkingBudget   int           // extended thinking tokens per call (0: off)
 	ToolEnv          []string      // names of variables passed to tool processes besides the allow-list
+	// EditTools chooses the edit tools models are offered: auto
+	// (apply_patch to OpenAI-family models, edit_file to the others),
+	// both, edit_file or apply_patch (tool.EditTools).
+	EditTools tool.EditTools
+	// WebFetchAllowPrivate lets web_fetch reach loopback, private,
+	// link-local and other non-public addresses.
+	WebFetchAllowPrivate bool
+
+	// The shell sandbox (docs/sandbox.md). On unless SandboxOff.
+	SandboxOff      bool     // --sandbox=false: shell commands run unconfined
+	SandboxWritable []string // paths commands may write besides the workspace, $TMPDIR and the tool caches
+	SandboxHidden   []string // paths commands cannot read besides the metis home and the default credential paths
+	SandboxNetwork  bool     // commands may bind and connect TCP sockets
 
 	// Remote access (docs/remote-access.md).
 	TokenFile      string        // bearer token file; "": <home>/token, generated when the token is required
@@ -93,6 +109,29 @@ type Config struct {
 
 	Prices    map[string]price.Price // config.yaml only: overrides of the price table
 	Providers Providers              // config.yaml `providers`, then the environment
+
+	LongSession // windows, compaction, caching, the system prompt, budgets (longsession.go)
+	// Permissions (docs/permissions.md): the mode of sessions created
+	// without one, how long an approval request waits before it is
+	// denied, and config.yaml's `permissions:` rules (parsed: a rule
+	// that does not parse refuses the start, naming it).
+	DefaultMode     permission.Mode
+	ApprovalTimeout time.Duration
+	Permissions     permission.Rules
+	// ShellSandbox is what the policy knows of the sandbox that confines
+	// shell commands: not a key or a flag, but the state the server's
+	// wiring hands the policy (from the sandbox's probe; test harnesses
+	// set it). Unknown, its zero value, is taken as unavailable: shell
+	// commands then ask in every mode unless a rule allows them.
+	ShellSandbox permission.Sandbox
+}
+
+// PermissionsFile is config.yaml's permissions key: rule lists by
+// action.
+type PermissionsFile struct {
+	Allow []string `yaml:"allow"`
+	Ask   []string `yaml:"ask"`
+	Deny  []string `yaml:"deny"`
 }
 
 // Provider is one provider's endpoint and key.
@@ -132,6 +171,10 @@ func Defaults() Config {
 		MaxConnections:   1024,
 		LeaseTTL:         10 * time.Second,
 		StreamingTTL:     15 * time.Minute,
+		EditTools:        tool.EditToolsAuto,
+		LongSession:      defaultLongSession(),
+		DefaultMode:      permission.ModeDefault,
+		ApprovalTimeout:  5 * time.Minute,
 	}
 }
 
@@ -185,6 +228,43 @@ func intField(name, usage string, min int, p func(*Config) *int) field {
 		}}
 }
 
+func boolField(name, usage string, p func(*Config) *bool) field {
+	return field{name, usage,
+		func(c *Config) string { return strconv.FormatBool(*p(c)) },
+		func(c *Config, s string) error {
+			b, err := parseBool(s)
+			if err != nil {
+				return err
+			}
+			*p(c) = b
+			return nil
+		}}
+}
+
+// parseBool accepts true/false, on/off, yes/no and 1/0.
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "on", "yes", "1":
+		return true, nil
+	case "false", "off", "no", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q: want true or false", s)
+}
+
+func pathsField(name, usage string, p func(*Config) *[]string) field {
+	return field{name, usage,
+		func(c *Config) string { return strings.Join(*p(c), ",") },
+		func(c *Config, s string) error {
+			paths, err := sandbox.ParsePaths(s)
+			if err != nil {
+				return err
+			}
+			*p(c) = paths
+			return nil
+		}}
+}
+
 func strField(name, usage string, p func(*Config) *string) field {
 	return field{name, usage,
 		func(c *Config) string { return *p(c) },
@@ -224,7 +304,51 @@ var fields = []field{
 			c.ToolEnv = names
 			return nil
 		}},
+	{"sandbox", "confine shell commands (Landlock): they write only in the workspace, their $TMPDIR and the tool caches, cannot read the metis home or credential files, and have no TCP; false runs them with the server's rights (docs/sandbox.md)",
+		func(c *Config) string { return strconv.FormatBool(!c.SandboxOff) },
+		func(c *Config, s string) error {
+			on, err := parseBool(s)
+			c.SandboxOff = !on
+			return err
+		}},
+	pathsField("sandbox-writable", "comma-separated paths (absolute or ~/...) shell commands may also write in the sandbox", func(c *Config) *[]string { return &c.SandboxWritable }),
+	pathsField("sandbox-hidden", "comma-separated paths (absolute or ~/...) shell commands cannot read in the sandbox, besides the metis home and ~/.ssh, ~/.aws and the other credential paths", func(c *Config) *[]string { return &c.SandboxHidden }),
+	boolField("sandbox-network", "let shell commands in the sandbox bind and connect TCP sockets", func(c *Config) *bool { return &c.SandboxNetwork }),
+	{"edit-tools", "edit tools offered to models: auto (apply_patch to OpenAI-family models, edit_file to the others), both, edit_file or apply_patch",
+		func(c *Config) string { return string(c.EditTools) },
+		func(c *Config, s string) error {
+			e, err := tool.ParseEditTools(s)
+			if err != nil {
+				return err
+			}
+			c.EditTools = e
+			return nil
+		}},
+	boolField("web-fetch-allow-private", "let web_fetch reach loopback, private, link-local and other non-public addresses (this machine, the LAN, cloud metadata services)", func(c *Config) *bool { return &c.WebFetchAllowPrivate }),
 	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),
+	{"default-mode", "permission mode of sessions created without one: default (reads run; edits, commands, fetches and external tools ask), accept_edits, plan or auto",
+		func(c *Config) string { return string(c.DefaultMode) },
+		func(c *Config, s string) error {
+			m, err := permission.ParseMode(s)
+			if err != nil {
+				return err
+			}
+			c.DefaultMode = m
+			return nil
+		}},
+	{"approval-timeout", "deny a tool call's approval request nobody answered within this (at least 1s)",
+		func(c *Config) string { return c.ApprovalTimeout.String() },
+		func(c *Config, s string) error {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return err
+			}
+			if d < time.Second {
+				return errors.New("must be at least 1s")
+			}
+			c.ApprovalTimeout = d
+			return nil
+		}},
 	strField("default-model", "model of sessions created without one (default builtin:demo, a provider whose key is set, or the first model OPENAI_BASE_URL lists)", func(c *Config) *string { return &c.DefaultModel }),
 	durField("demo-delay", "pause between builtin:demo deltas", func(c *Config) *time.Duration { return &c.DemoDelay }),
 	strField("log-level", "debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
@@ -246,6 +370,10 @@ var fields = []field{
 			return nil
 		}},
 }
+
+// structured are the config.yaml keys whose value is a mapping, not a
+// flag's single value, by name, each with its decoder.
+var structured = map[string]func(c *Config, node *yaml.Node) error{}
 
 // SocketName is the file name of the server's unix socket in its home.
 const SocketName = "metis.sock"
@@ -402,6 +530,18 @@ func (c *Config) loadFile(path string) error {
 			// refusing the start.
 			continue
 		}
+		if name == "permissions" {
+			var pf PermissionsFile
+			if err := decodeStrict(&node, &pf); err != nil {
+				return fmt.Errorf("config %s: permissions: %w", path, err)
+			}
+			rules, err := permission.ParseRules(pf.Allow, pf.Ask, pf.Deny)
+			if err != nil {
+				return fmt.Errorf("config %s: permissions: %w", path, err)
+			}
+			c.Permissions = rules
+			continue
+		}
 		if name == "providers" {
 			if err := decodeStrict(&node, &c.Providers); err != nil {
 				return fmt.Errorf("config %s: providers: %w", path, err)
@@ -413,6 +553,12 @@ func (c *Config) loadFile(path string) error {
 				if _, ok := model.LookupProvider(name); !ok {
 					return fmt.Errorf("config %s: providers: unknown provider %q (known: %s)", path, name, providerNames())
 				}
+			}
+			continue
+		}
+		if decode, ok := structured[name]; ok {
+			if err := decode(c, &node); err != nil {
+				return fmt.Errorf("config %s: %s: %w", path, key, err)
 			}
 			continue
 		}

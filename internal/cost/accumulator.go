@@ -20,7 +20,8 @@ type Store interface {
 }
 
 // StartAccumulator subscribes the cost accumulator to b. It adds each
-// llm call's usage.cost_usd (completed or failed) to its session's
+// llm call's usage.cost_usd (completed or failed, and a compaction's
+// summary call, in context.compacted or context.compaction_failed) to its session's
 // cost_so_far_usd, and to every ancestor's (a worker's cost rolls up into
 // its planner's), and counts turn.started into turn_count. Its cursor is
 // stored in the same transaction as each update, and on start it
@@ -78,7 +79,8 @@ func StartAccumulator(ctx context.Context, b *bus.Bus, st Store) error {
 }
 
 // counted are the event types the accumulator folds in.
-var counted = []event.Type{event.TurnStarted, event.LLMCallCompleted, event.LLMCallFailed}
+var counted = []event.Type{event.TurnStarted, event.LLMCallCompleted, event.LLMCallFailed,
+	event.ContextCompacted, event.ContextCompactionFailed}
 
 // contribution is what one event adds to its session's counters (and,
 // for cost, to every ancestor's).
@@ -86,7 +88,7 @@ func contribution(ev *event.Event) (turns int, usd float64, err error) {
 	switch ev.Type {
 	case event.TurnStarted:
 		return 1, 0, nil
-	case event.LLMCallCompleted, event.LLMCallFailed:
+	case event.LLMCallCompleted, event.LLMCallFailed, event.ContextCompacted, event.ContextCompactionFailed:
 		var p struct {
 			Usage struct {
 				CostUSD float64 `json:"cost_usd"`

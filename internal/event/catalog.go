@@ -44,6 +44,14 @@ const (
 
 	FeedbackSubmitted = protocol.EventFeedbackSubmitted
 
+	ContextCompacting       = protocol.EventContextCompacting
+	ContextCompacted        = protocol.EventContextCompacted
+	ContextCompactionFailed = protocol.EventContextCompactionFailed
+	SessionBudgetChanged    = protocol.EventSessionBudgetChanged
+	ApprovalRequested       = protocol.EventApprovalRequested
+	ApprovalResolved        = protocol.EventApprovalResolved
+	SessionModeChanged      = protocol.EventSessionModeChanged
+
 	BusHandlerWarning       = protocol.EventBusHandlerWarning
 	BusSubscriberRegistered = protocol.EventBusSubscriberRegistered
 	BusSubscriberUnregister = protocol.EventBusSubscriberUnregistered

@@ -20,6 +20,7 @@ var coreRules = []string{
 	"internal/agent",
 	"internal/attach",
 	"internal/bus",
+	"internal/compact", // long sessions: the model's view, compaction plans
 	"internal/config",
 	"internal/cost",
 	"internal/delegate",
@@ -32,9 +33,11 @@ var coreRules = []string{
 	"internal/message",
 	"internal/metrics",
 	"internal/model/...",
+	"internal/permission", // the tool-call policy: modes and rules
 	"internal/price",
 	"internal/routing",
 	"internal/safefile",
+	"internal/sandbox", // tool processes' isolation: Landlock, capabilities, the shield
 	"internal/session",
 	"internal/store",
 	"internal/token",

@@ -41,6 +41,7 @@ const (
 	BlockThinking   = protocol.BlockThinking
 	BlockToolUse    = protocol.BlockToolUse
 	BlockToolResult = protocol.BlockToolResult
+	BlockCompaction = protocol.BlockCompaction
 )
 
 // Block is one content block. Which fields are set depends on Type; the
@@ -60,6 +61,8 @@ type Block struct {
 	ToolUseID string // tool_result
 	Content   string // tool_result
 	IsError   bool   // tool_result
+
+	Compaction *Compaction // compaction
 }
 
 // Text returns a text block.
@@ -101,6 +104,15 @@ func (b Block) MarshalJSON() ([]byte, error) {
 			Content   string `json:"content"`
 			IsError   bool   `json:"is_error"`
 		}{b.Type, b.ToolUseID, b.Content, b.IsError})
+	case BlockCompaction:
+		c := Compaction{}
+		if b.Compaction != nil {
+			c = *b.Compaction
+		}
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Compaction
+		}{b.Type, c})
 	}
 	type plain Block
 	return json.Marshal(plain(b))
@@ -128,7 +140,38 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 	if w.Signature != nil {
 		b.Signature = *w.Signature
 	}
+	if w.Type == BlockCompaction {
+		b.Compaction = new(Compaction)
+		if err := json.Unmarshal(data, b.Compaction); err != nil {
+			return err
+		}
+		b.Content = ""
+	}
 	return nil
+}
+
+// Compaction is what a compaction block records: the marker in the
+// stored conversation where the model's view was compacted
+// (docs/message-format.md, "Compaction"). The model's view of a
+// conversation is a function of the stored messages and the newest
+// compaction block alone, so the next request is reproducible from the
+// store.
+type Compaction struct {
+	// Summary replaces, in the model's view, every message up to and
+	// including CompactedThrough ("" for none: nothing is replaced, and
+	// Summary is "" too unless an earlier compaction's carries on).
+	Summary          string `json:"summary"`
+	CompactedThrough string `json:"compacted_through"`
+	// StubbedThrough: the tool results of the messages up to and
+	// including it are shown to the model as one-line stubs ("" for none).
+	StubbedThrough string `json:"stubbed_through"`
+	// Trigger is auto, overflow or manual; Method stub, summary or drop.
+	Trigger string `json:"trigger"`
+	Method  string `json:"method"`
+	// TokensBefore and TokensAfter are the model's view before and after,
+	// estimated in tokens.
+	TokensBefore int64 `json:"tokens_before"`
+	TokensAfter  int64 `json:"tokens_after"`
 }
 
 // Usage of one model call, or a sum of calls.

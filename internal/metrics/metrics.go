@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -65,6 +66,18 @@ func New() *Registry {
 	reg.MustRegister(s.Clients, s.EventsSent, s.SlowCloses, s.Closes, s.ReplayEvents, s.QueueDepth, s.DeltaLatency, s.SubscribeErrs,
 		s.RingBytes, s.RingEvictions)
 	return &Registry{reg: reg, Stream: s}
+}
+
+// SandboxInfo records the shell sandbox's state, once at start:
+// metis_shell_sandbox_info{state, landlock_abi} 1, state "confined",
+// "off" (turned off by the setting) or "unavailable" (the kernel cannot
+// enforce it).
+func (r *Registry) SandboxInfo(state string, abi int) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "metis_shell_sandbox_info",
+		Help: "The shell sandbox's state: confined, off or unavailable, with the kernel's Landlock ABI (0: none)."},
+		[]string{"state", "landlock_abi"})
+	g.WithLabelValues(state, strconv.Itoa(abi)).Set(1)
+	r.reg.MustRegister(g)
 }
 
 // Handler serves the registry in the Prometheus text format.

@@ -27,6 +27,13 @@ type Request struct {
 	// so with at most this many tokens (0: no extended thinking).
 	// Adapters whose provider has no such setting ignore it.
 	ThinkingBudget int
+	// PromptCache asks adapters whose provider caches prompt prefixes on
+	// request (Anthropic) to mark the cacheable prefix; others ignore it.
+	PromptCache bool
+	// Task is "" for a turn's call, TaskSummary for a compaction's
+	// summary call. Providers ignore it; the offline demo answers a
+	// summary request with a summary.
+	Task string
 }
 
 // DeltaKind tells what a Delta carries.

@@ -25,6 +25,9 @@ type Error struct {
 	Message   string // for a person: what happened and what to do
 	Retryable bool
 	Err       error
+	// Window is, for ClassContextOverflow, the context window the
+	// provider named in its refusal (0 if none).
+	Window int
 }
 
 func (e *Error) Error() string {

@@ -2,7 +2,6 @@ package price
 
 import (
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/metis-agent/metis/internal/message"
@@ -45,9 +44,8 @@ func DefaultPrices() map[string]Price {
 // Table prices usage. Exact ids win over prefixes; the longest prefix
 // wins among prefixes. An unknown model costs 0 and is logged once.
 type Table struct {
-	exact    map[string]Price
-	prefixes map[string]Price
-	log      *slog.Logger
+	byID keyed[Price]
+	log  *slog.Logger
 
 	mu     sync.Mutex
 	warned map[string]bool
@@ -58,33 +56,11 @@ func NewTable(overrides map[string]Price, log *slog.Logger) *Table {
 	if log == nil {
 		log = slog.Default()
 	}
-	t := &Table{exact: map[string]Price{}, prefixes: map[string]Price{}, log: log, warned: map[string]bool{}}
-	for _, src := range []map[string]Price{DefaultPrices(), overrides} {
-		for k, p := range src {
-			if pre, ok := strings.CutSuffix(k, "*"); ok {
-				t.prefixes[pre] = p
-			} else {
-				t.exact[k] = p
-			}
-		}
-	}
-	return t
+	return &Table{byID: newKeyed(DefaultPrices(), overrides), log: log, warned: map[string]bool{}}
 }
 
 // Lookup returns the price of a model id.
-func (t *Table) Lookup(model string) (Price, bool) {
-	if p, ok := t.exact[model]; ok {
-		return p, true
-	}
-	best, found := "", false
-	var bp Price
-	for pre, p := range t.prefixes {
-		if strings.HasPrefix(model, pre) && len(pre) >= len(best) {
-			best, bp, found = pre, p, true
-		}
-	}
-	return bp, found
-}
+func (t *Table) Lookup(model string) (Price, bool) { return t.byID.lookup(model) }
 
 // Cost returns u priced for model, in US dollars.
 func (t *Table) Cost(model string, u message.Usage) float64 {

@@ -80,3 +80,41 @@ func kind(m os.FileMode) string {
 	}
 	return "not a plain file"
 }
+
+// ReadHead returns at most limit bytes of the regular file name, opened
+// through root (so that nothing outside it, a symlink out included, is
+// followed) or, with a nil root, as a path, and whether the file was
+// longer. Like ReadRegular it never blocks on opening and refuses what
+// is not a regular file (ErrNotRegular); unlike it, a larger file is
+// cut, not refused.
+func ReadHead(root *os.Root, name string, limit int64) ([]byte, bool, error) {
+	const flags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
+	var (
+		f   *os.File
+		err error
+	)
+	if root != nil {
+		f, err = root.OpenFile(name, flags, 0)
+	} else {
+		f, err = os.OpenFile(name, flags, 0)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("%s: %w (it is %s)", name, ErrNotRegular, kind(st.Mode()))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", name, err)
+	}
+	if int64(len(b)) > limit {
+		return b[:limit], true, nil
+	}
+	return b, false, nil
+}

@@ -60,7 +60,8 @@ func (s *Server) listen() error {
 		// Plain HTTP whatever TCP speaks: TLS over a socket of one's own
 		// protects nothing, and the guard knows a socket request by its
 		// local address (api.OverSocket).
-		s.serve(newCapListener(s.sock.ln, s.Config.MaxConnections, s.httpMetrics, s.Log))
+		// A shell command's connection is refused (sandbox.go).
+		s.serve(newCapListener(shellCallRefuser{s.sock.ln, s.Log}, s.Config.MaxConnections, s.httpMetrics, s.Log))
 	}
 	return nil
 }

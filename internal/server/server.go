@@ -33,8 +33,10 @@ import (
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/routing"
+	"github.com/metis-agent/metis/internal/sandbox"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/sse"
 	"github.com/metis-agent/metis/internal/store"
@@ -54,13 +56,19 @@ type Server struct {
 	Tools    *tool.Registry
 	MCP      *mcp.Manager // MCP servers and their tools (mcp.go)
 	Loop     *agent.Loop
-	Router   *routing.Engine
-	Tokens   *attach.Registry
-	API      *api.API
-	Hub      *hub.Hub
-	Stream   *stream.Server
-	SSE      *sse.Server
-	Metrics  *metrics.Registry
+	// Permissions is the tool-call policy (docs/permissions.md): the
+	// rules of config.yaml and the sandbox's state.
+	Permissions *permission.Policy
+	Router      *routing.Engine
+	Tokens      *attach.Registry
+	API         *api.API
+	Hub         *hub.Hub
+	Stream      *stream.Server
+	SSE         *sse.Server
+	Metrics     *metrics.Registry
+	// Sandbox is what the shell sandbox can do here (internal/sandbox);
+	// when it is not Active, nothing confines a shell command.
+	Sandbox sandbox.Status
 
 	handler  http.Handler
 	http     *http.Server
@@ -178,19 +186,32 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	s.Router = router
 	s.Tools = tool.NewRegistry(tool.Builtins()...)
-	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv})
-	s.MCP = newMCP(cfg, st, log)
+	s.startSandbox() // sandbox.go
+	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv, Sandbox: sandboxSettings(cfg)})
+	s.Tools.Register(tool.WebFetch{AllowPrivate: cfg.WebFetchAllowPrivate})
+	s.Tools.SetOffer(cfg.EditTools.Offers)
+	// The policy knows whether a sandbox confines shell commands: where
+	// none can (no Landlock), commands ask in every mode, auto included,
+	// unless a rule allows them (test harnesses may set the state).
+	s.Permissions = permission.NewPolicy(cfg.Permissions)
+	s.Permissions.SetSandbox(policySandbox(cfg.ShellSandbox, s.Sandbox)) // sandbox.go
+	s.MCP = newMCP(cfg, st, log)                                         // mcp.go
 	var mgr *session.Manager
-	loop := agent.New(agent.Config{
-		Models: s.Models, Tools: s.Tools, Prices: prices, Logger: log, MaxTokens: cfg.MaxOutputTokens, ThinkingBudget: cfg.ThinkingBudget,
-		ToolSource: s.MCP,
-		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
-			return mgr.Conversation(ctx, id)
-		}),
+	limits := price.NewLimits(cfg.Models)
+	lcfg := longSessionConfig(cfg, limits) // windows.go
+	lcfg.Models, lcfg.Tools, lcfg.Prices, lcfg.Logger = s.Models, s.Tools, prices, log
+	lcfg.MaxTokens, lcfg.ThinkingBudget = cfg.MaxOutputTokens, cfg.ThinkingBudget
+	lcfg.ApprovalTimeout = cfg.ApprovalTimeout
+	lcfg.ToolSource = s.MCP
+	lcfg.History = agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
+		return mgr.Conversation(ctx, id)
 	})
+	loop := agent.New(lcfg)
 	s.Loop = loop
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
-		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log})
+		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log,
+		MaxTurnCostUSD: cfg.MaxTurnCost, MaxSessionCostUSD: cfg.MaxSessionCost,
+		Policy: s.Permissions, DefaultMode: cfg.DefaultMode, ApprovalTimeout: cfg.ApprovalTimeout})
 	s.Sessions = mgr
 	if s.cluster != nil {
 		s.cluster.sessions = mgr
@@ -231,7 +252,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
-	s.bg.Add(4)
+	s.bg.Add(5)
+	go func() {
+		defer s.bg.Done()
+		sandbox.WatchEscaped(bgctx)
+		learnWindows(bgctx, s.Models, cfg, limits, log) // windows.go
+	}()
 	go s.pruneLoop(bgctx)
 	go s.sweepLoop(bgctx)
 	go func() {
@@ -277,7 +303,7 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		_ = s.Shutdown(sctx)
 		return err
 	}
-	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String())+s.clusterNote())
+	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s; %s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, s.Sandbox, url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String())+s.clusterNote())
 	// Package initialisation and startup (the SDKs' type registrations,
 	// the terminal UI renderer's tables, the store's migrations) leave
 	// garbage an idle server never reuses: collect it and give its pages

@@ -11,7 +11,7 @@ import (
 )
 
 // schemaVersion is the PRAGMA user_version this code writes and reads.
-const schemaVersion = 5
+const schemaVersion = 7
 
 // schemaV1 creates every table and index. Times are unix nanoseconds
 // (0 for the zero time); JSON values are TEXT.
@@ -150,6 +150,35 @@ UPDATE sessions SET last_activity_at = max(
 	coalesce((SELECT max(max(started_at, ended_at)) FROM turns WHERE turns.session_id = sessions.id), 0));
 `
 
+// schemaV6 gives sessions what long sessions show and enforce
+// (docs/context.md): context_tokens and context_window (the size of the
+// conversation the next model call sends and the model's window, both in
+// tokens, updated with llm.call_started, llm.call_completed and
+// context.compacted), and the session's cost limits in USD (0: none),
+// set from the server's defaults at creation and changed by PATCH
+// /sessions/{id}. Sessions stored before have no limits.
+const schemaV6 = `
+ALTER TABLE sessions ADD COLUMN context_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN context_window INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN max_turn_cost_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN max_session_cost_usd REAL NOT NULL DEFAULT 0;
+`
+
+// schemaV7 adds permissions (docs/permissions.md): each session's mode
+// (existing sessions get the most careful, default) and the rules
+// "allow for this session" answers added (a JSON array of rule texts),
+// and each tool call's approval: the id of the request it waited on and
+// how that was decided. The partial index finds the calls waiting for an
+// answer (status awaiting_approval) and a call by its approval id.
+const schemaV7 = `
+ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE sessions ADD COLUMN session_rules TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE tool_calls ADD COLUMN approval_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE tool_calls ADD COLUMN approval TEXT NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS tool_calls_approval ON tool_calls(approval_id) WHERE approval_id <> '';
+CREATE INDEX IF NOT EXISTS tool_calls_awaiting ON tool_calls(session_id) WHERE status = 'awaiting_approval';
+`
+
 // backfillTitles sets each session's title from its first user message
 // (in insertion order) holding text.
 func backfillTitles(ctx context.Context, tx *sql.Tx) error {
@@ -231,6 +260,16 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if v < 5 {
 		if _, err := tx.ExecContext(ctx, schemaV5); err != nil { // logins.go
 			return fmt.Errorf("schema: migrate to v5: %w", err)
+		}
+	}
+	if v < 6 {
+		if _, err := tx.ExecContext(ctx, schemaV6); err != nil {
+			return fmt.Errorf("schema: migrate to v6: %w", err)
+		}
+	}
+	if v < 7 {
+		if _, err := tx.ExecContext(ctx, schemaV7); err != nil {
+			return fmt.Errorf("schema: migrate to v7: %w", err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {

@@ -287,6 +287,8 @@ const (
 	stSetCursor
 	stSetTitle
 	stTouchSession
+	stSetContext
+	stSetBudget
 	numStmts
 )
 
@@ -302,6 +304,8 @@ var writerSQL = [numStmts]string{
 	stSetCursor:     sqlSetCursor,
 	stSetTitle:      sqlSetTitle,
 	stTouchSession:  sqlTouchSession,
+	stSetContext:    sqlSetContext,
+	stSetBudget:     sqlSetBudget,
 }
 
 type writerStmts [numStmts]*sql.Stmt

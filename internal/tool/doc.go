@@ -1,12 +1,18 @@
 // Package tool owns the tools an agent can call: the Tool interface, the
-// registry of built-in tools (and, per turn, of a Source's tools: the
-// MCP servers', source.go), their input schemas, the classified errors
-// a tool fails with, workspace confinement (every path a file tool
-// touches is resolved through an os.Root opened on the session's
-// workspace), the environment tool processes get (an allow-list, never
-// credentials), and the shell's supervisor, which on Linux keeps every
-// process a command starts in reach until the call ends.
+// registry of built-in tools and which of them each model is offered
+// (and, per turn, a Source's tools: the MCP servers', source.go),
+// their input schemas, the classified errors a tool fails with,
+// workspace confinement (every path a file tool touches is resolved
+// through an os.Root opened on the session's workspace), the file
+// tools (read, write, edit_file, apply_patch) and the unified diffs of
+// what they change (Change, Previewer), the searches (glob, grep, with
+// .gitignore matching), web_fetch and the addresses it refuses, the
+// environment tool processes get (an allow-list, never credentials),
+// and the shell's supervisor, which on Linux keeps every process a
+// command starts in reach until the call ends and starts it through
+// the sandbox's exec stage.
 //
-// tool imports message and model (for tool specs) only; dispatching tool
-// calls and emitting their events is the agent loop's job.
+// tool imports message and model (for tool specs) and sandbox (the
+// shell's confinement); dispatching tool calls and emitting their events
+// is the agent loop's job.
 package tool

@@ -361,13 +361,14 @@ func TestMalformedInput(t *testing.T) {
 }
 
 func TestRegistrySpecs(t *testing.T) {
-	r := tool.NewRegistry(tool.WriteFile{}, tool.Shell{}, tool.ListDir{}, tool.ReadFile{})
+	r := tool.NewRegistry(tool.WriteFile{}, tool.Shell{}, tool.ListDir{}, tool.ReadFile{}, tool.EditFile{}, tool.ApplyPatch{},
+		tool.Glob{}, tool.Grep{}, tool.WebFetch{})
 	specs := r.Specs()
 	var names []string
 	for _, s := range specs {
 		names = append(names, s.Name)
 	}
-	if strings.Join(names, ",") != "list_dir,read_file,shell,write_file" {
+	if strings.Join(names, ",") != "apply_patch,edit_file,glob,grep,list_dir,read_file,shell,web_fetch,write_file" {
 		t.Fatalf("Specs names = %v", names)
 	}
 	// Builtins gives the same set.
@@ -399,9 +400,9 @@ func TestRegistrySpecs(t *testing.T) {
 		if schema.Type != "object" {
 			t.Errorf("%s: type %q", s.Name, schema.Type)
 		}
-		key := "path"
-		if s.Name == "shell" {
-			key = "command"
+		key := map[string]string{"shell": "command", "apply_patch": "patch", "web_fetch": "url", "glob": "pattern", "grep": "pattern"}[s.Name]
+		if key == "" {
+			key = "path"
 		}
 		if _, ok := schema.Properties[key]; !ok {
 			t.Errorf("%s: no %s property", s.Name, key)
@@ -424,7 +425,7 @@ func TestRegistrySpecs(t *testing.T) {
 	}
 	// Register replaces by name.
 	r.Register(tool.ReadFile{})
-	if len(r.Specs()) != 4 {
+	if len(r.Specs()) != 9 {
 		t.Errorf("re-registering changed the count: %d", len(r.Specs()))
 	}
 	if len(tool.NewRegistry().Specs()) != 0 {

@@ -13,7 +13,7 @@ import (
 )
 
 // newEnv opens an os.Root on ws and returns the Env a tool call gets.
-func newEnv(t *testing.T, ws string) tool.Env {
+func newEnv(t testing.TB, ws string) tool.Env {
 	t.Helper()
 	root, err := os.OpenRoot(ws)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/sandbox"
 )
 
 // Shell limits.
@@ -39,8 +41,11 @@ const (
 // of its own and only that group is signalled.
 //
 // The shell gets the environment ToolEnviron builds, never the server's
-// own. Output is read until the command exits plus Grace
-// (exec.Cmd.WaitDelay). The child is always reaped.
+// own, with TMPDIR set to a directory of its own, created for the call
+// and removed after it. On Linux the command runs in the sandbox
+// (internal/sandbox, docs/sandbox.md) unless its settings turn it off or
+// the kernel lacks Landlock. Output is read until the command exits
+// plus Grace (exec.Cmd.WaitDelay). The child is always reaped.
 type Shell struct {
 	// Grace is the pause between SIGTERM and SIGKILL (0: DefaultKillGrace).
 	Grace time.Duration
@@ -48,13 +53,29 @@ type Shell struct {
 	// the command besides the allow-list; names IsSecretEnv refuses are
 	// never passed.
 	ExtraEnv []string
+	// Sandbox are the sandbox's settings. The zero value confines every
+	// command where the kernel can.
+	Sandbox sandbox.Settings
 }
 
 // Spec implements Tool.
-func (Shell) Spec() model.ToolSpec {
+func (s Shell) Spec() model.ToolSpec {
 	return model.ToolSpec{Name: "shell",
-		Description: "Run a shell command (/bin/sh -c) in the workspace directory. Returns the exit code, stdout and stderr (each cut at 64 KiB). " + shellProcessNote + " The environment holds only PATH, HOME, USER, locale and terminal settings (and configured additions): no credentials.",
+		Description: "Run a shell command (/bin/sh -c) in the workspace directory. Returns the exit code, stdout and stderr (each cut at 64 KiB). " + shellProcessNote + " The environment holds only PATH, HOME, USER, locale and terminal settings (and configured additions): no credentials. $TMPDIR is a fresh directory, removed after the call." + s.sandboxNote(),
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeout_s":{"type":"number","description":"seconds before the command is stopped (default 120, at most 3600)"}},"required":["command"]}`)}
+}
+
+// sandboxNote tells the model what the sandbox refuses, so that it
+// recognises a refusal for what it is.
+func (s Shell) sandboxNote() string {
+	if s.Sandbox.Off || !sandbox.Probe(true).Available {
+		return ""
+	}
+	net := " and cannot open network connections (TCP)"
+	if s.Sandbox.Network {
+		net = ""
+	}
+	return " The command runs in a sandbox: it can write only in the workspace and $TMPDIR (and the tool caches), cannot read the metis home or credential files (~/.ssh, ~/.aws, ...)" + net + "; \"Permission denied\" elsewhere comes from the sandbox."
 }
 
 // Run implements Tool.
@@ -84,30 +105,52 @@ func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 		grace = DefaultKillGrace
 	}
 
+	if err := ctx.Err(); err != nil {
+		return Result{}, err // never start a process for a cancelled call
+	}
+	tmp, err := os.MkdirTemp("", "metis-call-")
+	if err != nil {
+		return Result{}, Errorf(ClassExecution, "could not create the call's temporary directory: %v", err)
+	}
+	defer removeTree(tmp)
+	policy := s.Sandbox.Call(env.Workspace, tmp, env.AllowNetwork)
+
 	var stdout, stderr capped
 	stdout.max, stderr.max = MaxShellOutput, MaxShellOutput
-	cmd, supervised := shellCommand(in.Command, grace)
+	cmd, supervised := shellCommand(in.Command, grace, policy)
 	cmd.Dir = env.Workspace
-	cmd.Env = s.environ()
+	cmd.Env = s.Sandbox.Environ(policy, s.environ(), tmp)
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = grace
-	if err := ctx.Err(); err != nil {
-		return Result{}, err // never start a process for a cancelled call
+	var rep *report
+	if supervised {
+		// Should the command kill its supervisor, what it started is
+		// re-parented here, not to init, and swept below.
+		_ = sandbox.BecomeSubreaper()
+		if rep, err = newReport(cmd); err != nil {
+			return Result{}, Errorf(ClassExecution, "could not start the shell: %v", err)
+		}
+		defer rep.close()
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return Result{}, Errorf(ClassExecution, "could not start the shell: %v", err)
 	}
 	pid := cmd.Process.Pid // also the process group's id
+	var reportCh <-chan reported
+	if supervised {
+		rep.started()
+		defer sandbox.TrackSupervisor(pid)()
+		reportCh = rep.watch()
+	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var stopped error // why the command was stopped, if it was
-	var err error
 	select {
 	case err = <-waited:
 	case <-ctx.Done():
@@ -127,7 +170,25 @@ func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 	// every descendant, in the group or not, unless it had to be killed.)
 	killGroup(pid)
 
-	out := shellOutput(cmd, err, &stdout, &stderr, time.Since(start))
+	code := -1
+	if cmd.ProcessState != nil {
+		code = cmd.ProcessState.ExitCode()
+	}
+	if supervised {
+		// The supervisor has exited, so the report is complete.
+		r := <-reportCh
+		code = r.code
+		if !r.ok {
+			// The supervisor died without reporting: it was killed, and
+			// what it supervised was re-parented to this process and
+			// swept (report.watch).
+			if stopped == nil {
+				out := shellOutput(-1, err, &stdout, &stderr, time.Since(start))
+				return Result{}, Errorf(ClassExecution, "the shell's supervisor was killed (%s) before the command ended; every process of the call was stopped\n%s", exitDescription(cmd), out.Content)
+			}
+		}
+	}
+	out := shellOutput(code, err, &stdout, &stderr, time.Since(start))
 	if stopped != nil {
 		if te := (*Error)(nil); errors.As(stopped, &te) {
 			te.Message += "\n" + out.Content
@@ -170,11 +231,7 @@ func stopGroup(pgid int, grace time.Duration, waited <-chan error) error {
 	}
 }
 
-func shellOutput(cmd *exec.Cmd, err error, stdout, stderr *capped, took time.Duration) Result {
-	code := -1
-	if cmd.ProcessState != nil {
-		code = cmd.ProcessState.ExitCode()
-	}
+func shellOutput(code int, err error, stdout, stderr *capped, took time.Duration) Result {
 	var b strings.Builder
 	fmt.Fprintf(&b, "exit code: %d\n", code)
 	if errors.Is(err, exec.ErrWaitDelay) {

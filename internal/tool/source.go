@@ -19,13 +19,17 @@ type Source interface {
 // and those src offers the session. Each Specs call (a model call's tool
 // list) asks src again, and Get finds the tools of the last Specs call:
 // the model can call what it was offered, by the names it was offered.
-// A source's tool never shadows one of r's. ctx bounds src's work (the
-// turn's context); the registry lives as long as the turn.
+// A source's tool never shadows one of r's, and r's offer policy
+// (SetOffer) applies to every tool. ctx bounds src's work (the turn's
+// context); the registry lives as long as the turn.
 func (r *Registry) ForSession(ctx context.Context, sessionID string, src Source) *Registry {
 	if src == nil {
 		return r
 	}
-	return &Registry{tools: map[string]Tool{}, more: &sourced{ctx: ctx, session: sessionID, src: src, base: r}}
+	r.mu.RLock()
+	offer := r.offer
+	r.mu.RUnlock()
+	return &Registry{tools: map[string]Tool{}, offer: offer, more: &sourced{ctx: ctx, session: sessionID, src: src, base: r}}
 }
 
 // sourced is a ForSession registry's view of its base and its source.

@@ -81,6 +81,12 @@ func TestRegistryForSessionOffersTheSourcesToolsOfTheLastList(t *testing.T) {
 	if got := specNames(base.Specs()); len(got) != 2 {
 		t.Fatalf("the base registry changed: %v", got)
 	}
+	// The base's offer policy applies to the turn's registry.
+	base.SetOffer(func(_, name string) bool { return name != "shell" })
+	r = base.ForSession(context.Background(), "s1", src)
+	if got := specNames(r.SpecsFor("any:model")); len(got) != 2 || got[0] != "mcp__a__z" || got[1] != "read_file" {
+		t.Fatalf("specs offered: %v", got)
+	}
 	if base.ForSession(context.Background(), "s1", nil) != base {
 		t.Fatal("no source: not the registry itself")
 	}

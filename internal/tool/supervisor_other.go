@@ -5,6 +5,8 @@ package tool
 import (
 	"os/exec"
 	"time"
+
+	"github.com/metis-agent/metis/internal/sandbox"
 )
 
 // shellProcessNote is what the shell tool's description promises about
@@ -16,6 +18,6 @@ const supervisorMargin = 0
 
 // shellCommand runs /bin/sh directly: without Linux's child subreaper
 // there is no supervisor, and only the process group is killed.
-func shellCommand(command string, _ time.Duration) (*exec.Cmd, bool) {
+func shellCommand(command string, _ time.Duration, _ sandbox.Policy) (*exec.Cmd, bool) {
 	return exec.Command("/bin/sh", "-c", command), false
 }

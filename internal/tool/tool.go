@@ -61,12 +61,20 @@ type Env struct {
 	Workspace string
 	SessionID string
 	TurnID    string
+	// AllowNetwork lets this call's shell command bind and connect TCP
+	// sockets, which the sandbox refuses unless its settings allow them
+	// (for a permission rule that allows the network per call).
+	AllowNetwork bool
 }
 
 // Result is a successful tool call's output, fed back to the model.
 type Result struct {
 	Content string // what the model reads
 	Summary string // one line for events and UIs
+	// Change is set by the tools that change files (write_file,
+	// edit_file, apply_patch): the paths changed and their unified
+	// diff, carried by the call's tool.completed event.
+	Change *Change
 	// Output is what a tool returned beyond its text (MCP tools), nil
 	// for none; the call's tool.completed event carries it.
 	Output *Output
@@ -88,6 +96,15 @@ type Image struct {
 	Data      []byte
 }
 
+// Previewer is implemented by the tools that change files: Preview
+// computes the Change a call with this input would make, without
+// writing anything, so that an approval prompt can show the diff before
+// the user answers. It fails as Run would on input that Run refuses
+// (bad input, a path out of the workspace, an edit that does not apply).
+type Previewer interface {
+	Preview(ctx context.Context, env Env, input json.RawMessage) (Change, error)
+}
+
 // Tool is one callable tool.
 type Tool interface {
 	Spec() model.ToolSpec
@@ -99,6 +116,7 @@ type Tool interface {
 type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]Tool
+	offer func(modelID, name string) bool
 	// more, in a registry made by ForSession, holds the registry it
 	// extends and the tools of a Source (source.go).
 	more *sourced
@@ -143,6 +161,34 @@ func (r *Registry) Specs() []model.ToolSpec {
 		out = append(out, r.more.specs()...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// SetOffer installs the policy that chooses, per model, which tools it
+// is offered (SpecsFor); nil offers every tool to every model. A tool
+// not offered can still be called (Get finds it).
+func (r *Registry) SetOffer(offer func(modelID, name string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.offer = offer
+}
+
+// SpecsFor returns the specs of the tools offered to the model
+// modelID, sorted by name.
+func (r *Registry) SpecsFor(modelID string) []model.ToolSpec {
+	r.mu.RLock()
+	offer := r.offer
+	r.mu.RUnlock()
+	all := r.Specs()
+	if offer == nil {
+		return all
+	}
+	out := all[:0]
+	for _, s := range all {
+		if offer(modelID, s.Name) {
+			out = append(out, s)
+		}
+	}
 	return out
 }
 

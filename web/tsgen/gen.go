@@ -256,23 +256,50 @@ func (g *gen) structs() {
 	g.p("// ---- Structures (by reflection over their json tags) ----")
 	g.p("")
 	g.p("/** A canonical content block (contract §4), by type. */")
-	g.p("export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock;")
+	g.p("export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | CompactionBlock;")
 	g.p("export interface TextBlock { type: %q; text: string }", message.BlockText)
 	g.p("/** signature is null except on a complete thinking block that has one. */")
 	g.p("export interface ThinkingBlock { type: %q; thinking: string; signature: string | null }", message.BlockThinking)
 	g.p("/** input is a JSON object. */")
 	g.p("export interface ToolUseBlock { type: %q; id: string; name: string; input: unknown }", message.BlockToolUse)
 	g.p("export interface ToolResultBlock { type: %q; tool_use_id: string; content: string; is_error: boolean }", message.BlockToolResult)
+	g.p("/** The marker where the model's view was compacted (docs/message-format.md, docs/context.md): the summary replaces, for the model, every message up to compacted_through; tool results up to stubbed_through are stubs. */")
+	g.p("export interface CompactionBlock { type: %q; summary: string; compacted_through: string; stubbed_through: string; "+
+		"trigger: 'auto' | 'overflow' | 'manual' | (string & {}); method: 'stub' | 'summary' | 'drop' | (string & {}); "+
+		"tokens_before: number; tokens_after: number }", message.BlockCompaction)
 	g.p("/** A message's role. */")
 	g.p("export type Role = %q | %q | %q;", message.RoleUser, message.RoleAssistant, message.RoleTool)
 	g.p("/** A stored message's status (spec §6.2.6). */")
 	g.p("export type MessageStatus = %q | %q | %q;", message.StatusComplete, message.StatusCancelled, message.StatusFailed)
+	g.p("/** A session's permission mode (contract §7). */")
+	g.p("export type Mode = %q | %q | %q | %q;", protocol.ModeDefault, protocol.ModeAcceptEdits, protocol.ModePlan, protocol.ModeAuto)
+	g.p("/** An answer's decision. */")
+	g.p("export type Decision = %q | %q;", protocol.DecisionAllow, protocol.DecisionDeny)
+	g.p("/** Why a request was decided: a client's answer, the timeout, or a cancel. */")
+	g.p("export type ApprovalReason = %q | %q | %q;", protocol.ApprovalReasonUser, protocol.ApprovalReasonTimeout, protocol.ApprovalReasonCancelled)
+	g.p("/** What a tool does (an open set: other strings may come). */")
+	g.p("export type ToolKind = 'read' | 'edit' | 'execute' | 'fetch' | 'delegate' | 'external' | (string & {});")
 	g.p("")
 	specs := []structSpec{
 		{"Usage", reflect.TypeFor[message.Usage](), "Usage of one model call, or a sum of calls.", nil},
 		{"Message", reflect.TypeFor[message.Message](), "A canonical message (docs/message-format.md).",
 			map[string]string{"role": "Role", "content": "Block[]", "status": "MessageStatus"}},
-		{"SessionSummary", reflect.TypeFor[protocol.SessionSummary](), "A session summary (contract §3, spec §3.4).", nil},
+		{"SessionSummary", reflect.TypeFor[protocol.SessionSummary](), "A session summary (contract §3, spec §3.4).",
+			map[string]string{"mode": "Mode"}},
+		{"PendingApproval", reflect.TypeFor[protocol.PendingApproval](),
+			"A tool call waiting for an answer (the summary's pending_approvals; docs/permissions.md).",
+			map[string]string{"kind": "ToolKind"}},
+		{"ApprovalAnswer", reflect.TypeFor[protocol.ApprovalAnswer](),
+			"The body of POST /sessions/{id}/approvals/{approval_id}.",
+			map[string]string{"decision": "Decision", "scope": "'once' | 'session'"}},
+		{"ApprovalResolution", reflect.TypeFor[protocol.ApprovalResolution](),
+			"How a request was decided: a 200 answer to POST .../approvals/{approval_id}, and a 409's resolution.",
+			map[string]string{"decision": "Decision", "reason": "ApprovalReason", "scope": "'once' | 'session'"}},
+		{"ApprovalConflict", reflect.TypeFor[protocol.ApprovalConflict](),
+			"The body of a 409 approval_resolved: the error and the resolution that won.",
+			map[string]string{"error": "{ code: string; message: string }"}},
+		{"SessionPatch", reflect.TypeFor[protocol.SessionPatch](), "The body of PATCH /sessions/{id}.",
+			map[string]string{"mode": "Mode"}},
 		{"Filter", reflect.TypeFor[protocol.Filter](), "A subscription filter (spec §3.2); null lists mean every type / actor.",
 			map[string]string{"event_types": "string[] | null", "actors": "string[] | null"}},
 		{"SnapshotWorker", reflect.TypeFor[protocol.SnapshotWorker](), "A worker as the planner's delegate.* events describe it.",
@@ -298,6 +325,14 @@ func (g *gen) structs() {
 		{"MCPSessionServers", reflect.TypeFor[protocol.MCPSessionServers](), "The body of PUT /sessions/{id}/mcp_servers.", nil},
 		{"RawEnvelope", reflect.TypeFor[protocol.EventEnvelope](), "An event envelope as decoded, of any type (contract §4).",
 			map[string]string{"payload": "unknown"}},
+		{"TurnBudget", reflect.TypeFor[protocol.TurnBudget](), "The limit a turn stopped at (turn.completed's budget; docs/context.md).",
+			map[string]string{"kind": "'calls' | 'turn_cost' | 'session_cost' | (string & {})"}},
+		{"CompactRequest", reflect.TypeFor[protocol.CompactRequest](), "The body of POST /sessions/{id}/compact (optional).", nil},
+		{"CompactAccepted", reflect.TypeFor[protocol.CompactAccepted](), "The answer (202) of POST /sessions/{id}/compact.", nil},
+		{"SessionBudgetPatch", reflect.TypeFor[protocol.SessionBudgetPatch](), "PATCH /sessions/{id}: a session's cost limits in USD (0: none).", nil},
+		{"PromptSource", reflect.TypeFor[protocol.PromptSource](), "An instruction file read into a system prompt.",
+			map[string]string{"scope": "'workspace' | 'home'"}},
+		{"SystemPrompt", reflect.TypeFor[protocol.SystemPrompt](), "The answer of GET /sessions/{id}/system-prompt.", nil},
 	}
 	for _, s := range specs {
 		g.iface(s)
@@ -326,7 +361,7 @@ func (g *gen) iface(s structSpec) {
 			ts = tsType(f.Type)
 		}
 		opt := ""
-		if strings.Contains(opts, "omitempty") {
+		if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
 			opt = "?"
 		}
 		g.p("  %s%s: %s;", name, opt, ts)

@@ -110,8 +110,9 @@ func (a *Adapter) Stream(ctx context.Context, req model.Request, emit func(model
 		return model.Result{}, err
 	}
 	var (
-		res        model.Result
-		emitFailed bool
+		res            model.Result
+		emitFailed     bool
+		windowExceeded bool
 	)
 	err = a.retry.Do(ctx, func(attempt int) (bool, error) {
 		if attempt > 1 {
@@ -122,6 +123,7 @@ func (a *Adapter) Stream(ctx context.Context, req model.Request, emit func(model
 		res = model.Result{Usage: t.usage}
 		if err == nil {
 			res.StopReason = t.stopReason()
+			windowExceeded = t.rawStop == stopWindowExceeded
 		}
 		emitFailed = t.Err != nil
 		if err != nil && !emitFailed && ctx.Err() == nil {
@@ -135,6 +137,12 @@ func (a *Adapter) Stream(ctx context.Context, req model.Request, emit func(model
 			err = fmt.Errorf("anthropic call aborted: %w", ctx.Err())
 		}
 		return res, err
+	}
+	if windowExceeded {
+		// The answer ran into the end of the context window: what was
+		// streamed stays, and the call counts as an overflow, which the
+		// agent loop answers by compacting and calling again.
+		return res, model.Overflow("the model ran into the end of its context window while answering (stop_reason model_context_window_exceeded)", 0, nil)
 	}
 	return res, nil
 }

@@ -131,10 +131,28 @@ func (a *Adapter) apiError(ae *sdk.Error, emitted bool) error {
 		msg += " [request-id " + ae.RequestID + "]"
 	}
 	me := &model.Error{Class: class, Message: msg, Retryable: retryable && !emitted, Err: ae}
+	if class == model.ClassInvalidRequest && isOverflow(detail) {
+		// The conversation does not fit the window: the agent loop
+		// compacts and retries (docs/context.md).
+		me.Class, me.Retryable, me.Window = model.ClassContextOverflow, false, model.WindowFromMessage(detail)
+		me.Message = "the conversation is too long for the model's context window (Anthropic said: " + detail + ")"
+		if ae.RequestID != "" {
+			me.Message += " [request-id " + ae.RequestID + "]"
+		}
+	}
 	if after > 0 {
 		return &retryAfterError{err: me, after: after}
 	}
 	return me
+}
+
+// isOverflow reports whether an invalid_request_error's message is
+// Anthropic's refusal of a request too long for the context window:
+// "prompt is too long: 208310 tokens > 200000 maximum", or "input length
+// and `max_tokens` exceed context limit: 199759 + 8192 > 200000, ...".
+func isOverflow(detail string) bool {
+	d := strings.ToLower(detail)
+	return strings.Contains(d, "prompt is too long") || strings.Contains(d, "exceed context limit")
 }
 
 // errorClass maps an Anthropic error type, else the HTTP status, to a

@@ -69,7 +69,51 @@ func buildParams(req model.Request) (sdk.MessageNewParams, error) {
 		}
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
 	}
+	if req.PromptCache {
+		markCacheable(&p)
+	}
 	return p, nil
+}
+
+// markCacheable sets Anthropic's prompt-cache breakpoints (cache_control
+// ephemeral) on the request's stable prefix, at most four, in the
+// order the API caches: the last tool (the tool definitions), the system
+// prompt, the end of the previous call's request (the message before
+// the newest assistant message, so that the prefix the previous call
+// wrote is read back even when more than 20 blocks were added since),
+// and the end of this request (the whole conversation: the next call
+// extends it). A breakpoint goes on the last block of a message that can
+// carry one (thinking blocks cannot). The marks depend on the request
+// alone, so the same conversation always gets the same marks.
+func markCacheable(p *sdk.MessageNewParams) {
+	if n := len(p.Tools); n > 0 && p.Tools[n-1].OfTool != nil {
+		p.Tools[n-1].OfTool.CacheControl = sdk.NewCacheControlEphemeralParam()
+	}
+	if n := len(p.System); n > 0 {
+		p.System[n-1].CacheControl = sdk.NewCacheControlEphemeralParam()
+	}
+	last := len(p.Messages) - 1
+	if last < 0 {
+		return
+	}
+	for j := last; j > 0; j-- {
+		if p.Messages[j].Role == sdk.MessageParamRoleAssistant {
+			markMessage(&p.Messages[j-1])
+			break
+		}
+	}
+	markMessage(&p.Messages[last])
+}
+
+// markMessage puts a cache breakpoint on the last block of m that can
+// carry one.
+func markMessage(m *sdk.MessageParam) {
+	for i := len(m.Content) - 1; i >= 0; i-- {
+		if cc := m.Content[i].GetCacheControl(); cc != nil {
+			*cc = sdk.NewCacheControlEphemeralParam()
+			return
+		}
+	}
 }
 
 // inputSchema passes a tool's JSON schema through unchanged; a missing or

@@ -241,12 +241,16 @@ func (t *translator) stopOpen() error {
 	return nil
 }
 
+// stopWindowExceeded is the stop_reason of an answer cut short by the
+// end of the context window (Stream reports it as context_overflow).
+const stopWindowExceeded = "model_context_window_exceeded"
+
 // stopReason maps Anthropic's stop_reason to a canonical one.
 func (t *translator) stopReason() string {
 	switch t.rawStop {
 	case "end_turn", "max_tokens", "stop_sequence", "tool_use":
 		return t.rawStop
-	case "model_context_window_exceeded":
+	case stopWindowExceeded:
 		return model.StopMaxTokens
 	case "pause_turn", "refusal":
 		t.log.Info("Anthropic ended the message early; treating it as end_turn", "stop_reason", t.rawStop)

@@ -10,6 +10,13 @@
 //	/echo TEXT    answer TEXT without thinking or tools
 //	/long N       stream N numbered sentences (at most 100,000), no tools
 //	/tool NAME {json}  call tool NAME with that input, then summarise
+//	                   (one call per line: several lines call several
+//	                   tools in one message)
+//
+// Asked for a compaction summary (Request.Task is model.TaskSummary), it
+// answers with the user requests the transcript holds, one line each.
+// Its usage counts tokens with model.EstimateTokens, as metis estimates
+// them between calls.
 //
 // It is deterministic but for tool use ids, which are unique.
 //
@@ -52,13 +59,16 @@ func (d Demo) Stream(ctx context.Context, req model.Request, emit func(model.Del
 	var stop string
 	var err error
 	switch {
+	case req.Task == model.TaskSummary:
+		err = s.text(model.KindText, summary(req.Messages), "")
+		stop = model.StopEndTurn
 	case last.Role == message.RoleTool:
 		err = s.summarise(prompt, last)
 		stop = model.StopEndTurn
 	default:
 		stop, err = s.answer(prompt, toolNames(req.Tools))
 	}
-	usage := message.Usage{InputTokens: int64(inputTokens(req)), OutputTokens: int64(s.tokens)}
+	usage := message.Usage{InputTokens: int64(model.EstimateTokens(req)), OutputTokens: int64(model.EstimateTextTokens(s.out.String()) + 1)}
 	if err != nil {
 		return model.Result{Usage: usage}, err
 	}
@@ -66,12 +76,12 @@ func (d Demo) Stream(ctx context.Context, req model.Request, emit func(model.Del
 }
 
 type streamer struct {
-	ctx    context.Context
-	delay  time.Duration
-	emit   func(model.Delta) error
-	index  int
-	tokens int
-	timer  *time.Timer
+	ctx   context.Context
+	delay time.Duration
+	emit  func(model.Delta) error
+	index int
+	out   strings.Builder // everything streamed, for the usage
+	timer *time.Timer
 }
 
 func (s *streamer) send(d model.Delta) error {
@@ -90,7 +100,7 @@ func (s *streamer) send(d model.Delta) error {
 	} else if err := s.ctx.Err(); err != nil {
 		return err
 	}
-	s.tokens++
+	s.out.WriteString(d.Text)
 	return s.emit(d)
 }
 
@@ -154,14 +164,33 @@ func (s *streamer) answer(prompt string, tools map[string]bool) (string, error) 
 		}
 		return model.StopEndTurn, s.text(model.KindText, b.String(), "")
 	case "/tool":
-		name, input, _ := strings.Cut(strings.TrimSpace(arg), " ")
-		if strings.TrimSpace(input) == "" {
-			input = "{}"
+		// One call per line: "/tool A {…}\n/tool B {…}" calls both, in
+		// one message.
+		var calls [][2]string
+		for _, line := range strings.Split(strings.TrimSpace(prompt), "\n") {
+			rest, ok := strings.CutPrefix(strings.TrimSpace(line), "/tool ")
+			if !ok {
+				continue
+			}
+			name, input, _ := strings.Cut(strings.TrimSpace(rest), " ")
+			if strings.TrimSpace(input) == "" {
+				input = "{}"
+			}
+			calls = append(calls, [2]string{name, input})
 		}
-		if err := s.text(model.KindText, fmt.Sprintf("Calling %s.", name), ""); err != nil {
+		names := make([]string, len(calls))
+		for i, c := range calls {
+			names[i] = c[0]
+		}
+		if err := s.text(model.KindText, fmt.Sprintf("Calling %s.", strings.Join(names, ", ")), ""); err != nil {
 			return "", err
 		}
-		return model.StopToolUse, s.toolUse(name, input)
+		for _, c := range calls {
+			if err := s.toolUse(c[0], c[1]); err != nil {
+				return "", err
+			}
+		}
+		return model.StopToolUse, nil
 	}
 	thinking := fmt.Sprintf("The user wrote %d words. I should look at the workspace before answering.", len(strings.Fields(prompt)))
 	if err := s.text(model.KindThinking, thinking, "demo-signature-"+strconv.Itoa(len(prompt))); err != nil {
@@ -225,15 +254,35 @@ func toolNames(specs []model.ToolSpec) map[string]bool {
 	return m
 }
 
-// inputTokens estimates the prompt size at four bytes a token.
-func inputTokens(req model.Request) int {
-	n := len(req.System)
-	for _, m := range req.Messages {
-		for _, b := range m.Content {
-			n += len(b.Text) + len(b.Thinking) + len(b.Content) + len(b.Input)
+// maxSummaryLines bounds a summary's lines: a summary of a long
+// conversation stays short.
+const maxSummaryLines = 12
+
+// summary answers a compaction's summary request: the user requests of
+// the conversation it was given (the transcript in its last message),
+// one line each, the most recent ones when there are many. It is
+// deterministic, as everything the demo says.
+func summary(ms []message.Message) string {
+	transcript := ""
+	if n := len(ms); n > 0 {
+		transcript = ms[n-1].PlainText()
+	}
+	var asks []string
+	for _, line := range strings.Split(transcript, "\n") {
+		if rest, ok := strings.CutPrefix(line, "[user] "); ok && strings.TrimSpace(rest) != "" {
+			asks = append(asks, truncate(strings.TrimSpace(rest), 60))
 		}
 	}
-	return n/4 + 1
+	var b strings.Builder
+	fmt.Fprintf(&b, "Summary (built-in demo model): the conversation so far held %d user requests.", len(asks))
+	if len(asks) > maxSummaryLines {
+		fmt.Fprintf(&b, " The last %d:", maxSummaryLines)
+		asks = asks[len(asks)-maxSummaryLines:]
+	}
+	for _, a := range asks {
+		b.WriteString("\n- " + a)
+	}
+	return b.String()
 }
 
 // chunk splits text into word-sized deltas that keep their spacing, so

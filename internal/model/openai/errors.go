@@ -265,7 +265,26 @@ func (a *Adapter) fromHTTP(he *httpError, modelName string) *model.Error {
 	case "false":
 		me.Retryable = false
 	}
+	if me.Class == model.ClassInvalidRequest && isOverflow(code, he.Message) {
+		// The conversation does not fit the window: the agent loop
+		// compacts and retries (docs/context.md).
+		me.Class, me.Retryable, me.Window = model.ClassContextOverflow, false, model.WindowFromMessage(he.Message)
+	}
 	return me
+}
+
+// isOverflow reports whether an error is a server's refusal of a request
+// too long for the model's context window: OpenAI's code
+// context_length_exceeded ("This model's maximum context length is N
+// tokens. However, your messages resulted in M tokens."), vLLM's
+// message of the same words with code 400, llama.cpp's type
+// exceed_context_size_error ("the request exceeds the available context
+// size"). code is the lower-cased code and type.
+func isOverflow(code, msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(code, "context_length") || strings.Contains(code, "exceed_context_size") ||
+		strings.Contains(m, "maximum context length") || strings.Contains(m, "exceeds the available context size") ||
+		strings.Contains(m, "context window")
 }
 
 // fromStreamError classifies an error object sent as a data line
@@ -291,5 +310,8 @@ func (a *Adapter) fromStreamError(se *ssestream.StreamError) *model.Error {
 		me.Class, me.Retryable = model.ClassProviderError, true
 	}
 	me.Message = withDetail(fmt.Sprintf("%s reported an error in the middle of the stream", a.endpoint), msg)
+	if isOverflow(strings.ToLower(typ+" "+code), msg) {
+		me.Class, me.Retryable, me.Window = model.ClassContextOverflow, false, model.WindowFromMessage(msg)
+	}
 	return me
 }

@@ -25,6 +25,13 @@ export type CatalogEventType =
   | "delegate.completed"
   | "delegate.failed"
   | "feedback.submitted"
+  | "context.compacting"
+  | "context.compacted"
+  | "context.compaction_failed"
+  | "session.budget_changed"
+  | "approval.requested"
+  | "approval.resolved"
+  | "session.mode_changed"
   | "bus.handler_warning"
   | "bus.subscriber_registered"
   | "bus.subscriber_unregistered";
@@ -63,6 +70,13 @@ export const EVENT_TYPES: readonly EventType[] = [
   "delegate.completed",
   "delegate.failed",
   "feedback.submitted",
+  "context.compacting",
+  "context.compacted",
+  "context.compaction_failed",
+  "session.budget_changed",
+  "approval.requested",
+  "approval.resolved",
+  "session.mode_changed",
   "bus.handler_warning",
   "bus.subscriber_registered",
   "bus.subscriber_unregistered",
@@ -93,6 +107,13 @@ export const EVENT_FAMILY: Readonly<Record<EventType, EventFamily>> = {
   "delegate.completed": "catalog",
   "delegate.failed": "catalog",
   "feedback.submitted": "catalog",
+  "context.compacting": "catalog",
+  "context.compacted": "catalog",
+  "context.compaction_failed": "catalog",
+  "session.budget_changed": "catalog",
+  "approval.requested": "catalog",
+  "approval.resolved": "catalog",
+  "session.mode_changed": "catalog",
   "bus.handler_warning": "catalog",
   "bus.subscriber_registered": "catalog",
   "bus.subscriber_unregistered": "catalog",
@@ -123,6 +144,13 @@ export const EVENT_EMITTER: Readonly<Record<EventType, string>> = {
   "delegate.completed": "delegate tool",
   "delegate.failed": "delegate tool",
   "feedback.submitted": "HTTP API",
+  "context.compacting": "agent loop (session manager for POST /compact)",
+  "context.compacted": "agent loop (session manager for POST /compact)",
+  "context.compaction_failed": "agent loop (session manager for POST /compact)",
+  "session.budget_changed": "HTTP API (PATCH /sessions/{id})",
+  "approval.requested": "tool dispatcher",
+  "approval.resolved": "tool dispatcher (session manager after a crash)",
+  "session.mode_changed": "session manager",
   "bus.handler_warning": "bus, streaming server, session manager",
   "bus.subscriber_registered": "bus, streaming server",
   "bus.subscriber_unregistered": "bus, streaming server",
@@ -140,8 +168,8 @@ export type PresetName = "preset:chat" | "preset:full";
 
 /** The event types each preset stands for, in catalog order. */
 export const PRESETS: Readonly<Record<PresetName, readonly EventType[]>> = {
-  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
-  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "approval.requested", "approval.resolved", "session.mode_changed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "approval.requested", "approval.resolved", "session.mode_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
 };
 
 /** Whether s names an event type of the catalog (either family). */
@@ -166,6 +194,16 @@ export const CancelReasonServerRestart = "server_restart";
 /** CancelReasonOwnerLost: cluster mode; the node running the turn's delegation tree died or lost the tree's lease mid-turn, and the node that took the tree over ended the turn (phase interrupted). */
 export const CancelReasonOwnerLost = "owner_lost";
 export const CancelPhaseInterrupted = "interrupted";
+/** CancelPhaseLLM: the model was streaming. */
+export const CancelPhaseLLM = "llm";
+/** CancelPhaseSeam: the model had finished asking for tools and none had started. */
+export const CancelPhaseSeam = "seam";
+/** CancelPhaseApproval: calls of the round were waiting for a user's approval and none had started; the requests were denied (reason cancelled) before the calls failed. */
+export const CancelPhaseApproval = "approval";
+/** CancelPhaseTools: tools were running. */
+export const CancelPhaseTools = "tools";
+/** CancelPhaseBetweenCalls: between model calls (or as the turn was ending). */
+export const CancelPhaseBetweenCalls = "between_calls";
 export const MaxClientFrame = 1048576;
 export const MaxNonce = 128;
 export const MaxReason = 200;
@@ -178,6 +216,40 @@ export const ReasonStorageFailure = { code: "storage_failure", message: "An even
 export const CodeNotClustered = "not_clustered";
 export const MaxClusterLeases = 1000;
 export const CodeClusterUnavailable = "cluster_unavailable";
+export const BlockCompaction = "compaction";
+/** EventContextCompacting: a compaction starts (summarising takes seconds). */
+export const EventContextCompacting = "context.compacting";
+/** EventContextCompacted: a compaction ended; its compaction message is committed with it (contract §9). */
+export const EventContextCompacted = "context.compacted";
+/** EventContextCompactionFailed: a compaction ended without changing anything (cancelled, nothing left to compact). */
+export const EventContextCompactionFailed = "context.compaction_failed";
+/** EventSessionBudgetChanged: PATCH /sessions/{id} changed the session's cost limits (payload SessionBudgetPatch: the fields changed). */
+export const EventSessionBudgetChanged = "session.budget_changed";
+/** CompactAuto: the next model call would have passed the window minus the reserve. */
+export const CompactAuto = "auto";
+/** CompactOverflow: the provider refused a call as too long for its context window; the call is retried once after the compaction. */
+export const CompactOverflow = "overflow";
+/** CompactManual: POST /sessions/{id}/compact. */
+export const CompactManual = "manual";
+/** CompactStub: old tool results were replaced by one-line stubs. */
+export const CompactStub = "stub";
+/** CompactSummary: the older part of the conversation was summarised by a model (old tool results stubbed too). */
+export const CompactSummary = "summary";
+/** CompactDrop: summarising failed; the older part was dropped from the model's view without a summary (the error says why). */
+export const CompactDrop = "drop";
+/** ClassContextOverflow: the conversation does not fit the model's context window (the provider said so, or metis could not compact it below the window). Also an llm.call_failed error_class. */
+export const ClassContextOverflow = "context_overflow";
+/** ClassNoProgress: nothing in the conversation could be compacted further (the recent turns that are always kept fill the window). */
+export const ClassNoProgress = "no_progress";
+/** ClassBudgetExceeded is turn.completed's error_class when the next model call would have passed the turn's or the session's cost limit; the payload's budget says which. */
+export const ClassBudgetExceeded = "budget_exceeded";
+/** max-calls: model calls per turn (error_class max_llm_calls) */
+export const BudgetCalls = "calls";
+/** max-turn-cost, USD */
+export const BudgetTurnCost = "turn_cost";
+/** max-session-cost, USD */
+export const BudgetSessionCost = "session_cost";
+export const TurnPhaseCompaction = "compaction";
 /** DelegateFailureCancelled: the planner's turn was cancelled, and the worker's turn with it. */
 export const DelegateFailureCancelled = "cancelled_by_user";
 /** DelegateFailureWorker: the worker could not run, or its turn ended other than completed. */
@@ -202,6 +274,10 @@ export const EventDelegateStarted = "delegate.started";
 export const EventDelegateCompleted = "delegate.completed";
 export const EventDelegateFailed = "delegate.failed";
 export const EventFeedbackSubmitted = "feedback.submitted";
+/** Permissions (contract §7, docs/permissions.md). */
+export const EventApprovalRequested = "approval.requested";
+export const EventApprovalResolved = "approval.resolved";
+export const EventSessionModeChanged = "session.mode_changed";
 export const EventBusHandlerWarning = "bus.handler_warning";
 export const EventBusSubscriberRegistered = "bus.subscriber_registered";
 export const EventBusSubscriberUnregistered = "bus.subscriber_unregistered";
@@ -280,6 +356,12 @@ export const CodeUnauthorized = "unauthorized";
 export const CodeInvalidAttachToken = "invalid_attach_token";
 /** CodeOwnerUnavailable answers (503), in cluster mode, a turn submission or cancel for a delegation tree that no node serves at the moment (its owner just stopped and its lease has not expired yet, or it is moving): the client may retry. */
 export const CodeOwnerUnavailable = "owner_unavailable";
+/** CodeInvalidMode answers (400) a mode that is not default, accept_edits, plan or auto (POST /sessions, PATCH /sessions/{id}). */
+export const CodeInvalidMode = "invalid_mode";
+/** CodeApprovalNotFound answers (404) an approval id the session (or, for a planner, its workers) never had. */
+export const CodeApprovalNotFound = "approval_not_found";
+/** CodeApprovalResolved answers (409) an approval already decided; the body's resolution (ApprovalConflict) is the one that won. */
+export const CodeApprovalResolved = "approval_resolved";
 export const CodeInvalidMCPServers = "invalid_mcp_servers";
 export const MCPTransportStdio = "stdio";
 /** streamable HTTP */
@@ -314,6 +396,20 @@ export const BlockText = "text";
 export const BlockThinking = "thinking";
 export const BlockToolUse = "tool_use";
 export const BlockToolResult = "tool_result";
+export const ModeDefault = "default";
+export const ModeAcceptEdits = "accept_edits";
+export const ModePlan = "plan";
+export const ModeAuto = "auto";
+export const DecisionAllow = "allow";
+export const DecisionDeny = "deny";
+/** ScopeOnce answers this request only; ScopeSession (with allow) also adds the request's session_rules to the session. */
+export const ScopeOnce = "once";
+export const ScopeSession = "session";
+/** ApprovalReasonUser: a client answered (or an answer's session rule covered the request); ApprovalReasonTimeout: nobody answered within --approval-timeout; ApprovalReasonCancelled: the turn was cancelled (or the server stopped or crashed) while it waited. */
+export const ApprovalReasonUser = "user";
+export const ApprovalReasonTimeout = "timeout";
+export const ApprovalReasonCancelled = "cancelled";
+export const MaxApprovalReason = 2000;
 /** an event id: replay what came after it */
 export const QuerySince = "since";
 /** true: a snapshot first */
@@ -339,17 +435,27 @@ export const CancelAlreadyEnded = "already_ended";
 // ---- Structures (by reflection over their json tags) ----
 
 /** A canonical content block (contract §4), by type. */
-export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock;
+export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | CompactionBlock;
 export interface TextBlock { type: "text"; text: string }
 /** signature is null except on a complete thinking block that has one. */
 export interface ThinkingBlock { type: "thinking"; thinking: string; signature: string | null }
 /** input is a JSON object. */
 export interface ToolUseBlock { type: "tool_use"; id: string; name: string; input: unknown }
 export interface ToolResultBlock { type: "tool_result"; tool_use_id: string; content: string; is_error: boolean }
+/** The marker where the model's view was compacted (docs/message-format.md, docs/context.md): the summary replaces, for the model, every message up to compacted_through; tool results up to stubbed_through are stubs. */
+export interface CompactionBlock { type: "compaction"; summary: string; compacted_through: string; stubbed_through: string; trigger: 'auto' | 'overflow' | 'manual' | (string & {}); method: 'stub' | 'summary' | 'drop' | (string & {}); tokens_before: number; tokens_after: number }
 /** A message's role. */
 export type Role = "user" | "assistant" | "tool";
 /** A stored message's status (spec §6.2.6). */
 export type MessageStatus = "complete" | "cancelled" | "failed";
+/** A session's permission mode (contract §7). */
+export type Mode = "default" | "accept_edits" | "plan" | "auto";
+/** An answer's decision. */
+export type Decision = "allow" | "deny";
+/** Why a request was decided: a client's answer, the timeout, or a cancel. */
+export type ApprovalReason = "user" | "timeout" | "cancelled";
+/** What a tool does (an open set: other strings may come). */
+export type ToolKind = 'read' | 'edit' | 'execute' | 'fetch' | 'delegate' | 'external' | (string & {});
 
 /** Usage of one model call, or a sum of calls. */
 export interface Usage {
@@ -387,6 +493,60 @@ export interface SessionSummary {
   created_at: string;
   title: string;
   last_activity_at: string;
+  context_tokens: number;
+  context_window: number;
+  max_turn_cost_usd: number;
+  max_session_cost_usd: number;
+  mode: Mode;
+  pending_approvals: PendingApproval[];
+  session_rules: string[];
+}
+
+/** A tool call waiting for an answer (the summary's pending_approvals; docs/permissions.md). */
+export interface PendingApproval {
+  approval_id: string;
+  tool_use_id: string;
+  tool_name: string;
+  input: unknown;
+  session_id: string;
+  turn_id?: string;
+  kind?: ToolKind;
+  targets?: string[];
+  reason?: string;
+  session_rules?: string[];
+  requested_at?: string;
+  expires_at?: string;
+}
+
+/** The body of POST /sessions/{id}/approvals/{approval_id}. */
+export interface ApprovalAnswer {
+  decision: Decision;
+  scope?: 'once' | 'session';
+  reason?: string;
+}
+
+/** How a request was decided: a 200 answer to POST .../approvals/{approval_id}, and a 409's resolution. */
+export interface ApprovalResolution {
+  approval_id: string;
+  tool_use_id: string;
+  session_id: string;
+  decision: Decision;
+  reason: ApprovalReason;
+  scope?: 'once' | 'session';
+  message?: string;
+  session_rules?: string[];
+  released_by?: string;
+}
+
+/** The body of a 409 approval_resolved: the error and the resolution that won. */
+export interface ApprovalConflict {
+  error: { code: string; message: string };
+  resolution: ApprovalResolution;
+}
+
+/** The body of PATCH /sessions/{id}. */
+export interface SessionPatch {
+  mode: Mode;
 }
 
 /** A subscription filter (spec §3.2); null lists mean every type / actor. */
@@ -536,6 +696,46 @@ export interface RawEnvelope {
   payload: unknown;
 }
 
+/** The limit a turn stopped at (turn.completed's budget; docs/context.md). */
+export interface TurnBudget {
+  kind: 'calls' | 'turn_cost' | 'session_cost' | (string & {});
+  limit: number;
+  spent: number;
+  next?: number;
+}
+
+/** The body of POST /sessions/{id}/compact (optional). */
+export interface CompactRequest {
+  instructions?: string;
+}
+
+/** The answer (202) of POST /sessions/{id}/compact. */
+export interface CompactAccepted {
+  compaction_id: string;
+}
+
+/** PATCH /sessions/{id}: a session's cost limits in USD (0: none). */
+export interface SessionBudgetPatch {
+  max_turn_cost_usd?: number | null;
+  max_session_cost_usd?: number | null;
+}
+
+/** An instruction file read into a system prompt. */
+export interface PromptSource {
+  path: string;
+  scope: 'workspace' | 'home';
+  bytes: number;
+  truncated?: boolean;
+}
+
+/** The answer of GET /sessions/{id}/system-prompt. */
+export interface SystemPrompt {
+  session_id: string;
+  text: string;
+  sha256: string;
+  sources: PromptSource[];
+}
+
 // ---- Event payloads (docs/event-catalog.md; checked against recorded traces) ----
 
 /** The payload of session.created. */
@@ -543,6 +743,7 @@ export interface SessionCreatedPayload {
   workspace_path: string;
   model: string;
   parent_session_id?: string | null;
+  mode?: Mode;
 }
 
 /** The payload of turn.started. */
@@ -558,12 +759,13 @@ export interface TurnCompletedPayload {
   usage?: Usage;
   llm_calls?: number;
   duration_ms?: number;
+  budget?: TurnBudget | null;
 }
 
 /** The payload of turn.cancelled. */
 export interface TurnCancelledPayload {
   reason: string;
-  phase?: 'llm' | 'seam' | 'tools' | 'between_calls' | 'interrupted';
+  phase?: 'llm' | 'seam' | 'tools' | 'between_calls' | 'approval' | 'interrupted' | 'compaction';
   partial_message_id?: string;
   cancelled_tool_use_ids?: string[];
   usage?: Usage;
@@ -588,7 +790,7 @@ export interface LlmCallStartedPayload {
   message_id: string;
   model: string;
   call_index: number;
-  request?: { messages: number; tools: string[] };
+  request?: { messages: number; tools: string[]; system_sha256?: string; max_tokens?: number; context_tokens?: number; context_window?: number };
 }
 
 /** The payload of llm.call_completed. */
@@ -598,6 +800,8 @@ export interface LlmCallCompletedPayload {
   stop_reason: string;
   usage: Usage;
   duration_ms?: number;
+  context_tokens?: number;
+  context_window?: number;
 }
 
 /** The payload of llm.call_failed. */
@@ -626,6 +830,9 @@ export interface ToolCompletedPayload {
   result: string;
   truncated?: boolean;
   duration_ms?: number;
+  paths?: string[];
+  diff?: string;
+  diff_truncated?: boolean;
   structured_content?: unknown;
   structured_content_bytes?: number;
   images?: ToolImage[];
@@ -669,6 +876,84 @@ export interface DelegateFailedPayload {
 export interface FeedbackSubmittedPayload {
   rating: string;
   comment?: string;
+}
+
+/** The payload of context.compacting. */
+export interface ContextCompactingPayload {
+  trigger: 'auto' | 'overflow' | 'manual' | (string & {});
+  compaction_id?: string;
+  tokens_before: number;
+  context_window: number;
+  model?: string;
+}
+
+/** The payload of context.compacted. */
+export interface ContextCompactedPayload {
+  tokens_before: number;
+  tokens_after: number;
+  trigger: 'auto' | 'overflow' | 'manual' | (string & {});
+  method: 'stub' | 'summary' | 'drop' | (string & {});
+  compaction_id?: string;
+  message_id: string;
+  message: Message;
+  messages_compacted: number;
+  messages_stubbed: number;
+  model?: string;
+  usage?: Usage;
+  duration_ms?: number;
+  error?: string;
+}
+
+/** The payload of context.compaction_failed. */
+export interface ContextCompactionFailedPayload {
+  trigger: 'auto' | 'overflow' | 'manual' | (string & {});
+  compaction_id?: string;
+  error_class: string;
+  message: string;
+  usage?: Usage;
+  duration_ms?: number;
+}
+
+/** The payload of session.budget_changed. */
+export interface SessionBudgetChangedPayload {
+  max_turn_cost_usd?: number | null;
+  max_session_cost_usd?: number | null;
+}
+
+/** The payload of approval.requested. */
+export interface ApprovalRequestedPayload {
+  approval_id: string;
+  tool_use_id: string;
+  tool_name: string;
+  input: unknown;
+  message_id?: string;
+  kind?: ToolKind;
+  targets?: string[];
+  reason?: string;
+  rule?: string;
+  mode?: Mode;
+  session_rules?: string[];
+  expires_at?: string;
+}
+
+/** The payload of approval.resolved. */
+export interface ApprovalResolvedPayload {
+  approval_id: string;
+  tool_use_id: string;
+  decision: Decision;
+  reason: ApprovalReason;
+  tool_name?: string;
+  scope?: 'once' | 'session';
+  message?: string;
+  session_rules?: string[];
+  released_by?: string;
+}
+
+/** The payload of session.mode_changed. */
+export interface SessionModeChangedPayload {
+  mode: Mode;
+  previous_mode: Mode;
+  planner_session_id?: string;
 }
 
 /** The payload of bus.handler_warning. */
@@ -760,6 +1045,13 @@ export interface PayloadMap {
   "delegate.completed": DelegateCompletedPayload;
   "delegate.failed": DelegateFailedPayload;
   "feedback.submitted": FeedbackSubmittedPayload;
+  "context.compacting": ContextCompactingPayload;
+  "context.compacted": ContextCompactedPayload;
+  "context.compaction_failed": ContextCompactionFailedPayload;
+  "session.budget_changed": SessionBudgetChangedPayload;
+  "approval.requested": ApprovalRequestedPayload;
+  "approval.resolved": ApprovalResolvedPayload;
+  "session.mode_changed": SessionModeChangedPayload;
   "bus.handler_warning": BusHandlerWarningPayload;
   "bus.subscriber_registered": BusSubscriberRegisteredPayload;
   "bus.subscriber_unregistered": BusSubscriberUnregisteredPayload;
