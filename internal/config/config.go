@@ -56,6 +56,7 @@ type Config struct {
 	LogLevel        string        // debug, info, warn, error
 
 	RoutingPoll      time.Duration // how often routing.yaml is checked for changes
+	MCPPoll          time.Duration // how often config.yaml's mcp_servers is checked for changes (internal/mcp reads it)
 	ModelIdleTimeout time.Duration // a provider stream silent this long fails with class timeout
 	MaxOutputTokens  int           // max_tokens of each model call
 	ThinkingBudget   int           // extended thinking tokens per call (0: off)
@@ -159,6 +160,7 @@ func Defaults() Config {
 		OverflowGrace:    300 * time.Millisecond,
 		ModelIdleTimeout: 90 * time.Second,
 		RoutingPoll:      time.Second,
+		MCPPoll:          time.Second,
 		MaxOutputTokens:  8192,
 		StreamRing:       4096,
 		StreamRingBytes:  64 << 20,
@@ -288,6 +290,7 @@ var fields = []field{
 	intField("stream-ring", "streaming events kept per session so a reconnecting client gets its deltas back", 0, func(c *Config) *int { return &c.StreamRing }),
 	intField("stream-ring-bytes", "bytes the streaming rings of all sessions may hold together; over it, idle sessions' oldest events go first (0: no cap)", 0, func(c *Config) *int { return &c.StreamRingBytes }),
 	durField("routing-poll", "how often <home>/routing.yaml is checked for changes", func(c *Config) *time.Duration { return &c.RoutingPoll }),
+	durField("mcp-poll", "how often <home>/config.yaml's mcp_servers is checked for changes (0: never reloaded)", func(c *Config) *time.Duration { return &c.MCPPoll }),
 	durField("model-idle-timeout", "fail a model call whose stream sends nothing for this long", func(c *Config) *time.Duration { return &c.ModelIdleTimeout }),
 	intField("max-output-tokens", "max_tokens of each model call", 1, func(c *Config) *int { return &c.MaxOutputTokens }),
 	intField("thinking-budget", "extended thinking tokens per model call where the model supports it (0: off)", 0, func(c *Config) *int { return &c.ThinkingBudget }),
@@ -519,6 +522,12 @@ func (c *Config) loadFile(path string) error {
 			if err := checkPrices(c.Prices); err != nil {
 				return fmt.Errorf("config %s: prices: %w", path, err)
 			}
+			continue
+		}
+		if name == "mcp-servers" {
+			// MCP servers (docs/mcp.md) are read, checked and reloaded by
+			// internal/mcp, which reports a bad entry by name without
+			// refusing the start.
 			continue
 		}
 		if name == "permissions" {

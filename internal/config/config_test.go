@@ -171,7 +171,7 @@ func TestFlagsOverrideFile(t *testing.T) {
 		"--edit-tools=both", "--web-fetch-allow-private=true",
 		"--max-calls=23", "--max-turn-cost=2.5", "--max-session-cost=0", "--auto-compact=false", "--compaction-model=builtin:demo",
 		"--prompt-cache=false", "--system-prompt=be brief", "--system-prompt-file=/p", "--max-instruction-bytes=24",
-		"--default-mode=plan", "--approval-timeout=23s"})
+		"--default-mode=plan", "--approval-timeout=23s", "--mcp-poll=23s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestFlagsOverrideFile(t *testing.T) {
 		ClientQueueBytes: 19, Socket: "/s", OverflowGrace: 20 * time.Millisecond, LeaseTTL: 21 * time.Second,
 		StreamingTTL: 22 * time.Second, EditTools: tool.EditToolsBoth, WebFetchAllowPrivate: true, DefaultMode: "plan", ApprovalTimeout: 23 * time.Second,
 		LongSession: LongSession{MaxCalls: 23, MaxTurnCost: 2.5, CompactionModel: "builtin:demo", SystemPrompt: "be brief",
-			SystemPromptFile: "/p", MaxInstructionBytes: 24}}
+			SystemPromptFile: "/p", MaxInstructionBytes: 24}, MCPPoll: 23 * time.Second}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("\n got %+v\nwant %+v", c, want)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/metis-agent/metis/internal/delegate"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
+	"github.com/metis-agent/metis/internal/mcp"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/model"
@@ -53,6 +54,7 @@ type Server struct {
 	Sessions *session.Manager
 	Models   *model.Registry
 	Tools    *tool.Registry
+	MCP      *mcp.Manager // MCP servers and their tools (mcp.go)
 	Loop     *agent.Loop
 	// Permissions is the tool-call policy (docs/permissions.md): the
 	// rules of config.yaml and the sandbox's state.
@@ -193,12 +195,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	// unless a rule allows them (test harnesses may set the state).
 	s.Permissions = permission.NewPolicy(cfg.Permissions)
 	s.Permissions.SetSandbox(policySandbox(cfg.ShellSandbox, s.Sandbox)) // sandbox.go
+	s.MCP = newMCP(cfg, st, log)                                         // mcp.go
 	var mgr *session.Manager
 	limits := price.NewLimits(cfg.Models)
 	lcfg := longSessionConfig(cfg, limits) // windows.go
 	lcfg.Models, lcfg.Tools, lcfg.Prices, lcfg.Logger = s.Models, s.Tools, prices, log
 	lcfg.MaxTokens, lcfg.ThinkingBudget = cfg.MaxOutputTokens, cfg.ThinkingBudget
 	lcfg.ApprovalTimeout = cfg.ApprovalTimeout
+	lcfg.ToolSource = s.MCP
 	lcfg.History = agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 		return mgr.Conversation(ctx, id)
 	})
@@ -231,6 +235,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.API.Route("/sessions/{id}/events", map[string]http.HandlerFunc{"GET": s.SSE.ServeHTTP})
 	s.API.Route("/metrics", map[string]http.HandlerFunc{"GET": s.Metrics.Handler().ServeHTTP})
 	s.API.Route("/cluster", map[string]http.HandlerFunc{"GET": s.serveClusterStatus}) // cluster_status.go
+	s.API.MountMCP(s.MCP)
 	// The dashboard answers "/" and its assets; every other path is the
 	// API's. Everything on this chain passes the guard and then the token
 	// check (when the token is required).
@@ -247,7 +252,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
-	s.bg.Add(4)
+	s.bg.Add(5)
 	go func() {
 		defer s.bg.Done()
 		sandbox.WatchEscaped(bgctx)
@@ -258,6 +263,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	go func() {
 		defer s.bg.Done()
 		router.Watch(bgctx, cfg.RoutingPoll)
+	}()
+	go func() {
+		defer s.bg.Done()
+		s.MCP.Watch(bgctx, cfg.MCPPoll)
 	}()
 	return s, nil
 }
@@ -326,6 +335,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			s.cluster.stopFailover() // take no tree over while stopping
 		}
 		step("sessions", func() error { return s.Sessions.Shutdown(ctx) })
+		// No turn runs now: stop the MCP servers, each process group.
+		step("mcp servers", func() error { return s.MCP.Close(ctx) })
 		// Every event of the cancelled turns reaches the clients' queues,
 		// then each connection flushes its queue and closes with 1001.
 		step("bus flush", func() error { return s.Bus.Flush(ctx) })
