@@ -24,8 +24,9 @@ var coreRules = []string{
 	"internal/cost",
 	"internal/delegate",
 	"internal/event",
-	"internal/cluster", // scale-out: the JetStream log, leases, projection
-	"internal/feed",    // the transport-neutral subscription core
+	"internal/cluster",     // scale-out: the JetStream log, leases, projection
+	"internal/clusternode", // scale-out: a node's runtime (ownership, failover, routing, status)
+	"internal/feed",        // the transport-neutral subscription core
 	"internal/hub",
 	"internal/message",
 	"internal/metrics",

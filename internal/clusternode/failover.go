@@ -1,4 +1,4 @@
-package server
+package clusternode
 
 import (
 	"context"
@@ -69,9 +69,12 @@ const (
 	scanTimeout = 2 * time.Minute
 )
 
-// startFailover starts watching the lease bucket and the failover loop,
-// whose first step is the startup scan of the trees with open turns.
-func (cn *clusterNode) startFailover(ctx context.Context) error {
+// Recover starts watching the lease bucket and the failover loop,
+// whose first step is the startup scan of the trees with open turns:
+// crash recovery in cluster mode, where an open turn may belong to a
+// tree another node runs (the node ends only the turns of the trees it
+// takes over).
+func (cn *Node) Recover(ctx context.Context) error {
 	w, err := cn.leases.Watch(cn.fo.ctx)
 	if err != nil {
 		return err
@@ -82,11 +85,12 @@ func (cn *clusterNode) startFailover(ctx context.Context) error {
 	return nil
 }
 
-// stopFailover stops the watcher and the loop; close waits for them.
-func (cn *clusterNode) stopFailover() { cn.fo.cancel() }
+// StopFailover stops the watcher and the loop (the node takes no tree
+// over from then on); Close waits for them.
+func (cn *Node) StopFailover() { cn.fo.cancel() }
 
 // watchLeases offers every tree whose lease disappears to the loop.
-func (cn *clusterNode) watchLeases(w *cluster.LeaseWatcher) {
+func (cn *Node) watchLeases(w *cluster.LeaseWatcher) {
 	defer cn.fo.wg.Done()
 	defer func() {
 		if err := w.Stop(); err != nil && cn.fo.ctx.Err() == nil {
@@ -109,7 +113,7 @@ func (cn *clusterNode) watchLeases(w *cluster.LeaseWatcher) {
 }
 
 // offer queues a tree for the failover loop to look at.
-func (cn *clusterNode) offer(tree string) {
+func (cn *Node) offer(tree string) {
 	cn.fo.mu.Lock()
 	cn.fo.pending[tree] = true
 	cn.fo.mu.Unlock()
@@ -120,7 +124,7 @@ func (cn *clusterNode) offer(tree string) {
 }
 
 // failoverLoop runs the startup scan, then looks at each offered tree.
-func (cn *clusterNode) failoverLoop() {
+func (cn *Node) failoverLoop() {
 	defer cn.fo.wg.Done()
 	cn.scanOpenTrees()
 	for {
@@ -146,7 +150,7 @@ func (cn *clusterNode) failoverLoop() {
 // projection, once it caught up with the log: crash recovery in cluster
 // mode (the node takes, and ends the turns of, only the trees whose
 // leases are free).
-func (cn *clusterNode) scanOpenTrees() {
+func (cn *Node) scanOpenTrees() {
 	ctx, cancel := context.WithTimeout(cn.fo.ctx, scanTimeout)
 	defer cancel()
 	last, err := cn.log.LastSeq(ctx)
@@ -170,7 +174,7 @@ func (cn *clusterNode) scanOpenTrees() {
 
 // consider takes a tree whose lease is free if the node has a reason
 // to: a turn of it left open, or clients of it here.
-func (cn *clusterNode) consider(tree string) {
+func (cn *Node) consider(tree string) {
 	if cn.owns(tree) {
 		return
 	}
@@ -217,10 +221,17 @@ func (cn *clusterNode) consider(tree string) {
 }
 
 // hasClients reports whether this node follows tree for clients.
-func (cn *clusterNode) hasClients(tree string) bool {
+func (cn *Node) hasClients(tree string) bool {
 	cn.attachMu.Lock()
 	defer cn.attachMu.Unlock()
 	return cn.attached[tree] != nil
+}
+
+// Take takes a tree nobody answers for (a routed request found no
+// owner) as failover does: see take.
+func (cn *Node) Take(ctx context.Context, tree string) error {
+	_, err := cn.take(ctx, tree)
+	return err
 }
 
 // take is a deliberate take of a tree (a routed request nobody
@@ -228,7 +239,7 @@ func (cn *clusterNode) hasClients(tree string) bool {
 // this call took it, ends every turn of the tree left open by its
 // previous owner before it answers the tree's routed requests (a turn
 // submitted from another node cannot start before they ended).
-func (cn *clusterNode) take(ctx context.Context, tree string) (*cluster.Owner, error) {
+func (cn *Node) take(ctx context.Context, tree string) (*cluster.Owner, error) {
 	o, took, err := cn.acquireServing(ctx, tree, false)
 	if err != nil || !took {
 		return o, err
@@ -248,7 +259,7 @@ func (cn *clusterNode) take(ctx context.Context, tree string) (*cluster.Owner, e
 
 // serve starts answering the routed requests of a tree this node owns
 // (acquireServing without serve). A tree lost meanwhile is not served.
-func (cn *clusterNode) serve(tree string, o *cluster.Owner) error {
+func (cn *Node) serve(tree string, o *cluster.Owner) error {
 	sv, err := cn.router.Serve(o.Context(), tree, cn)
 	if err != nil {
 		return fmt.Errorf("cluster: serve %s: %w", tree, err)
@@ -267,7 +278,7 @@ func (cn *clusterNode) serve(tree string, o *cluster.Owner) error {
 }
 
 // stopServing stops answering a tree's routed requests.
-func (cn *clusterNode) stopServing(ot *ownedTree) {
+func (cn *Node) stopServing(ot *ownedTree) {
 	cn.mu.Lock()
 	sv := ot.serving
 	cn.mu.Unlock()
@@ -280,7 +291,7 @@ func (cn *clusterNode) stopServing(ot *ownedTree) {
 // events are published by. A tree this node lost is not taken again
 // implicitly (the events of its cancelled turns must not reach the log):
 // only a deliberate take (take) does that.
-func (cn *clusterNode) storeOwner(ctx context.Context, tree string) (*cluster.Owner, error) {
+func (cn *Node) storeOwner(ctx context.Context, tree string) (*cluster.Owner, error) {
 	if o := cn.liveOwner(tree); o != nil {
 		return o, nil
 	}
@@ -297,13 +308,13 @@ func (cn *clusterNode) storeOwner(ctx context.Context, tree string) (*cluster.Ow
 // acquire returns this node's owner of tree, taking the tree if the node
 // does not own it, and answering its routed requests; took tells
 // whether this call took it.
-func (cn *clusterNode) acquire(ctx context.Context, tree string) (_ *cluster.Owner, took bool, _ error) {
+func (cn *Node) acquire(ctx context.Context, tree string) (_ *cluster.Owner, took bool, _ error) {
 	return cn.acquireServing(ctx, tree, true)
 }
 
 // acquireServing is acquire; a tree it takes answers its routed
 // requests at once if serve, else once serve is called.
-func (cn *clusterNode) acquireServing(ctx context.Context, tree string, serve bool) (_ *cluster.Owner, took bool, _ error) {
+func (cn *Node) acquireServing(ctx context.Context, tree string, serve bool) (_ *cluster.Owner, took bool, _ error) {
 	if o := cn.liveOwner(tree); o != nil {
 		return o, false, nil
 	}
@@ -346,7 +357,7 @@ func (cn *clusterNode) acquireServing(ctx context.Context, tree string, serve bo
 // settleLoss waits until the end of this node's previous ownership of
 // tree, if any, was handled (onLost), and forgets that the node lost
 // it: the caller takes it deliberately.
-func (cn *clusterNode) settleLoss(ctx context.Context, tree string) error {
+func (cn *Node) settleLoss(ctx context.Context, tree string) error {
 	cn.mu.Lock()
 	prev := cn.owners[tree]
 	cn.mu.Unlock()
@@ -374,7 +385,7 @@ func (cn *clusterNode) settleLoss(ctx context.Context, tree string) error {
 // bus's id sequencer and seam move past it. A tree the log has no
 // event of yet (its session.created is being published) needs none of
 // it.
-func (cn *clusterNode) handOver(ctx context.Context, o *cluster.Owner) error {
+func (cn *Node) handOver(ctx context.Context, o *cluster.Owner) error {
 	tree := o.Tree()
 	if err := cn.proj.WaitApplied(ctx, o.LastCatalogSeq()); err != nil {
 		return fmt.Errorf("cluster: take %s: %w", tree, err)
@@ -404,7 +415,7 @@ func (cn *clusterNode) handOver(ctx context.Context, o *cluster.Owner) error {
 // in flight here are cancelled (none of their later events can commit:
 // the tree's new owner ends them in the log), and the tree is offered
 // to failover, in case its lease is free and nobody takes it.
-func (cn *clusterNode) onLost(tree string, ot *ownedTree) {
+func (cn *Node) onLost(tree string, ot *ownedTree) {
 	defer close(ot.handled)
 	cause := context.Cause(ot.owner.Context())
 	if errors.Is(cause, cluster.ErrLeaseReleased) {
