@@ -8,20 +8,15 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/protocol"
 )
 
-// The cluster front's handlers besides submit, cancel and streams
-// (cluster.go): turn feedback routed to the tree's owner, and the
-// reads that first let the projection catch up with the log, so that a
-// client reads its own writes on any node.
+// The cluster front's reads (besides streams, cluster.go): they first
+// let the projection catch up with the log, so that a client reads its
+// own writes on any node.
 
-// clusterRoutes registers them on ClusterFront's mux.
-func clusterRoutes(cn Cluster, mux *http.ServeMux, next http.Handler) {
-	mux.HandleFunc("POST /sessions/{id}/turns/{turn_id}/feedback", func(w http.ResponseWriter, r *http.Request) {
-		routedFeedback(cn, w, r, next)
-	})
+// clusterReads registers them on ClusterFront's mux.
+func clusterReads(cn Cluster, mux *http.ServeMux, next http.Handler) {
 	mux.HandleFunc("GET /sessions", func(w http.ResponseWriter, r *http.Request) {
 		cn.CatchUp(r.Context(), "")
 		next.ServeHTTP(w, r)
@@ -36,36 +31,6 @@ func clusterRoutes(cn Cluster, mux *http.ServeMux, next http.Handler) {
 	}
 	mux.HandleFunc("GET /sessions/{id}", caughtUp)
 	mux.HandleFunc("GET /sessions/{id}/messages", caughtUp)
-}
-
-// routedFeedback answers a turn's feedback for a tree owned elsewhere
-// by forwarding it to the owner; a tree nobody owns is taken by this
-// node, which answers it itself. The body is decoded as the API
-// decodes it, and the owner's answer (the event id, or its error) is
-// given as its API would give it.
-func routedFeedback(cn Cluster, w http.ResponseWriter, r *http.Request, next http.Handler) {
-	tree := cn.RemoteTree(r.Context(), r.PathValue("id"))
-	if tree == "" {
-		next.ServeHTTP(w, r)
-		return
-	}
-	body, ok := readRouted(w, r)
-	if !ok {
-		return
-	}
-	var req struct {
-		Rating  string `json:"rating"`
-		Comment string `json:"comment"`
-	}
-	if !decode(w, r, &req, false) {
-		return
-	}
-	rep, err := cn.Router().Feedback(r.Context(), tree, cluster.FeedbackRequest{SessionID: r.PathValue("id"),
-		TurnID: r.PathValue("turn_id"), Rating: req.Rating, Comment: req.Comment})
-	if forwardFailed(cn, w, r, next, tree, body, err) {
-		return
-	}
-	WriteJSON(w, http.StatusCreated, map[string]string{"event_id": rep.EventID})
 }
 
 // readRouted reads the body of a request to forward (at most

@@ -152,7 +152,10 @@ func (ls *Leases) Acquire(ctx context.Context, tree string) (*Lease, error) {
 	sent := time.Now()
 	rev, err := ls.kv.Create(ctx, tree, val)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		// Another node created the key first. A replicated bucket may
+		// say so with the stream's own code for a create that lost the
+		// race (wrong last sequence) rather than "key exists".
+		if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err) {
 			holder, _, _ := ls.Holder(ctx, tree)
 			return nil, fmt.Errorf("%w: tree %s, holder %q", ErrLeaseHeld, tree, holder)
 		}
@@ -175,6 +178,15 @@ func (l *Lease) Revision() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.rev
+}
+
+// Fresh reports whether the lease's last confirmed renewal (a write the
+// bucket stored) was sent less than half its TTL ago, on this
+// process's monotonic clock: no other node can have taken it since.
+func (l *Lease) Fresh() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Since(l.renewed) < l.ls.cfg.TTL/2
 }
 
 // Lose gives the lease up without deleting it (the holder found out it

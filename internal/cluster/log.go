@@ -194,6 +194,10 @@ const asyncAckTimeout = 30 * time.Second
 // events). It blocks only while too many acknowledgements are
 // outstanding (4,000), and fails if that lasts.
 func (l *Log) PublishStreamingAsync(tree string, ev *event.Event) error {
+	return l.publishStreamingAsync(tree, ev, nil)
+}
+
+func (l *Log) publishStreamingAsync(tree string, ev *event.Event, h nats.Header) error {
 	if event.FamilyOf(ev.Type) != event.Streaming {
 		return fmt.Errorf("cluster: publish %s: not a streaming event", ev)
 	}
@@ -202,6 +206,7 @@ func (l *Log) PublishStreamingAsync(tree string, ev *event.Event) error {
 	}
 	_, err := l.js.PublishMsgAsync(&nats.Msg{
 		Subject: Subject(tree, ev.SessionID, event.Streaming),
+		Header:  h,
 		Data:    ev.JSON(),
 	}, jetstream.WithMsgID(ev.ID), jetstream.WithMsgTTL(l.cfg.StreamingTTL), jetstream.WithExpectStream(l.cfg.Stream),
 		jetstream.WithRetryAttempts(0))
@@ -215,10 +220,10 @@ func (l *Log) PublishStreamingAsync(tree string, ev *event.Event) error {
 // its group, unfenced. Owners publish through their Fence instead; this
 // is for tools and tests that write a tree nobody owns.
 func (l *Log) PublishCatalog(ctx context.Context, tree string, ev *event.Event, ops []store.Op) (Published, error) {
-	return l.publishCatalog(ctx, tree, ev, ops)
+	return l.publishCatalog(ctx, tree, ev, ops, nil)
 }
 
-func (l *Log) publishCatalog(ctx context.Context, tree string, ev *event.Event, ops []store.Op, opts ...jetstream.PublishOpt) (Published, error) {
+func (l *Log) publishCatalog(ctx context.Context, tree string, ev *event.Event, ops []store.Op, h nats.Header, opts ...jetstream.PublishOpt) (Published, error) {
 	if event.FamilyOf(ev.Type) != event.Catalog {
 		return Published{}, fmt.Errorf("cluster: publish %s: not a catalog event", ev)
 	}
@@ -230,7 +235,7 @@ func (l *Log) publishCatalog(ctx context.Context, tree string, ev *event.Event, 
 		return Published{}, err
 	}
 	opts = append(opts, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(l.cfg.Stream))
-	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: Subject(tree, ev.SessionID, event.Catalog), Data: body}, opts...)
+	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: Subject(tree, ev.SessionID, event.Catalog), Header: h, Data: body}, opts...)
 	if err != nil {
 		return Published{}, fmt.Errorf("cluster: publish %s: %w", ev, err)
 	}

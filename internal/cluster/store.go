@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/store"
 )
@@ -47,6 +48,8 @@ type Store struct {
 	roots  map[string]string // session -> tree, learned from the groups and the store
 	closed bool
 	wg     sync.WaitGroup
+
+	unsent atomic.Uint64 // streaming events not sent (Unsent)
 }
 
 type group struct {
@@ -77,8 +80,8 @@ func NewStore(local LocalStore, proj *Projection, owner OwnerFunc) *Store {
 	return &Store{local: local, proj: proj, owner: owner, logger: slog.Default(), trees: map[string]*publisher{}, roots: map[string]string{}}
 }
 
-// SetLogger sets the logger of unpublished streaming events (default
-// slog.Default()). Call it before the first Submit.
+// SetLogger sets the store's logger (default slog.Default()). Call it
+// before the first Submit.
 func (s *Store) SetLogger(l *slog.Logger) {
 	if l != nil {
 		s.logger = l
@@ -122,15 +125,14 @@ func (s *Store) Submit(ops []store.Op, done func(error)) {
 // AppendStreaming queues a streaming event (it implements
 // bus.StreamingStore): the tree's owner publishes it in order with the
 // tree's catalog groups, so every node's feed hands the tree's events
-// to its clients in id order. A streaming event that cannot be
-// published (the node lost the tree, the log is unreachable) is logged
-// and dropped: for a reader it is a gap, the streaming_gap case.
-func (s *Store) AppendStreaming(ev *event.Event) {
-	done := func(err error) {
-		if err != nil {
-			s.logger.Warn("cluster: streaming event not published", "event", ev.ID, "err", err)
-		}
-	}
+// to its clients in id order, and done says when this node may deliver
+// it to its own clients: once it was sent, by an owner that confirmed
+// its lease (Owner.Confirm) before and after. A streaming event that
+// cannot be published (the node lost the tree, the log is unreachable)
+// is dropped (done gets the error; the bus never delivers it); one the
+// stream refuses after it was sent is a gap for other nodes' readers,
+// which tell their clients (epoch.go).
+func (s *Store) AppendStreaming(ev *event.Event, done func(error)) {
 	tree, err := s.treeOf(context.Background(), ev.SessionID, nil)
 	if err != nil {
 		done(err)
@@ -284,6 +286,19 @@ func (s *Store) publish(tree string, g group) error {
 	if g.barrier {
 		return nil
 	}
+	err := s.publishGroup(tree, g)
+	if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrFenced) || errors.Is(err, ErrLeaseReleased) {
+		// The tree is written elsewhere now: the bus drops the event
+		// quietly and an agent loop stops as at shutdown.
+		err = fmt.Errorf("%w: %w", bus.ErrMoved, err)
+	}
+	if err != nil && g.streaming {
+		s.unsent.Add(1)
+	}
+	return err
+}
+
+func (s *Store) publishGroup(tree string, g group) error {
 	actx, cancel := context.WithTimeout(context.Background(), ownTimeout)
 	o, err := s.owner(actx, tree)
 	cancel()
@@ -293,8 +308,21 @@ func (s *Store) publish(tree string, g group) error {
 	ctx := o.Context()
 	if g.streaming {
 		// Sent in order with the tree's catalog publishes, not waited
-		// for: the log's logger reports one the stream refused.
-		return o.PublishStreamingAsync(g.ev)
+		// for (the log counts and reports one the stream refuses). A
+		// node that may have been deposed without knowing it (paused
+		// past its lease, cut off) confirms its lease before it sends
+		// and, since it may have been paused in between, again before
+		// its own clients get the event.
+		if err := o.Confirm(ctx); err != nil {
+			return fmt.Errorf("cluster: publish %s: %w", g.ev.ID, err)
+		}
+		if err := o.PublishStreamingAsync(g.ev); err != nil {
+			return err
+		}
+		if err := o.Confirm(ctx); err != nil {
+			return fmt.Errorf("cluster: deliver %s: %w", g.ev.ID, err)
+		}
+		return nil
 	}
 	p, err := o.PublishCatalog(ctx, g.ev, g.ops)
 	if err != nil {
@@ -305,6 +333,11 @@ func (s *Store) publish(tree string, g group) error {
 	}
 	return nil
 }
+
+// Unsent counts the streaming events this node never sent to the log
+// (and never delivered): it had lost the tree, or could not confirm its
+// lease, or the publish failed before it was sent.
+func (s *Store) Unsent() uint64 { return s.unsent.Load() }
 
 // Close stops taking groups, publishes those queued and waits for the
 // per-tree goroutines.

@@ -105,6 +105,7 @@ func (cn *Node) watchLeases(w *cluster.LeaseWatcher) {
 			}
 			return
 		}
+		cn.leaseChanged(c.Tree, c.Holder)
 		if c.Holder == "" {
 			cn.logger.Debug("cluster: lease gone", "tree", c.Tree, "node", cn.name)
 			cn.offer(c.Tree)
@@ -210,11 +211,13 @@ func (cn *Node) consider(tree string) {
 	}
 	start := time.Now()
 	if _, err := cn.take(ctx, tree); err != nil {
-		if errors.Is(err, cluster.ErrLeaseHeld) {
+		if errors.Is(err, cluster.ErrLeaseHeld) || errors.Is(err, cluster.ErrFenced) {
+			// Lost the race: another node took the lease (or wrote its
+			// marker) first.
 			cn.logger.Debug("cluster: failover: another node took the tree first", "tree", tree, "node", cn.name)
 			return
 		}
-		cn.logger.Error("cluster: failover: take tree", "tree", tree, "node", cn.name, "err", err)
+		cn.logger.Warn("cluster: failover: could not take the tree", "tree", tree, "node", cn.name, "err", err)
 		return
 	}
 	cn.logger.Info("cluster: took over tree", "tree", tree, "node", cn.name, "took", time.Since(start))
@@ -228,53 +231,53 @@ func (cn *Node) hasClients(tree string) bool {
 }
 
 // Take takes a tree nobody answers for (a routed request found no
-// owner) as failover does: see take.
+// owner) as failover does (see take), and returns once it answers the
+// tree's requests. If this node owns the tree already, or is taking it,
+// it waits until it does.
 func (cn *Node) Take(ctx context.Context, tree string) error {
 	_, err := cn.take(ctx, tree)
-	return err
+	if err != nil {
+		return err
+	}
+	cn.mu.Lock()
+	ot := cn.owners[tree]
+	cn.mu.Unlock()
+	if ot == nil {
+		return fmt.Errorf("%w: tree %s: lost again at once", cluster.ErrLeaseLost, tree)
+	}
+	select {
+	case <-ot.ready:
+		return nil
+	case <-ot.owner.Context().Done():
+		return fmt.Errorf("cluster: take %s: %w", tree, context.Cause(ot.owner.Context()))
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: take %s: %w", tree, context.Cause(ctx))
+	}
 }
 
 // take is a deliberate take of a tree (a routed request nobody
 // answered, a failover): it acquires the tree as ownerOf does and, if
 // this call took it, ends every turn of the tree left open by its
 // previous owner before it answers the tree's routed requests (a turn
-// submitted from another node cannot start before they ended).
+// submitted from another node cannot start before they ended: the
+// requests that come meanwhile wait).
 func (cn *Node) take(ctx context.Context, tree string) (*cluster.Owner, error) {
-	o, took, err := cn.acquireServing(ctx, tree, false)
+	ot, took, err := cn.acquireServing(ctx, tree, false)
 	if err != nil || !took {
-		return o, err
+		if ot == nil {
+			return nil, err
+		}
+		return ot.owner, err
 	}
+	defer close(ot.ready)
 	ended, rerr := cn.sessions.RecoverTree(ctx, tree)
 	if len(ended) > 0 {
 		cn.logger.Warn("cluster: ended the turns the tree's previous owner left open", "tree", tree, "node", cn.name, "turns", ended)
 	}
-	if err := cn.serve(tree, o); err != nil {
-		return o, errors.Join(rerr, err)
-	}
 	if rerr != nil {
-		return o, fmt.Errorf("cluster: take %s: %w", tree, rerr)
+		return ot.owner, fmt.Errorf("cluster: take %s: %w", tree, rerr)
 	}
-	return o, nil
-}
-
-// serve starts answering the routed requests of a tree this node owns
-// (acquireServing without serve). A tree lost meanwhile is not served.
-func (cn *Node) serve(tree string, o *cluster.Owner) error {
-	sv, err := cn.router.Serve(o.Context(), tree, cn)
-	if err != nil {
-		return fmt.Errorf("cluster: serve %s: %w", tree, err)
-	}
-	cn.mu.Lock()
-	ot := cn.owners[tree]
-	if ot != nil && ot.owner == o && ot.serving == nil {
-		ot.serving = sv
-		sv = nil
-	}
-	cn.mu.Unlock()
-	if sv != nil { // lost (or released) before it was served
-		sv.Stop()
-	}
-	return nil
+	return ot.owner, nil
 }
 
 // stopServing stops answering a tree's routed requests.
@@ -309,19 +312,25 @@ func (cn *Node) storeOwner(ctx context.Context, tree string) (*cluster.Owner, er
 // does not own it, and answering its routed requests; took tells
 // whether this call took it.
 func (cn *Node) acquire(ctx context.Context, tree string) (_ *cluster.Owner, took bool, _ error) {
-	return cn.acquireServing(ctx, tree, true)
+	ot, took, err := cn.acquireServing(ctx, tree, true)
+	if ot == nil {
+		return nil, took, err
+	}
+	return ot.owner, took, err
 }
 
-// acquireServing is acquire; a tree it takes answers its routed
-// requests at once if serve, else once serve is called.
-func (cn *Node) acquireServing(ctx context.Context, tree string, serve bool) (_ *cluster.Owner, took bool, _ error) {
-	if o := cn.liveOwner(tree); o != nil {
-		return o, false, nil
+// acquireServing is acquire. The tree's routed requests reach this node
+// from the moment it holds the lease (so none goes to a previous owner
+// that no longer answers); they are answered once the tree is ready:
+// at once if ready, else when the caller closes the tree's ready.
+func (cn *Node) acquireServing(ctx context.Context, tree string, ready bool) (_ *ownedTree, took bool, _ error) {
+	if ot := cn.liveTree(tree); ot != nil {
+		return ot, false, nil
 	}
 	cn.takeMu.Lock()
 	defer cn.takeMu.Unlock()
-	if o := cn.liveOwner(tree); o != nil {
-		return o, false, nil
+	if ot := cn.liveTree(tree); ot != nil {
+		return ot, false, nil
 	}
 	if err := cn.settleLoss(ctx, tree); err != nil {
 		return nil, false, err
@@ -330,16 +339,17 @@ func (cn *Node) acquireServing(ctx context.Context, tree string, serve bool) (_ 
 	if err != nil {
 		return nil, false, err
 	}
-	if err := cn.handOver(ctx, o); err != nil {
+	ot := &ownedTree{owner: o, handled: make(chan struct{}), ready: make(chan struct{})}
+	if ot.serving, err = cn.router.Serve(o.Context(), tree, cn.gated(ot)); err != nil {
 		return nil, false, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
 	}
-	var sv *cluster.Serving
-	if serve {
-		if sv, err = cn.router.Serve(o.Context(), tree, cn); err != nil {
-			return nil, false, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
-		}
+	if err := cn.handOver(ctx, o); err != nil {
+		ot.serving.Stop()
+		return nil, false, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
 	}
-	ot := &ownedTree{owner: o, serving: sv, handled: make(chan struct{})}
+	if ready {
+		close(ot.ready)
+	}
 	cn.mu.Lock()
 	cn.owners[tree] = ot
 	cn.mu.Unlock()
@@ -351,7 +361,7 @@ func (cn *Node) acquireServing(ctx context.Context, tree string, serve bool) (_ 
 		cn.onLost(tree, ot)
 	}()
 	cn.logger.Info("cluster: took tree", "tree", tree, "node", cn.name)
-	return o, true, nil
+	return ot, true, nil
 }
 
 // settleLoss waits until the end of this node's previous ownership of
@@ -399,6 +409,7 @@ func (cn *Node) handOver(ctx context.Context, o *cluster.Owner) error {
 	if err != nil {
 		return err
 	}
+	o.Follow(tail.ID) // the first event this node publishes names it as its previous
 	if cn.feeds != nil {
 		if err := cn.feeds.WaitDelivered(ctx, tree, tail.Seq); err != nil {
 			return err

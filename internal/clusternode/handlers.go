@@ -106,7 +106,8 @@ func (c Canceller) Cancel(ctx context.Context, sessionID, turnID, reason string)
 	if err != nil || c.cn.owns(tree) {
 		return c.local.Cancel(ctx, sessionID, turnID, reason)
 	}
-	rep, err := c.cn.router.Cancel(ctx, tree, cluster.CancelRequest{SessionID: sessionID, TurnID: turnID, Reason: reason})
+	var rep cluster.CancelReply
+	err = c.cn.Forward(ctx, tree, cluster.KindCancel.Verb, cluster.CancelRequest{SessionID: sessionID, TurnID: turnID, Reason: reason}, &rep)
 	if err != nil {
 		return "", err
 	}

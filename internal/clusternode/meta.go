@@ -188,7 +188,8 @@ func (cn *Node) sendMeta(ctx context.Context, job metaJob) (string, error) {
 		return metrics.MetaFailed, err
 	}
 	if !cn.owns(tree) {
-		_, err := cn.router.Meta(rctx, tree, cluster.MetaRequest{SessionID: job.sessionID, Type: string(job.typ), Payload: payload})
+		var rep cluster.MetaReply
+		err := cn.Forward(rctx, tree, cluster.KindMeta.Verb, cluster.MetaRequest{SessionID: job.sessionID, Type: string(job.typ), Payload: payload}, &rep)
 		switch {
 		case err == nil:
 			return metrics.MetaRouted, nil

@@ -53,6 +53,9 @@ type Node struct {
 	attachMu sync.Mutex
 	attached map[string]*treeFeed
 
+	waitMu  sync.Mutex                           // guards waiters
+	waiters map[string]map[*leaseWaiter]struct{} // routed requests waiting for a tree's owner (route.go)
+
 	status *nodeStatus    // node directory, metrics, GET /cluster (status.go)
 	meta   *metaForwarder // set by StartFeeds: meta-events of clients of trees owned elsewhere (meta.go)
 }
@@ -61,7 +64,8 @@ type Node struct {
 // subscription.
 type ownedTree struct {
 	owner   *cluster.Owner
-	serving *cluster.Serving // nil until the tree is served (guarded by Node.mu)
+	serving *cluster.Serving // its routed requests' subscription
+	ready   chan struct{}    // closed once routed requests are answered (take: its open turns ended)
 	handled chan struct{}    // closed once the end of the ownership was handled (onLost)
 }
 
@@ -179,9 +183,6 @@ func (cn *Node) Name() string { return cn.name }
 // Logger is the node's logger.
 func (cn *Node) Logger() *slog.Logger { return cn.logger }
 
-// Router sends requests to the owners of trees.
-func (cn *Node) Router() *cluster.Router { return cn.router }
-
 // SetSessions gives the node the session manager it answers routed
 // requests and ends turns with; call it before Recover.
 func (cn *Node) SetSessions(m *session.Manager) { cn.sessions = m }
@@ -202,6 +203,17 @@ type relaySink struct {
 	b   *bus.Bus
 	log *slog.Logger
 	own func(sessionID string) bool
+}
+
+// Gap tells the bus that events of a tree owned elsewhere never
+// reached the log (cluster.GapSink): its clients here are told.
+func (r relaySink) Gap(tree, through string) {
+	if r.own(tree) {
+		return
+	}
+	if err := r.b.RelayGap(context.Background(), tree, through); err != nil {
+		r.log.Error("cluster: relay a gap", "tree", tree, "through", through, "err", err)
+	}
 }
 
 func (r relaySink) Publish(ev *event.Event) {
@@ -225,10 +237,18 @@ func (cn *Node) ownerOf(ctx context.Context, tree string) (*cluster.Owner, error
 
 // liveOwner returns this node's owner of tree if it still owns it.
 func (cn *Node) liveOwner(tree string) *cluster.Owner {
+	if ot := cn.liveTree(tree); ot != nil {
+		return ot.owner
+	}
+	return nil
+}
+
+// liveTree returns the tree if this node still owns it.
+func (cn *Node) liveTree(tree string) *ownedTree {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	if ot := cn.owners[tree]; ot != nil && ot.owner.Context().Err() == nil {
-		return ot.owner
+		return ot
 	}
 	return nil
 }

@@ -17,8 +17,9 @@ type End struct {
 	// Reason is why, with its numbers; its Code is "" when the client
 	// went away or a write failed on its own.
 	Reason protocol.CloseDetail
-	// Resync: client_too_slow because an event of the session was lost
-	// (the client must replay from the store), not a full queue.
+	// Resync: closed because events of the session could not be
+	// delivered live (the client must replay: close reason resync or
+	// owner_changed), not for a full queue.
 	Resync bool
 	// Err is the write (or replay) error that ended the feed, if one did.
 	Err error
@@ -45,6 +46,9 @@ func (f *Feed) broken() End {
 func (f *Feed) tooSlow() End {
 	o, _ := f.client.Overflow()
 	d := protocol.CloseDetail{CloseReason: protocol.ReasonClientTooSlow}
+	if o.Resync && o.Reason.Code != "" {
+		d.CloseReason = o.Reason
+	}
 	if !o.Resync {
 		d.QueueEvents, d.QueueBytes = o.Events, o.Bytes
 		d.StalledMS = f.dl.stalledFor().Milliseconds()
@@ -87,7 +91,7 @@ func (f *Feed) finish(e End) {
 	switch code {
 	case protocol.ReasonClientTooSlow.Code, protocol.ReasonWriteTimeout.Code:
 		level = slog.LevelWarn
-	case protocol.ReasonHeartbeatTimeout.Code:
+	case protocol.ReasonHeartbeatTimeout.Code, protocol.ReasonResync.Code, protocol.ReasonOwnerChanged.Code:
 		level = slog.LevelInfo
 	}
 	if !f.log.Enabled(context.Background(), level) {
