@@ -265,13 +265,15 @@ func validEvents(logged []*event.Event, sid string) []*event.Event {
 }
 
 // checkDelivery compares what a follower got, from its first snapshot
-// to the last event it got at most through upTo, with the valid events
-// of the log (validEvents): every one of them exactly once and in
-// order (lost, duplicated, misordered), nothing else (late: an event
-// that is not a valid event of the log, such as a deposed owner's
-// delta after its turn ended, or one the log never held). A streaming
-// event after a cursor the server answered with streaming_gap, up to
-// that subscribe's seam, may be missing (excused).
+// to the last event it got at most through upTo, with the events it is
+// owed, valid (the valid events of the log, validEvents, or what the
+// owner's own client got): every one of them exactly once and in order
+// (lost, duplicated, misordered), nothing else (late: an event that is
+// not among them, such as a deposed owner's delta after its turn
+// ended, or one the log never held, or an event of a turn after the
+// turn's end). A streaming event after a cursor the server answered
+// with streaming_gap, up to that subscribe's seam, may be missing
+// (excused).
 func checkDelivery(f *follower, valid []*event.Event, upTo string) delivery {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -337,6 +339,13 @@ func (f *follower) summary() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return fmt.Sprintf("%d events over %d connections; subscribes answered in %v; ends %q; gaps %v", len(f.got), f.conns, f.answers, f.closes, f.gaps)
+}
+
+// events returns a copy of what the follower got, in order.
+func (f *follower) events() []*protocol.EventEnvelope {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*protocol.EventEnvelope(nil), f.got...)
 }
 
 // slowestAnswer is the longest a subscribe of the follower waited for
