@@ -97,6 +97,9 @@ func OpenLeases(ctx context.Context, js jetstream.JetStream, node string, cfg Le
 	return &Leases{kv: kv, node: node, cfg: cfg}, nil
 }
 
+// TTL returns how long a lease lives without renewal.
+func (ls *Leases) TTL() time.Duration { return ls.cfg.TTL }
+
 // Node returns the node these leases are taken for.
 func (ls *Leases) Node() string { return ls.node }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -72,17 +73,21 @@ type Log struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	cfg    LogConfig
+
+	refused       atomic.Uint64 // streaming events the stream refused (RefusedStreaming)
+	refusedSince  atomic.Uint64 // since the last log line about them
+	refusedLogged atomic.Int64  // unix nanoseconds of that line
 }
 
 // OpenLog creates the event stream, or updates its configuration, and
 // returns the log.
 func OpenLog(ctx context.Context, nc *nats.Conn, cfg LogConfig) (*Log, error) {
 	cfg = cfg.withDefaults(nc)
-	logger := cfg.Logger
+	l := &Log{cfg: cfg}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncTimeout(asyncAckTimeout),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
-			logger.Warn("cluster: streaming event not published", "event", m.Header.Get(nats.MsgIdHdr), "subject", m.Subject, "err", err)
+			l.refusedStreaming(m, err)
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
@@ -103,8 +108,33 @@ func OpenLog(ctx context.Context, nc *nats.Conn, cfg LogConfig) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: stream %s: %w", cfg.Stream, err)
 	}
-	return &Log{js: js, stream: st, cfg: cfg}, nil
+	l.js, l.stream = js, st
+	return l, nil
 }
+
+// refusedLogEvery spaces the log lines about streaming events the
+// stream did not store.
+const refusedLogEvery = 10 * time.Second
+
+// refusedStreaming counts a streaming event sent without waiting that
+// the stream refused or did not acknowledge in time (a leader lost or
+// being elected), and logs it, at most once per refusedLogEvery with
+// the number since: an outage can cost thousands.
+func (l *Log) refusedStreaming(m *nats.Msg, err error) {
+	l.refused.Add(1)
+	l.refusedSince.Add(1)
+	now := time.Now().UnixNano()
+	last := l.refusedLogged.Load()
+	if now-last < int64(refusedLogEvery) || !l.refusedLogged.CompareAndSwap(last, now) {
+		return
+	}
+	l.cfg.Logger.Warn("cluster: streaming events not stored by the stream; other nodes' clients are told of the gap",
+		"events", l.refusedSince.Swap(0), "last_event", m.Header.Get(nats.MsgIdHdr), "subject", m.Subject, "err", err)
+}
+
+// RefusedStreaming counts the streaming events this node sent that the
+// stream refused or did not acknowledge in time.
+func (l *Log) RefusedStreaming() uint64 { return l.refused.Load() }
 
 // defaultReplicas is the replicas of the stream and the buckets when
 // none are configured: 3 when the server nc is connected to is part of

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/cluster"
+	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/store"
 )
@@ -79,9 +80,10 @@ func (cn *Node) Recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cn.fo.wg.Add(2)
+	cn.fo.wg.Add(3)
 	go cn.watchLeases(w)
 	go cn.failoverLoop()
+	go cn.idleLoop()
 	return nil
 }
 
@@ -210,7 +212,7 @@ func (cn *Node) consider(tree string) {
 		}
 	}
 	start := time.Now()
-	if _, err := cn.take(ctx, tree); err != nil {
+	if _, err := cn.take(ctx, tree, metrics.FailoverLeaseExpired); err != nil {
 		if errors.Is(err, cluster.ErrLeaseHeld) || errors.Is(err, cluster.ErrFenced) {
 			// Lost the race: another node took the lease (or wrote its
 			// marker) first.
@@ -235,7 +237,7 @@ func (cn *Node) hasClients(tree string) bool {
 // tree's requests. If this node owns the tree already, or is taking it,
 // it waits until it does.
 func (cn *Node) Take(ctx context.Context, tree string) error {
-	_, err := cn.take(ctx, tree)
+	_, err := cn.take(ctx, tree, metrics.FailoverRequest)
 	if err != nil {
 		return err
 	}
@@ -261,7 +263,7 @@ func (cn *Node) Take(ctx context.Context, tree string) error {
 // previous owner before it answers the tree's routed requests (a turn
 // submitted from another node cannot start before they ended: the
 // requests that come meanwhile wait).
-func (cn *Node) take(ctx context.Context, tree string) (*cluster.Owner, error) {
+func (cn *Node) take(ctx context.Context, tree, trigger string) (*cluster.Owner, error) {
 	ot, took, err := cn.acquireServing(ctx, tree, false)
 	if err != nil || !took {
 		if ot == nil {
@@ -270,6 +272,7 @@ func (cn *Node) take(ctx context.Context, tree string) (*cluster.Owner, error) {
 		return ot.owner, err
 	}
 	defer close(ot.ready)
+	cn.countFailover(trigger)
 	ended, rerr := cn.sessions.RecoverTree(ctx, tree)
 	if len(ended) > 0 {
 		cn.logger.Warn("cluster: ended the turns the tree's previous owner left open", "tree", tree, "node", cn.name, "turns", ended)
@@ -295,8 +298,9 @@ func (cn *Node) stopServing(ot *ownedTree) {
 // implicitly (the events of its cancelled turns must not reach the log):
 // only a deliberate take (take) does that.
 func (cn *Node) storeOwner(ctx context.Context, tree string) (*cluster.Owner, error) {
-	if o := cn.liveOwner(tree); o != nil {
-		return o, nil
+	if ot := cn.liveTree(tree); ot != nil {
+		ot.used()
+		return ot.owner, nil
 	}
 	cn.mu.Lock()
 	_, ending := cn.owners[tree]
@@ -340,6 +344,7 @@ func (cn *Node) acquireServing(ctx context.Context, tree string, ready bool) (_ 
 		return nil, false, err
 	}
 	ot := &ownedTree{owner: o, handled: make(chan struct{}), ready: make(chan struct{})}
+	ot.used()
 	if ot.serving, err = cn.router.Serve(o.Context(), tree, cn.gated(ot)); err != nil {
 		return nil, false, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
 	}

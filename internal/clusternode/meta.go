@@ -201,7 +201,7 @@ func (cn *Node) sendMeta(ctx context.Context, job metaJob) (string, error) {
 		// Nobody owns the tree: take it, as a routed request does.
 		tctx, cancel := context.WithTimeout(ctx, takeTimeout)
 		defer cancel()
-		if _, err := cn.take(tctx, tree); err != nil {
+		if err := cn.Take(tctx, tree); err != nil {
 			return metrics.MetaFailed, fmt.Errorf("no owner, and taking the tree: %w", err)
 		}
 	}

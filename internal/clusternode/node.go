@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -53,6 +54,8 @@ type Node struct {
 	attachMu sync.Mutex
 	attached map[string]*treeFeed
 
+	attachedSessions func() []string // sessions with clients on this node (StartFeeds)
+
 	waitMu  sync.Mutex                           // guards waiters
 	waiters map[string]map[*leaseWaiter]struct{} // routed requests waiting for a tree's owner (route.go)
 
@@ -63,10 +66,11 @@ type Node struct {
 // ownedTree is a tree this node owns, and its routed requests'
 // subscription.
 type ownedTree struct {
-	owner   *cluster.Owner
-	serving *cluster.Serving // its routed requests' subscription
-	ready   chan struct{}    // closed once routed requests are answered (take: its open turns ended)
-	handled chan struct{}    // closed once the end of the ownership was handled (onLost)
+	owner    *cluster.Owner
+	lastUsed atomic.Int64     // unix nanoseconds of its last publish (idle.go)
+	serving  *cluster.Serving // its routed requests' subscription
+	ready    chan struct{}    // closed once routed requests are answered (take: its open turns ended)
+	handled  chan struct{}    // closed once the end of the ownership was handled (onLost)
 }
 
 // connectTimeout bounds connecting to NATS and opening the stream and
@@ -189,8 +193,11 @@ func (cn *Node) SetSessions(m *session.Manager) { cn.sessions = m }
 
 // StartFeeds creates the feeds once the bus exists: a tree owned
 // elsewhere reaches this node's clients through the bus's Relay.
-func (cn *Node) StartFeeds(b *bus.Bus) {
+// attached lists the sessions that have clients on this node (the
+// hub's): a tree with clients here keeps its lease however idle (idle.go).
+func (cn *Node) StartFeeds(b *bus.Bus, attached func() []string) {
 	cn.bus = b
+	cn.attachedSessions = attached
 	cn.feeds = cluster.NewAppliedFeeds(cn.log, cn.proj, relaySink{b: b, log: cn.logger, own: cn.Emits}, cn.logger)
 	cn.meta = newMetaForwarder(cn.logger, cn.sendMeta, cn.countMeta)
 }

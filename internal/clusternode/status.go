@@ -124,6 +124,25 @@ func (st *nodeStatus) Feeds() float64 {
 	return float64(len(st.cn.attached))
 }
 
+// StreamingRefused implements metrics.ClusterSource.
+func (st *nodeStatus) StreamingRefused() float64 { return float64(st.cn.log.RefusedStreaming()) }
+
+// StreamingUnsent implements metrics.ClusterSource.
+func (st *nodeStatus) StreamingUnsent() float64 { return float64(st.cn.store.Unsent()) }
+
+// LateEvents implements metrics.ClusterSource.
+func (st *nodeStatus) LateEvents() float64 { return float64(st.cn.feeds.Late()) }
+
+// StreamGaps implements metrics.ClusterSource.
+func (st *nodeStatus) StreamGaps() float64 { return float64(st.cn.feeds.Gaps()) }
+
+// countFailover counts a tree this node took over from another owner.
+func (cn *Node) countFailover(trigger string) {
+	if cn.status != nil {
+		cn.status.metrics.FailoverInc(trigger)
+	}
+}
+
 // OwnedTrees implements metrics.ClusterSource.
 func (st *nodeStatus) OwnedTrees() float64 {
 	st.cn.mu.Lock()

@@ -158,7 +158,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	})
 	s.Bus.AddLive(s.Hub)
 	if s.cluster != nil {
-		s.cluster.StartFeeds(s.Bus)
+		s.cluster.StartFeeds(s.Bus, s.Hub.AttachedSessions)
 		if err := s.cluster.StartStatus(ctx, s.Metrics); err != nil {
 			s.closeCore(ctx)
 			return nil, err
