@@ -153,22 +153,53 @@ func defaultReplicas(nc *nats.Conn) int {
 // CreateOrUpdateStream updates first) can wait for a stream leader
 // that is not elected yet until its context ends.
 func createOrUpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	st, err := js.CreateStream(ctx, cfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return js.UpdateStream(ctx, cfg)
-	}
-	return st, err
+	return whilePlacing(ctx, func() (jetstream.Stream, error) {
+		st, err := js.CreateStream(ctx, cfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return js.UpdateStream(ctx, cfg)
+		}
+		return st, err
+	})
 }
+
+// placeRetry spaces the attempts of whilePlacing.
+const placeRetry = 250 * time.Millisecond
+
+// whilePlacing runs create until it does not fail for want of servers
+// to place the replicas on, or ctx ends: a NATS cluster that just
+// formed counts its servers as peers only once it received their
+// statistics (seconds, on a loaded machine), and refuses a replicated
+// stream or bucket until then ("no suitable peers for placement").
+func whilePlacing[T any](ctx context.Context, create func() (T, error)) (T, error) {
+	for {
+		v, err := create()
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrCodeNoPeers {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(placeRetry):
+		}
+	}
+}
+
+// jsErrCodeNoPeers is the stream's error for replicas it cannot place:
+// not enough servers known to the cluster's JetStream (yet).
+const jsErrCodeNoPeers jetstream.ErrorCode = 10005
 
 // createOrUpdateKV is createOrUpdateStream for a key-value bucket:
 // create first, update only when the bucket exists with another
 // configuration.
 func createOrUpdateKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		return js.UpdateKeyValue(ctx, cfg)
-	}
-	return kv, err
+	return whilePlacing(ctx, func() (jetstream.KeyValue, error) {
+		kv, err := js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			return js.UpdateKeyValue(ctx, cfg)
+		}
+		return kv, err
+	})
 }
 
 // Config returns the log's configuration, defaults filled in.

@@ -27,18 +27,19 @@ import (
 // owned here and answer routed requests with the session manager, and
 // the trees owned elsewhere reach this node's clients through feeds.
 type Node struct {
-	name   string
-	logger *slog.Logger
-	nc     *nats.Conn
-	log    *cluster.Log
-	leases *cluster.Leases
-	router *cluster.Router
-	proj   *cluster.Projection
-	store  *cluster.Store
-	st     *store.Store   // the projection's SQLite store
-	feeds  *cluster.Feeds // set by StartFeeds, once the bus exists
-	bus    *bus.Bus
-	closed chan struct{} // closed when the NATS connection is
+	replicas int // of the stream and the buckets
+	name     string
+	logger   *slog.Logger
+	nc       *nats.Conn
+	log      *cluster.Log
+	leases   *cluster.Leases
+	router   *cluster.Router
+	proj     *cluster.Projection
+	store    *cluster.Store
+	st       *store.Store   // the projection's SQLite store
+	feeds    *cluster.Feeds // set by StartFeeds, once the bus exists
+	bus      *bus.Bus
+	closed   chan struct{} // closed when the NATS connection is
 
 	projStop context.CancelFunc
 	projDone chan error
@@ -91,6 +92,9 @@ func Start(ctx context.Context, cfg config.Config, st *store.Store, logger *slog
 	if ttl := cfg.StreamingTTL; ttl != 0 && (ttl < time.Second || ttl%time.Second != 0) {
 		return nil, fmt.Errorf("--streaming-ttl %s: must be a whole number of seconds, at least 1s", ttl)
 	}
+	if r := cfg.NATSReplicas; r < 0 || r > 5 {
+		return nil, fmt.Errorf("--nats-replicas %d: must be 1 to 5 (0: 3 in a NATS cluster, else 1)", r)
+	}
 	closed := make(chan struct{})
 	opts := []nats.Option{nats.Name("metis " + name), nats.MaxReconnects(-1),
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) })}
@@ -111,18 +115,23 @@ func Start(ctx context.Context, cfg config.Config, st *store.Store, logger *slog
 	}()
 	octx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	lg, err := cluster.OpenLog(octx, nc, cluster.LogConfig{Retention: cfg.Retention, StreamingTTL: cfg.StreamingTTL, Logger: logger})
+	lg, err := cluster.OpenLog(octx, nc, cluster.LogConfig{Retention: cfg.Retention, StreamingTTL: cfg.StreamingTTL,
+		Replicas: cfg.NATSReplicas, Logger: logger})
 	if err != nil {
+		if cfg.NATSReplicas > 1 {
+			return nil, fmt.Errorf("%w (--nats-replicas %d needs a NATS cluster of at least %d servers with JetStream)", err, cfg.NATSReplicas, cfg.NATSReplicas)
+		}
 		return nil, err
 	}
 	if cfg.LeaseTTL != 0 && cfg.LeaseTTL < time.Second {
 		return nil, fmt.Errorf("--lease-ttl %s: must be at least 1s", cfg.LeaseTTL)
 	}
-	leases, err := cluster.OpenLeases(octx, lg.JetStream(), name, cluster.LeaseConfig{Logger: logger, TTL: cfg.LeaseTTL})
+	leases, err := cluster.OpenLeases(octx, lg.JetStream(), name, cluster.LeaseConfig{Logger: logger, TTL: cfg.LeaseTTL,
+		Replicas: lg.Config().Replicas})
 	if err != nil {
 		return nil, err
 	}
-	cn := &Node{name: name, logger: logger, nc: nc, closed: closed, log: lg, leases: leases, st: st,
+	cn := &Node{replicas: lg.Config().Replicas, name: name, logger: logger, nc: nc, closed: closed, log: lg, leases: leases, st: st,
 		router: cluster.NewRouter(nc, 0, logger), owners: map[string]*ownedTree{}, lost: map[string]bool{},
 		fo: newFailover(), attached: map[string]*treeFeed{}}
 	cn.proj = cluster.NewProjection(lg, st, "", logger)

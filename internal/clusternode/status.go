@@ -37,7 +37,7 @@ func (cn *Node) StartStatus(ctx context.Context, reg *metrics.Registry) error {
 	st := &nodeStatus{cn: cn, started: time.Now().UTC()}
 	octx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	nodes, err := cluster.OpenNodes(octx, cn.log.JetStream(), cluster.NodesConfig{Logger: cn.logger})
+	nodes, err := cluster.OpenNodes(octx, cn.log.JetStream(), cluster.NodesConfig{Logger: cn.logger, Replicas: cn.replicas})
 	if err != nil {
 		return err
 	}

@@ -166,7 +166,7 @@ func TestFlagsOverrideFile(t *testing.T) {
 		"--demo-delay=1ms", "--log-level=warn", "--addr=localhost:1", "--write-timeout=11s", "--stream-ring=12",
 		"--model-idle-timeout=13s", "--max-output-tokens=14", "--routing-poll=15s", "--thinking-budget=2048", "--stream-ring-bytes=16",
 		"--token-file=/t", "--public-name=m.example", "--tls-cert=/c", "--tls-key=/k", "--read-timeout=16s", "--idle-timeout=17s", "--max-connections=18",
-		"--client-queue-bytes=19", "--socket=/s", "--overflow-grace=20ms", "--lease-ttl=21s", "--streaming-ttl=22s"})
+		"--client-queue-bytes=19", "--socket=/s", "--overflow-grace=20ms", "--lease-ttl=21s", "--streaming-ttl=22s", "--nats-replicas=3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestFlagsOverrideFile(t *testing.T) {
 		ModelIdleTimeout: 13 * time.Second, MaxOutputTokens: 14, RoutingPoll: 15 * time.Second, ThinkingBudget: 2048, StreamRingBytes: 16,
 		TokenFile: "/t", PublicName: "m.example", TLSCert: "/c", TLSKey: "/k", ReadTimeout: 16 * time.Second, IdleTimeout: 17 * time.Second, MaxConnections: 18,
 		ClientQueueBytes: 19, Socket: "/s", OverflowGrace: 20 * time.Millisecond, LeaseTTL: 21 * time.Second,
-		StreamingTTL: 22 * time.Second}
+		StreamingTTL: 22 * time.Second, NATSReplicas: 3}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("\n got %+v\nwant %+v", c, want)
 	}
