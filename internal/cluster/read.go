@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -243,28 +244,71 @@ func (l *Log) msgSeq(ctx context.Context, req msgGetRequest) (uint64, error) {
 // sequence from onwards, existing and future, until ctx is done (it then
 // returns nil) or fn fails (its error is returned). fn runs on one
 // goroutine at a time; Follow returns only after its last call.
+//
+// A reader that fails (its consumer cannot be made while the stream
+// has no leader, the connection closed and reopened) is made again,
+// after a growing pause, from the message after the last one fn got:
+// Follow never gives up while ctx lasts. (A feed or a projection whose
+// Follow returned on such an error stopped for good: every later client
+// of that tree on the node got its subscribe_ack and then nothing.)
 func (l *Log) Follow(ctx context.Context, filter string, from ReadFrom, fn func(Entry) error) error {
-	c, err := l.ordered(ctx, filter, from)
-	if err != nil {
-		if ctx.Err() != nil {
+	pause := followRetryFirst
+	for {
+		got := false
+		err := l.follow(ctx, filter, from, func(e Entry) error {
+			if err := fn(e); err != nil {
+				return &fnError{err}
+			}
+			from, got = ReadFrom(e.Seq+1), true
+			return nil
+		})
+		var fe *fnError
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.As(err, &fe):
+			return fe.err
+		case err == nil:
 			return nil
 		}
+		if got {
+			pause = followRetryFirst
+		}
+		l.cfg.Logger.Warn("cluster: reading the log failed; reading again", "filter", filter, "from", uint64(from), "in", pause, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, followRetryMax)
+	}
+}
+
+// Bounds of Follow's pauses before it reads again.
+const (
+	followRetryFirst = 250 * time.Millisecond
+	followRetryMax   = 5 * time.Second
+)
+
+// fnError carries the error of Follow's fn through follow.
+type fnError struct{ err error }
+
+func (e *fnError) Error() string { return e.err.Error() }
+
+// follow is one reader of Follow.
+func (l *Log) follow(ctx context.Context, filter string, from ReadFrom, fn func(Entry) error) error {
+	c, err := l.ordered(ctx, filter, from)
+	if err != nil {
 		return err
 	}
 	it, err := c.Messages()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return fmt.Errorf("cluster: follow %s: %w", filter, err)
 	}
 	defer it.Stop()
 	for {
 		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
 			return fmt.Errorf("cluster: follow %s: %w", filter, err)
 		}
 		md, err := m.Metadata()
