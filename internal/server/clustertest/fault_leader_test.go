@@ -82,6 +82,17 @@ func killedLeaderRun(t *testing.T) {
 		}
 	}
 	t.Logf("streaming events the owner emitted that never reached the log: %d", missing)
+	if missing > 0 {
+		// The owner counted them; each other node found the gap.
+		if got := metric(t, a, `metis_cluster_streaming_publishes_dropped_total{reason="refused"}`); got < 1 {
+			t.Errorf("node a counted %v refused streaming publishes, want some", got)
+		}
+		for _, h := range []*servertest.Harness{b, c} {
+			if got := metric(t, h, "metis_cluster_stream_gaps_total"); got < 1 {
+				t.Errorf("node %s counted %v gaps, want some", h.Config.Node, got)
+			}
+		}
+	}
 	for _, f := range []*follower{fb, fc} {
 		d := checkDelivery(f, emitted, end)
 		t.Logf("%s: lost %d, duplicated %d, misordered %d, late %d (excused by a streaming gap: %d); %s",

@@ -126,6 +126,14 @@ func pausedOwnerRun(t *testing.T) {
 		t.Fatalf("after the pause the lease is held by %q", owner)
 	}
 	t.Logf("the second turn was accepted %s after the pause (lease TTL %s), by %s", answered.Round(time.Millisecond), pauseTTL, owner)
+	newOwner := b
+	if owner == "node-c" {
+		newOwner = c
+	}
+	if got := metric(t, newOwner, `metis_cluster_failovers_total{trigger="lease_expired"}`) +
+		metric(t, newOwner, `metis_cluster_failovers_total{trigger="request"}`); got != 1 {
+		t.Errorf("the new owner counted %v failovers, want 1", got)
+	}
 	for _, f := range []*follower{fb, fc} {
 		f.waitFor(t, "the first turn's end", wait, sawType(event.TurnCancelled, turn1))
 		f.waitFor(t, "deltas of the second turn", wait, deltasOf(turn2, 20))
