@@ -261,9 +261,7 @@ func (s *Store) run(tree string, p *publisher) {
 		batch := p.queue
 		p.queue = nil
 		p.mu.Unlock()
-		for _, g := range batch {
-			g.done(s.publish(tree, g))
-		}
+		s.publishAll(tree, batch)
 		if len(batch) > 0 {
 			continue
 		}
@@ -274,31 +272,90 @@ func (s *Store) run(tree string, p *publisher) {
 			rest := p.queue
 			p.queue = nil
 			p.mu.Unlock()
-			for _, g := range rest {
-				g.done(s.publish(tree, g))
-			}
+			s.publishAll(tree, rest)
 			return
 		}
 	}
+}
+
+// publishAll publishes a batch of one tree's groups in order, and calls
+// each group's done. The streaming events of a run of them are sent
+// together, and their dones called (their local delivery) once they all
+// were: local delivery never holds the next sends up.
+func (s *Store) publishAll(tree string, batch []group) {
+	for i := 0; i < len(batch); {
+		if !batch[i].streaming {
+			batch[i].done(moved(s.publish(tree, batch[i])))
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(batch) && batch[j].streaming {
+			j++
+		}
+		s.publishStreaming(tree, batch[i:j])
+		i = j
+	}
+}
+
+// moved marks an error that says this node no longer writes the tree
+// (its lease lost, taken, released, or a publish fenced) as bus.ErrMoved:
+// the bus drops the event quietly and an agent loop stops as at
+// shutdown, leaving the turn to the tree's new owner.
+func moved(err error) error {
+	if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrFenced) || errors.Is(err, ErrLeaseReleased) {
+		return fmt.Errorf("%w: %w", bus.ErrMoved, err)
+	}
+	return err
+}
+
+// publishStreaming sends a run of streaming events of a tree, in order
+// with its catalog publishes, without waiting for their
+// acknowledgements (the log counts and reports one the stream refuses),
+// and calls their dones. A node that may have been deposed without
+// knowing it (paused past its lease, cut off) confirms its lease before
+// it sends and, since it may have been paused in between, again before
+// its own clients get the events.
+func (s *Store) publishStreaming(tree string, gs []group) {
+	errs := make([]error, len(gs))
+	done := func(err error) {
+		for k, g := range gs {
+			if errs[k] == nil {
+				errs[k] = err
+			}
+			g.done(moved(errs[k]))
+		}
+	}
+	actx, cancel := context.WithTimeout(context.Background(), ownTimeout)
+	o, err := s.owner(actx, tree)
+	cancel()
+	if err == nil {
+		err = o.Confirm(o.Context())
+	}
+	if err != nil {
+		s.unsent.Add(uint64(len(gs)))
+		done(fmt.Errorf("cluster: publish %s: %w", gs[0].ev.ID, err))
+		return
+	}
+	for k, g := range gs {
+		if errs[k] = o.PublishStreamingAsync(g.ev); errs[k] != nil {
+			s.unsent.Add(1)
+		}
+	}
+	// Sent; if this node may have lost the tree meanwhile, its own
+	// clients do not get them (every other node drops them if a
+	// successor's marker came first).
+	if err := o.Confirm(o.Context()); err != nil {
+		done(fmt.Errorf("cluster: deliver %s: %w", gs[0].ev.ID, err))
+		return
+	}
+	done(nil)
 }
 
 func (s *Store) publish(tree string, g group) error {
 	if g.barrier {
 		return nil
 	}
-	err := s.publishGroup(tree, g)
-	if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrFenced) || errors.Is(err, ErrLeaseReleased) {
-		// The tree is written elsewhere now: the bus drops the event
-		// quietly and an agent loop stops as at shutdown.
-		err = fmt.Errorf("%w: %w", bus.ErrMoved, err)
-	}
-	if err != nil && g.streaming {
-		s.unsent.Add(1)
-	}
-	return err
-}
-
-func (s *Store) publishGroup(tree string, g group) error {
 	actx, cancel := context.WithTimeout(context.Background(), ownTimeout)
 	o, err := s.owner(actx, tree)
 	cancel()
@@ -306,24 +363,6 @@ func (s *Store) publishGroup(tree string, g group) error {
 		return fmt.Errorf("cluster: commit %s: %w", g.ev.ID, err)
 	}
 	ctx := o.Context()
-	if g.streaming {
-		// Sent in order with the tree's catalog publishes, not waited
-		// for (the log counts and reports one the stream refuses). A
-		// node that may have been deposed without knowing it (paused
-		// past its lease, cut off) confirms its lease before it sends
-		// and, since it may have been paused in between, again before
-		// its own clients get the event.
-		if err := o.Confirm(ctx); err != nil {
-			return fmt.Errorf("cluster: publish %s: %w", g.ev.ID, err)
-		}
-		if err := o.PublishStreamingAsync(g.ev); err != nil {
-			return err
-		}
-		if err := o.Confirm(ctx); err != nil {
-			return fmt.Errorf("cluster: deliver %s: %w", g.ev.ID, err)
-		}
-		return nil
-	}
 	p, err := o.PublishCatalog(ctx, g.ev, g.ops)
 	if err != nil {
 		return err
