@@ -222,7 +222,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 		// lease at a newer revision, which is adopted, and renewed.
 		return l.Renew(ctx)
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-		lost := fmt.Errorf("%w: tree %s: %w", ErrLeaseLost, l.tree, err)
+		lost := fmt.Errorf("%w: tree %s: another node took it, or it expired (the key is no longer at revision %d)", ErrLeaseLost, l.tree, rev)
 		l.cancel(lost)
 		return lost
 	case time.Since(renewed) >= l.ls.cfg.TTL:
@@ -290,8 +290,12 @@ func (l *Lease) renewLoop() {
 			ctx, cancel := context.WithTimeout(l.ctx, l.ls.cfg.Renew)
 			err := l.Renew(ctx)
 			cancel()
-			if err != nil {
-				l.ls.cfg.Logger.Warn("cluster: lease renewal", "tree", l.tree, "node", l.ls.node, "err", err)
+			switch {
+			case errors.Is(err, ErrLeaseLost):
+				// The owner's loss is logged once, where it is handled.
+				l.ls.cfg.Logger.Debug("cluster: lease renewal", "tree", l.tree, "node", l.ls.node, "err", err)
+			case err != nil:
+				l.ls.cfg.Logger.Warn("cluster: lease renewal failed; retrying at the next", "tree", l.tree, "node", l.ls.node, "err", err)
 			}
 		}
 	}

@@ -304,16 +304,18 @@ func TestGone(t *testing.T) {
 }
 
 // TestResync: a resync (an event of the session was lost) closes the
-// client with 1008 and the close reason resync, marked as a resync,
-// without queue numbers; a client of a session whose tree moved to
-// another node (cluster mode) gets owner_changed.
+// client with 1008 as too slow, marked as a resync, without queue
+// numbers; a client of a session whose tree moved to another node
+// (cluster mode) gets owner_changed, and one of a tree with events that
+// never reached this node resync.
 func TestResync(t *testing.T) {
 	for _, c := range []struct {
 		resync func(h *hub.Hub, sid string)
 		want   protocol.CloseReason
 	}{
-		{(*hub.Hub).Resync, protocol.ReasonResync},
+		{(*hub.Hub).Resync, protocol.ReasonClientTooSlow},
 		{(*hub.Hub).ResyncMoved, protocol.ReasonOwnerChanged},
+		{func(h *hub.Hub, sid string) { h.Gap(sid, "evt_~") }, protocol.ReasonResync},
 	} {
 		e := newEnv(t, hub.Config{})
 		att := e.subscribe(protocol.Subscribe{Preset: event.PresetChat})

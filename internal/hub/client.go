@@ -51,8 +51,9 @@ type Overflow struct {
 	Events int   // items queued at the overflow
 	Bytes  int64 // bytes of their frames
 	Resync bool  // an event could not be delivered live (Hub.Resync), not a full queue
-	// Reason is the close reason of a resync: resync, or owner_changed
-	// (the node lost the session's tree).
+	// Reason is the close reason of a resync: client_too_slow (an event
+	// could not be committed), resync (events never reached this node)
+	// or owner_changed (the node lost the session's tree).
 	Reason protocol.CloseReason
 }
 

@@ -6,13 +6,13 @@ import "github.com/metis-agent/metis/protocol"
 // committed, so it was never delivered, and the clients following the
 // session live (directly, or from a planner above it with workers) may
 // have seen streaming events around it. Each of them is closed the way a
-// slow client is (its queue dropped), with the close reason resync,
-// which makes a client reconnect with its cursor: the replay then comes
+// slow client is (its queue dropped, the close reason client_too_slow,
+// which makes a client reconnect with its cursor): the replay then comes
 // from the store, which never had the lost event, and the client
 // resumes at a consistent point instead of waiting for an event that
 // will never come. Called under the session's outbox lock; it never
 // blocks.
-func (h *Hub) Resync(sessionID string) { h.resync(sessionID, protocol.ReasonResync) }
+func (h *Hub) Resync(sessionID string) { h.resync(sessionID, protocol.ReasonClientTooSlow) }
 
 // ResyncMoved implements bus.MoveResyncer: in cluster mode this node
 // lost the tree of sessionID to another node, which writes it from now

@@ -106,7 +106,7 @@ func pausedOwnerRun(t *testing.T) {
 			TurnID string `json:"turn_id"`
 		}
 		asked := time.Now()
-		st := c.Do(http.MethodPost, "/sessions/"+sid+"/turns", map[string]string{"content": "/long 400"}, &r)
+		st := c.Do(http.MethodPost, "/sessions/"+sid+"/turns", map[string]string{"content": "/long 300"}, &r)
 		t.Logf("a submit to node c while node a is paused: %d after %s (%s since the pause)", st, time.Since(asked).Round(time.Millisecond), time.Since(paused).Round(time.Millisecond))
 		if st == http.StatusAccepted {
 			turn2 = r.TurnID

@@ -46,10 +46,11 @@ type follower struct {
 const (
 	// followerDial bounds attaching and the WebSocket handshake.
 	followerDial = 15 * time.Second
-	// followerSilence is how long a follower waits for any frame (the
-	// server pings an idle stream well within it) before it gives the
-	// connection up and reconnects.
-	followerSilence = 20 * time.Second
+	// followerSilence is how long a follower waits for any frame before
+	// it gives the connection up and reconnects: longer than a node's
+	// bound on starting to follow a tree (30 s), so a slow first follow
+	// is answered rather than abandoned and asked again.
+	followerSilence = 45 * time.Second
 )
 
 // follow starts a follower of sid; it runs until the test ends.
