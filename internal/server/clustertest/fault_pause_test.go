@@ -57,8 +57,9 @@ func pauseNode(t testing.TB, natsURL, name string) *servertest.Harness {
 // (a process of its own), is paused (SIGSTOP) while a turn streams, for
 // three times the lease TTL. A turn submitted to node c meanwhile is
 // answered once a's lease expired (202, or 503 owner_unavailable to
-// retry; never a router timeout's 502), by whichever node took the
-// tree, and streams; then a resumes (SIGCONT) while it streams. a's
+// retry until it is accepted; never a router timeout's 502), by
+// whichever node took the tree, and streams; then a resumes (SIGCONT)
+// while it streams. a's
 // client reconnects first to a (the deposed owner: it must answer in
 // time), then to c; b's and c's clients stay. Each client, checked
 // against the log through the second turn's end, lost, duplicated,
@@ -115,8 +116,8 @@ func pausedOwnerRun(t *testing.T) {
 		if st != http.StatusServiceUnavailable {
 			t.Fatalf("a turn submitted while the owner is paused: %d, want 202 or 503 owner_unavailable", st)
 		}
-		if time.Since(paused) > pauseFor {
-			t.Fatalf("no node took the tree of a paused owner within %s (its lease TTL %s)", pauseFor, pauseTTL)
+		if time.Since(paused) > takeBound {
+			t.Fatalf("no node took the tree of a paused owner within %s (its lease TTL %s)", takeBound, pauseTTL)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -171,6 +172,13 @@ func pausedOwnerRun(t *testing.T) {
 		t.Errorf("a subscribe of a's client waited %s for its answer (bound %s)", s, followerAnswerBound)
 	}
 }
+
+// takeBound is how long a turn submitted while the owner is paused may
+// take to be accepted: the lease TTL, then the new owner's takeover
+// (its feed catching up with the old owner's deltas, the old turn
+// ended), which a loaded machine makes seconds; the time itself is
+// BenchmarkFailoverAfterPause's to measure.
+const takeBound = time.Minute
 
 // followerAnswerBound is how long a subscribe may wait for its answer in
 // the fault tests: a node that follows a tree for the first time reads
