@@ -101,6 +101,10 @@ type Config struct {
 	// every third of it): a dead node's trees are taken over at most this
 	// long after its last renewal. At least 1s.
 	LeaseTTL time.Duration
+	// NATSReplicas is how many replicas the cluster's stream and its
+	// key-value buckets (leases, node directory) keep: 0 picks 3 when
+	// the NATS server is part of a cluster and 1 otherwise; 1 to 5.
+	NATSReplicas int
 	// StreamingTTL is how long the cluster's log keeps a streaming event
 	// (a token delta) that a node published: the in-flight ring shared
 	// by the nodes. Give every node the same. A whole number of seconds,
@@ -276,6 +280,7 @@ var fields = []field{
 	strField("nats-creds", "NATS credentials file (mode 0600) for --nats", func(c *Config) *string { return &c.NATSCreds }),
 	strField("node", "this node's name in the cluster, unique among its nodes (default the host name)", func(c *Config) *string { return &c.Node }),
 	durField("streaming-ttl", "cluster mode: how long the log keeps a streaming event (a token delta) for replays from any node; give every node the same (whole seconds, at least 1s)", func(c *Config) *time.Duration { return &c.StreamingTTL }),
+	intField("nats-replicas", "cluster mode: replicas of the log's stream and buckets, 1 to 5 (0: 3 when the NATS server is part of a cluster, else 1)", 0, func(c *Config) *int { return &c.NATSReplicas }),
 	durField("lease-ttl", "cluster mode: how long a tree's lease lives without renewal (renewed every third of it); a dead node's trees move to another node within it (at least 1s)", func(c *Config) *time.Duration { return &c.LeaseTTL }),
 	strField("addr", "listen address", func(c *Config) *string { return &c.Addr }),
 	durField("ping-interval", "idle time before the server pings a client", func(c *Config) *time.Duration { return &c.PingInterval }),

@@ -25,8 +25,9 @@ var coreRules = []string{
 	"internal/cost",
 	"internal/delegate",
 	"internal/event",
-	"internal/cluster", // scale-out: the JetStream log, leases, projection
-	"internal/feed",    // the transport-neutral subscription core
+	"internal/cluster",     // scale-out: the JetStream log, leases, projection
+	"internal/clusternode", // scale-out: a node's runtime (ownership, failover, routing, status)
+	"internal/feed",        // the transport-neutral subscription core
 	"internal/hub",
 	"internal/login", // browser login sessions and the attempts limit
 	"internal/mcp",   // MCP servers and their tools (the MCP Go SDK is the protocol, not a transport of metis's)

@@ -338,6 +338,10 @@ export const ReasonHeartbeatTimeout = { code: "heartbeat_timeout", message: "No 
 export const ReasonSubscribeTimeout = { code: "subscribe_timeout", message: "No subscribe frame after connecting." } as const;
 export const ReasonShutdown = { code: "server_shutdown", message: "The server is shutting down; reconnect later." } as const;
 export const ReasonWriteTimeout = { code: "write_timeout", message: "A write did not complete in time; reconnect with replay." } as const;
+/** ReasonResync closes (1008), in cluster mode, a client that missed events this node cannot send it live: events its owner published never reached the log (the replay then says streaming_gap). */
+export const ReasonResync = { code: "resync", message: "Events could not be delivered live; reconnect with replay." } as const;
+/** ReasonOwnerChanged closes (1008), in cluster mode, the clients of a node that lost the session's delegation tree to another node: they reconnect (to any node) and follow the tree from the log. */
+export const ReasonOwnerChanged = { code: "owner_changed", message: "Another node runs this session now; reconnect with replay." } as const;
 export const CodeTurnNotFound = "turn_not_found";
 export const CodeMessageNotFound = "message_not_found";
 export const CodeTurnInFlight = "turn_in_flight";
