@@ -54,6 +54,11 @@ type Config struct {
 	DemoDelay       time.Duration // pause between builtin:demo deltas
 	LogLevel        string        // debug, info, warn, error
 
+	// ReplayWindowBytes caps the replay windows of every session
+	// together: recent catalog events kept in memory so that a
+	// reconnect's replay does not read the trace store (0: none).
+	ReplayWindowBytes int
+
 	RoutingPoll      time.Duration // how often routing.yaml is checked for changes
 	ModelIdleTimeout time.Duration // a provider stream silent this long fails with class timeout
 	MaxOutputTokens  int           // max_tokens of each model call
@@ -149,6 +154,8 @@ func Defaults() Config {
 		StreamingTTL:     15 * time.Minute,
 		EditTools:        tool.EditToolsAuto,
 		LongSession:      defaultLongSession(),
+
+		ReplayWindowBytes: 32 << 20,
 	}
 }
 
@@ -263,6 +270,7 @@ var fields = []field{
 	durField("write-timeout", "close a client whose frame write takes longer than this", func(c *Config) *time.Duration { return &c.WriteTimeout }),
 	intField("stream-ring", "streaming events kept per session so a reconnecting client gets its deltas back", 0, func(c *Config) *int { return &c.StreamRing }),
 	intField("stream-ring-bytes", "bytes the streaming rings of all sessions may hold together; over it, idle sessions' oldest events go first (0: no cap)", 0, func(c *Config) *int { return &c.StreamRingBytes }),
+	intField("replay-window-bytes", "bytes of recent catalog events kept in memory, per session up to --replay-limit events, so that reconnects replay without reading the trace store; over it, the least recently used sessions' go first (0: none)", 0, func(c *Config) *int { return &c.ReplayWindowBytes }),
 	durField("routing-poll", "how often <home>/routing.yaml is checked for changes", func(c *Config) *time.Duration { return &c.RoutingPoll }),
 	durField("model-idle-timeout", "fail a model call whose stream sends nothing for this long", func(c *Config) *time.Duration { return &c.ModelIdleTimeout }),
 	intField("max-output-tokens", "max_tokens of each model call", 1, func(c *Config) *int { return &c.MaxOutputTokens }),

@@ -27,7 +27,11 @@ import (
 //     a replay from a cursor after from has no streaming gap;
 //   - each session's turn in flight as of asOf, read from the store, is
 //     the one a snapshot names, as if its turn.started had been
-//     delivered here.
+//     delivered here;
+//   - each session's replay window is filled again from the store (this
+//     node's projection) up to asOf (fillWindows), since what it held,
+//     if anything, may have missed events while the node did not follow
+//     the tree.
 //
 // Each session's ring keeps its backfilled events merged in id order
 // with what it held; held items older than from and than the session's
@@ -65,7 +69,7 @@ func (h *Hub) Backfill(ctx context.Context, tree, from, asOf string, evs []*even
 			h.ringGrew(grown)
 		}
 	}
-	return nil
+	return h.fillWindows(ctx, sessions, asOf)
 }
 
 // turnAsOf returns the session's turn in flight as of event id asOf,

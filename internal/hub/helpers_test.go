@@ -248,6 +248,9 @@ type matcher struct {
 	preset string
 	types  []string // explicit list when preset == ""
 	actors []string // nil: every actor
+	// session, if set, keeps that session's events only (a subscribe
+	// without workers, of a tree whose ground truth has them).
+	session string
 }
 
 func (m matcher) subscribe() protocol.Subscribe {
@@ -273,7 +276,8 @@ func (m matcher) typeSet() map[event.Type]bool {
 }
 
 func (m matcher) match(ev *event.Event) bool {
-	return m.typeSet()[ev.Type] && (m.actors == nil || slices.Contains(m.actors, ev.Actor))
+	return m.typeSet()[ev.Type] && (m.actors == nil || slices.Contains(m.actors, ev.Actor)) &&
+		(m.session == "" || ev.SessionID == m.session)
 }
 
 // checkResolved: the ack's resolved filter is the requested one, presets

@@ -9,8 +9,10 @@ package hub
 // replay then comes from the store, which never had the lost event, and
 // the client resumes at a consistent point instead of waiting for an
 // event that will never come. Called under the session's outbox lock; it
-// never blocks.
+// never blocks. The session's replay window is forgotten too (the store
+// is the truth: what it holds is read from it again).
 func (h *Hub) Resync(sessionID string) {
+	h.Skipped([]string{sessionID})
 	ids := append([]string{sessionID}, h.ancestors(sessionID)...)
 	for i, id := range ids {
 		h.mu.RLock()
