@@ -37,6 +37,16 @@ type SessionSummary struct {
 	// limits (0: none); PATCH /sessions/{id} changes them.
 	MaxTurnCostUSD    float64 `json:"max_turn_cost_usd"`
 	MaxSessionCostUSD float64 `json:"max_session_cost_usd"`
+	// Mode is the session's permission mode (ModeDefault, …).
+	Mode string `json:"mode"`
+	// PendingApprovals are the tool calls waiting for an answer, this
+	// session's and its workers' (never null).
+	PendingApprovals []PendingApproval `json:"pending_approvals"`
+	// SessionRules are the allow rules "allow for this session" answers
+	// added, which this session and its workers follow (never null).
+	// They are kept on the delegation tree's top session: a worker's
+	// own list is that session's.
+	SessionRules []string `json:"session_rules"`
 }
 
 // Turn statuses of a summary's current_turn_status.

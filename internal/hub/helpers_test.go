@@ -248,8 +248,9 @@ type matcher struct {
 	preset string
 	types  []string // explicit list when preset == ""
 	actors []string // nil: every actor
-	// session, if set, keeps that session's events only (a subscribe
-	// without workers, of a tree whose ground truth has them).
+	// session, if set, keeps that session's events only, and the
+	// approval events of the others (a subscribe without workers, of a
+	// tree whose ground truth has them).
 	session string
 }
 
@@ -277,7 +278,13 @@ func (m matcher) typeSet() map[event.Type]bool {
 
 func (m matcher) match(ev *event.Event) bool {
 	return m.typeSet()[ev.Type] && (m.actors == nil || slices.Contains(m.actors, ev.Actor)) &&
-		(m.session == "" || ev.SessionID == m.session)
+		(m.session == "" || ev.SessionID == m.session || reachesPlanners(ev.Type))
+}
+
+// reachesPlanners: a worker's approval events reach its planner's
+// clients whatever their filter says of workers.
+func reachesPlanners(t event.Type) bool {
+	return t == event.ApprovalRequested || t == event.ApprovalResolved
 }
 
 // checkResolved: the ack's resolved filter is the requested one, presets

@@ -29,19 +29,17 @@ const replayAhead = 2
 // streaming events.
 type replayPlan struct {
 	h     *Hub
-	q     store.EventQuery // the store's bounds and filter, for every session
-	scan  bool             // the filter wants catalog events
-	parts []replayPart     // one per session, when scan
+	parts []replayPart // one per session of the tree, and per worker whose approvals the client wants
 	ring  []*Item
 }
 
 // replayPart is one session's catalog events of a replay: the store's
-// (since, upTo] if fromStore, then mem (the window's, filtered), whose
-// ids are all after upTo.
+// q (its (since, upTo], with the client's types and actors) if
+// fromStore, then mem (the window's, filtered), whose ids are all after
+// q's upTo.
 type replayPart struct {
-	sid       string
+	q         store.EventQuery
 	fromStore bool
-	upTo      string
 	mem       []*Item
 }
 
@@ -72,29 +70,40 @@ var catalogCount = func() int {
 // and every filter listing the whole catalog) queries without a type
 // condition: the store holds catalog events only, and the count then
 // reads the (session, id) index alone instead of every event's row.
-func (h *Hub) planReplay(ctx context.Context, c *Client, sessions []string, since, seam string, ringItems []*Item) (*replayPlan, int, *protocol.SubscribeError) {
-	p := &replayPlan{h: h, ring: ringItems,
-		q: store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: seam, Types: c.filter.catalogTypes(), Actors: c.filter.actorList()}}
-	n := 0
-	if p.scan = len(p.q.Types) > 0; p.scan {
-		every := len(p.q.Types) == catalogCount && p.q.Actors == nil
-		if every {
-			p.q.Types = nil
-		}
-		var stored int
-		var err error
-		if p.parts, stored, err = h.replayParts(ctx, p.q, &c.filter, every); err != nil {
+func (h *Hub) planReplay(ctx context.Context, c *Client, sessions, workers []string, since, seam string, ringItems []*Item) (*replayPlan, int, *protocol.SubscribeError) {
+	p := &replayPlan{h: h, ring: ringItems}
+	f := &c.filter
+	stored := 0
+	// Without include_worker_sessions, the workers' approval events the
+	// client asks for (approvals.go).
+	if wq := (store.EventQuery{SessionIDs: workers, AfterID: since, UpToID: seam, Types: f.plannerTypes(),
+		Actors: f.actorList()}); len(workers) > 0 && len(wq.Types) > 0 {
+		parts, m, err := h.replayParts(ctx, wq, func(it *Item) bool { return reachesPlanners(it.Type) && f.match(it) })
+		if err != nil {
 			return nil, 0, h.internal(err)
 		}
-		n += stored
-		mem := 0
-		for _, part := range p.parts {
-			mem += len(part.mem)
+		p.parts, stored = append(p.parts, parts...), stored+m
+	}
+	if q := (store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: seam, Types: f.catalogTypes(),
+		Actors: f.actorList()}); len(q.Types) > 0 {
+		match := f.match
+		if len(q.Types) == catalogCount && q.Actors == nil {
+			q.Types, match = nil, nil
 		}
-		n += mem
+		parts, m, err := h.replayParts(ctx, q, match)
+		if err != nil {
+			return nil, 0, h.internal(err)
+		}
+		p.parts, stored = append(p.parts, parts...), stored+m
+	}
+	mem := 0
+	for _, part := range p.parts {
+		mem += len(part.mem)
+	}
+	if len(p.parts) > 0 {
 		h.countReplay(stored, mem)
 	}
-	n += len(ringItems)
+	n := stored + mem + len(ringItems)
 	if n > h.cfg.ReplayLimit {
 		return nil, 0, h.refuse(protocol.CodeReplayTooLarge,
 			fmt.Sprintf("Gap exceeds the replay limit of %d events. Reconnect with snapshot: true.", h.cfg.ReplayLimit), "")
@@ -102,33 +111,33 @@ func (h *Hub) planReplay(ctx context.Context, c *Client, sessions []string, sinc
 	return p, n, nil
 }
 
-// replayParts splits q (one query of every session of the replay, up to
-// the seam) into one part per session, by what the sessions' windows
-// hold, and counts the store's parts: the sessions read from the store
-// up to the seam together, in one query as before windows, the others
-// each up to its window's floor.
-func (h *Hub) replayParts(ctx context.Context, q store.EventQuery, f *filter, every bool) ([]replayPart, int, error) {
+// replayParts splits q (one query of several sessions, up to the seam)
+// into one part per session, by what the sessions' windows hold, and
+// counts the store's parts: the sessions read from the store up to the
+// seam together, in one query as before windows, the others each up to
+// its window's floor. match is q's types and actors in memory, nil for
+// every event.
+func (h *Hub) replayParts(ctx context.Context, q store.EventQuery, match func(*Item) bool) ([]replayPart, int, error) {
 	parts := make([]replayPart, len(q.SessionIDs))
 	var whole []string // read from the store up to the seam
 	stored := 0
 	for i, sid := range q.SessionIDs {
-		part := replayPart{sid: sid, fromStore: true, upTo: q.UpToID}
+		part := replayPart{q: q, fromStore: true}
+		part.q.SessionIDs = []string{sid}
 		if h.win != nil {
 			if floor, items, ok := h.win.view(sid, q.AfterID, q.UpToID); ok {
-				part.mem = matching(items, f, every)
+				part.mem = matching(items, match)
 				part.fromStore = q.AfterID < floor
-				part.upTo = min(floor, q.UpToID)
+				part.q.UpToID = min(floor, q.UpToID)
 			}
 		}
 		parts[i] = part
 		switch {
 		case !part.fromStore:
-		case part.upTo == q.UpToID:
+		case part.q.UpToID == q.UpToID:
 			whole = append(whole, sid)
 		default:
-			pq := q
-			pq.SessionIDs, pq.UpToID = []string{sid}, part.upTo
-			n, err := h.store.CountEvents(ctx, pq)
+			n, err := h.store.CountEvents(ctx, part.q)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -147,16 +156,16 @@ func (h *Hub) replayParts(ctx context.Context, q store.EventQuery, f *filter, ev
 	return parts, stored, nil
 }
 
-// matching returns the items f matches: items itself (shared, not to be
-// modified) when f takes every catalog event, as a window holds nothing
-// else.
-func matching(items []*Item, f *filter, every bool) []*Item {
-	if every {
+// matching returns the items match takes: items itself (shared, not to
+// be modified) when match is nil (every catalog event, and a window
+// holds nothing else).
+func matching(items []*Item, match func(*Item) bool) []*Item {
+	if match == nil {
 		return items
 	}
 	var out []*Item
 	for _, it := range items {
-		if f.match(it) {
+		if match(it) {
 			out = append(out, it)
 		}
 	}
@@ -220,7 +229,7 @@ func (a *Attachment) StreamReplayBatches(ctx context.Context, fn func([]*Item) e
 		return nil
 	}
 	m := &ringMerge{ring: p.ring, out: make([]*Item, 0, replayBatch), fn: fn}
-	if !p.scan || !p.needsStore() {
+	if !p.needsStore() {
 		err := p.read(ctx, m.batch)
 		if err == nil {
 			err = m.rest()
@@ -315,14 +324,9 @@ func (m *ringMerge) send(items []*Item) error {
 // then from its window, and the sessions are merged by id. emit may
 // keep the batch.
 func (p *replayPlan) read(ctx context.Context, emit func([]*Item) error) error {
-	if !p.scan {
-		return nil
-	}
 	cs := make([]*replayCursor, len(p.parts))
 	for i, part := range p.parts {
-		q := p.q
-		q.SessionIDs, q.UpToID = []string{part.sid}, part.upTo
-		cs[i] = &replayCursor{q: q, done: !part.fromStore, mem: part.mem}
+		cs[i] = &replayCursor{q: part.q, done: !part.fromStore, mem: part.mem}
 		if part.fromStore {
 			if err := cs[i].fill(ctx, p.h.store); err != nil {
 				return err

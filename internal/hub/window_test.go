@@ -188,6 +188,11 @@ func TestWindowReplayEqualsStore(t *testing.T) {
 				for i := range rapid.IntRange(1, 12).Draw(rt, fmt.Sprintf("burst%d", step)) {
 					em := rapid.SampledFrom([]*bus.Emitter{w.em, w.wem, w.others[0], w.others[1]}).Draw(rt, fmt.Sprintf("on%d.%d", step, i))
 					e := emissionGen().Draw(rt, fmt.Sprintf("ev%d.%d", step, i))
+					if em == w.wem && rapid.IntRange(0, 3).Draw(rt, fmt.Sprintf("approval%d.%d", step, i)) == 0 {
+						// A worker's approval event: it reaches the planner's
+						// clients without include_worker_sessions.
+						e.typ = rapid.SampledFrom([]event.Type{event.ApprovalRequested, event.ApprovalResolved}).Draw(rt, fmt.Sprintf("approvalType%d.%d", step, i))
+					}
 					ev := w.emitOn(em, e.typ, e.actor, rapid.IntRange(0, 600).Draw(rt, fmt.Sprintf("size%d.%d", step, i)))
 					if event.FamilyOf(ev.Type) == event.Catalog && em != w.others[0] && em != w.others[1] {
 						catalogIDs = append(catalogIDs, ev.ID)
@@ -220,9 +225,10 @@ func TestWindowReplayEqualsStore(t *testing.T) {
 				}
 				w.barrier()
 				workers := rapid.Bool().Draw(rt, fmt.Sprintf("workers%d", step))
+				m := matcherGen().Draw(rt, fmt.Sprintf("filter%d", step))
 				sessions := []string{w.sid}
-				if workers {
-					sessions = append(sessions, w.worker)
+				if ts := m.typeSet(); workers || ts[event.ApprovalRequested] || ts[event.ApprovalResolved] {
+					sessions = append(sessions, w.worker) // its events, or its approval events only
 				}
 				var cursors []string
 				for _, s := range sessions {
@@ -231,7 +237,6 @@ func TestWindowReplayEqualsStore(t *testing.T) {
 					}
 				}
 				since := rapid.SampledFrom(append(cursors, catalogIDs...)).Draw(rt, fmt.Sprintf("since%d", step))
-				m := matcherGen().Draw(rt, fmt.Sprintf("filter%d", step))
 				sub := m.subscribe()
 				if workers {
 					// A preset takes no workers: spell the types out.
@@ -274,6 +279,8 @@ func typeNames(set map[event.Type]bool) []string {
 func TestWindowReplayFromMemory(t *testing.T) {
 	w := newWindowTree(t, openStore(t), hub.Config{WindowBytes: 1 << 20})
 	var mid string
+	// The worker's window: preset:full takes the worker's approval events.
+	w.emitOn(w.wem, event.ApprovalRequested, event.ActorAgent, 5)
 	for i := range 300 {
 		ev := w.emitOn(w.em, catalogTypes[i%len(catalogTypes)], actors[i%len(actors)], i%50)
 		w.emitOn(w.em, event.TextDelta, event.ActorModel, 5)
