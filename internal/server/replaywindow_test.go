@@ -101,7 +101,7 @@ func TestReplayWindowEqualsStore(t *testing.T) {
 
 // replayOnce reconnects to sid with since over tr and checks the replay
 // against the store (catalog events) and deltas (streaming events).
-func replayOnce(rt *rapid.T, t *testing.T, h *servertest.Harness, tr streamtest.Transport, sid, since string, catalogOnly bool, deltas map[string]*event.Event) {
+func replayOnce(rt fataler, t *testing.T, h *servertest.Harness, tr streamtest.Transport, sid, since string, catalogOnly bool, deltas map[string]*event.Event) {
 	var filter any = event.PresetFull
 	catalog := []string{string(event.ToolCalled), string(event.ToolCompleted), string(event.RouteDecided),
 		string(event.BusSubscriberRegistered), string(event.BusSubscriberUnregister)}
@@ -159,6 +159,64 @@ func replayOnce(rt *rapid.T, t *testing.T, h *servertest.Harness, tr streamtest.
 		if frame := protocol.EventFrame(ev.JSON()); !bytes.Equal(got[i], frame) {
 			rt.Fatalf("%s: since %s: event %d:\n got  %s\n want %s", tr.Name, since, i, got[i], frame)
 		}
+	}
+}
+
+// fataler is a *testing.T or a *rapid.T.
+type fataler interface {
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// TestReplayWindowEmptyAfterRestart: the replay window is memory only:
+// a restarted server holds no window, so its first replay reads the
+// store (and is the store's answer), and the next one, of events
+// committed since the restart, is served from memory again.
+func TestReplayWindowEmptyAfterRestart(t *testing.T) {
+	h := servertest.Start(t, "")
+	ctx := context.Background()
+	sid := h.CreateSession()
+	emit := func(h *servertest.Harness, n int) {
+		em, err := h.Server.Bus.Emitter(ctx, sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if _, err := em.Emit(bus.Spec{Type: event.ToolCalled, Actor: event.ActorTool, TurnID: "turn_x", Payload: map[string]string{"pad": "x"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := em.Barrier(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emit(h, 20)
+	if h.Server.Hub.WindowBytes() == 0 {
+		t.Fatal("no replay window before the restart")
+	}
+	h.Stop()
+
+	h = servertest.Start(t, h.Home)
+	if n := h.Server.Hub.WindowBytes(); n != 0 {
+		t.Fatalf("a restarted server holds %d bytes of replay windows", n)
+	}
+	stored, err := h.Server.Store.Events(ctx, store.EventQuery{SessionIDs: []string{sid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := stored[len(stored)-10].ID
+	replayOnce(t, t, h, streamtest.Transports[0], sid, since, false, nil)
+	if got := replayCounts(t, h); got["store"] != 1 || got["memory"] != 0 {
+		t.Fatalf("first replay after a restart: replays by source %v, want one from the store", got)
+	}
+	emit(h, 5)
+	stored, err = h.Server.Store.Events(ctx, store.EventQuery{SessionIDs: []string{sid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayOnce(t, t, h, streamtest.Transports[1], sid, stored[len(stored)-3].ID, false, nil)
+	if got := replayCounts(t, h); got["memory"] != 1 {
+		t.Fatalf("a replay of events committed since the restart: replays by source %v, want one from memory", got)
 	}
 }
 
