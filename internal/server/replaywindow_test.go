@@ -1,17 +1,10 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
 
@@ -21,8 +14,12 @@ import (
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/streamtest"
-	"github.com/metis-agent/metis/protocol"
 )
+
+// replayCatalog is the catalog-only filter of the replay windows'
+// property tests: the types they emit, and the subscribe's own.
+var replayCatalog = []string{string(event.ToolCalled), string(event.ToolCompleted), string(event.RouteDecided),
+	string(event.BusSubscriberRegistered), string(event.BusSubscriberUnregister)}
 
 // replayWindowLimit is the replay limit of TestReplayWindowEqualsStore's
 // server, and so the most events a session's replay window holds.
@@ -86,86 +83,20 @@ func TestReplayWindowEqualsStore(t *testing.T) {
 			// Near the end (inside the window) more often than far back.
 			back := rapid.IntRange(1, min(len(stored)-1, 3*replayWindowLimit)).Draw(rt, fmt.Sprintf("back%d", step))
 			since := stored[len(stored)-back].ID
-			catalogOnly := rapid.Bool().Draw(rt, fmt.Sprintf("catalogOnly%d", step))
+			var catalog []string // nil: preset:full
+			if rapid.Bool().Draw(rt, fmt.Sprintf("catalogOnly%d", step)) {
+				catalog = replayCatalog
+			}
 			for _, tr := range streamtest.Transports {
-				replayOnce(rt, t, h, tr, sid, since, catalogOnly, deltas)
+				h.CheckReplay(rt, tr, sid, since, catalog, deltas)
 			}
 		}
 	})
-	got := replayCounts(t, h)
+	got := h.ReplayCounts()
 	if got["memory"] == 0 || got["store"]+got["mixed"] == 0 {
 		t.Fatalf("replays by source %v: want some from memory and some reading the store", got)
 	}
 	t.Logf("replays by source: %v", got)
-}
-
-// replayOnce reconnects to sid with since over tr and checks the replay
-// against the store (catalog events) and deltas (streaming events).
-func replayOnce(rt fataler, t *testing.T, h *servertest.Harness, tr streamtest.Transport, sid, since string, catalogOnly bool, deltas map[string]*event.Event) {
-	var filter any = event.PresetFull
-	catalog := []string{string(event.ToolCalled), string(event.ToolCompleted), string(event.RouteDecided),
-		string(event.BusSubscriberRegistered), string(event.BusSubscriberUnregister)}
-	if catalogOnly {
-		filter = protocol.Filter{EventTypes: catalog}
-	}
-	c := tr.Connect(t, h.URL, sid, nil)
-	defer c.Close()
-	c.Subscribe(filter, &since, false)
-	f := c.Read(10 * time.Second)
-	if f.Err != nil {
-		if f.Err.Code == protocol.CodeReplayTooLarge {
-			return // a cursor far back past the limit: nothing to compare
-		}
-		rt.Fatalf("%s: subscribe since %s: %s: %s", tr.Name, since, f.Err.Code, f.Err.Message)
-	}
-	if f.Ack == nil {
-		rt.Fatalf("%s: want the ack, got %s", tr.Name, f.Raw)
-	}
-	seam := f.Ack.SeamEventID
-	var got [][]byte
-	for len(got) < f.Ack.ReplayEventCount {
-		fr := c.Read(10 * time.Second)
-		switch fr.Type {
-		case protocol.TypePing, protocol.TypePong:
-			continue
-		case protocol.TypeEvent:
-			got = append(got, fr.Raw)
-		default:
-			rt.Fatalf("%s: unexpected %s frame in the replay: %s", tr.Name, fr.Type, fr.Raw)
-		}
-	}
-	stored, err := h.Server.Store.Events(context.Background(), store.EventQuery{SessionIDs: []string{sid}, AfterID: since, UpToID: seam})
-	if err != nil {
-		rt.Fatal(err)
-	}
-	var want []*event.Event
-	for _, ev := range stored {
-		if !catalogOnly || slices.Contains(catalog, string(ev.Type)) {
-			want = append(want, ev)
-		}
-	}
-	if !catalogOnly {
-		for id, ev := range deltas {
-			if ev.SessionID == sid && id > since && id <= seam {
-				want = append(want, ev)
-			}
-		}
-	}
-	slices.SortFunc(want, func(a, b *event.Event) int { return strings.Compare(a.ID, b.ID) })
-	if len(got) != len(want) {
-		rt.Fatalf("%s: since %s: %d events replayed (ack says %d), the store's answer has %d", tr.Name, since, len(got), f.Ack.ReplayEventCount, len(want))
-	}
-	for i, ev := range want {
-		if frame := protocol.EventFrame(ev.JSON()); !bytes.Equal(got[i], frame) {
-			rt.Fatalf("%s: since %s: event %d:\n got  %s\n want %s", tr.Name, since, i, got[i], frame)
-		}
-	}
-}
-
-// fataler is a *testing.T or a *rapid.T.
-type fataler interface {
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
 }
 
 // TestReplayWindowEmptyAfterRestart: the replay window is memory only:
@@ -205,8 +136,8 @@ func TestReplayWindowEmptyAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	since := stored[len(stored)-10].ID
-	replayOnce(t, t, h, streamtest.Transports[0], sid, since, false, nil)
-	if got := replayCounts(t, h); got["store"] != 1 || got["memory"] != 0 {
+	h.CheckReplay(t, streamtest.Transports[0], sid, since, nil, nil)
+	if got := h.ReplayCounts(); got["store"] != 1 || got["memory"] != 0 {
 		t.Fatalf("first replay after a restart: replays by source %v, want one from the store", got)
 	}
 	emit(h, 5)
@@ -214,30 +145,8 @@ func TestReplayWindowEmptyAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replayOnce(t, t, h, streamtest.Transports[1], sid, stored[len(stored)-3].ID, false, nil)
-	if got := replayCounts(t, h); got["memory"] != 1 {
+	h.CheckReplay(t, streamtest.Transports[1], sid, stored[len(stored)-3].ID, nil, nil)
+	if got := h.ReplayCounts(); got["memory"] != 1 {
 		t.Fatalf("a replay of events committed since the restart: replays by source %v, want one from memory", got)
 	}
-}
-
-var replaysLine = regexp.MustCompile(`(?m)^metis_stream_replays_total\{source="(\w+)"\} (\d+)`)
-
-// replayCounts reads metis_stream_replays_total by source.
-func replayCounts(t *testing.T, h *servertest.Harness) map[string]int {
-	t.Helper()
-	resp, err := http.Get(h.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int{}
-	for _, m := range replaysLine.FindAllStringSubmatch(string(b), -1) {
-		n, _ := strconv.Atoi(m[2])
-		out[m[1]] = n
-	}
-	return out
 }
