@@ -487,3 +487,25 @@ func (e *env) sibling() *env {
 	}
 	return &env{t: e.t, ctx: e.ctx, st: e.st, b: e.b, h: e.h, sid: sid, em: em}
 }
+
+// replayAtLimit subscribes to sid with sub on a hub whose replay limit
+// is limit: over, it wants replay_too_large; otherwise the replay is
+// exactly want.
+func replayAtLimit(t *testing.T, ctx context.Context, h *hub.Hub, sid string, sub protocol.Subscribe, want []*event.Event, limit int, over bool) {
+	t.Helper()
+	att, serr := h.Subscribe(ctx, sid, &sub)
+	if over {
+		if serr == nil || serr.Code != protocol.CodeReplayTooLarge {
+			t.Fatalf("%d events, limit %d: want replay_too_large, got %+v", len(want), limit, serr)
+		}
+		return
+	}
+	if serr != nil {
+		t.Fatalf("%d events, limit %d: %s: %s", len(want), limit, serr.Code, serr.Message)
+	}
+	if err := att.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameEvents(t, "replay at the limit", att.Replay, want)
+	h.Unsubscribe(att.Client)
+}

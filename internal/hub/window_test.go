@@ -362,22 +362,7 @@ func TestWindowReplayLimitExact(t *testing.T) {
 			if covered := since >= all[len(all)-40].ID; covered != w.coveredOn(h, since) {
 				t.Fatalf("since %s: window covers it %v, want %v", since, !covered, covered)
 			}
-			sub := protocol.Subscribe{Preset: event.PresetFull, Since: &since}
-			att, serr := h.Subscribe(w.ctx, w.sid, &sub)
-			if over {
-				if serr == nil || serr.Code != protocol.CodeReplayTooLarge {
-					t.Fatalf("%d events, limit %d: want replay_too_large, got %+v", len(want), limit, serr)
-				}
-				continue
-			}
-			if serr != nil {
-				t.Fatalf("%d events, limit %d: %s: %s", len(want), limit, serr.Code, serr.Message)
-			}
-			if err := att.Collect(w.ctx); err != nil {
-				t.Fatal(err)
-			}
-			sameEvents(t, "replay at the limit", att.Replay, want)
-			h.Unsubscribe(att.Client)
+			replayAtLimit(t, w.ctx, h, w.sid, protocol.Subscribe{Preset: event.PresetFull, Since: &since}, want, limit, over)
 		}
 	}
 }
