@@ -37,6 +37,9 @@ type SessionSummary struct {
 	// limits (0: none); PATCH /sessions/{id} changes them.
 	MaxTurnCostUSD    float64 `json:"max_turn_cost_usd"`
 	MaxSessionCostUSD float64 `json:"max_session_cost_usd"`
+	// ForkedFrom is the session and message a fork was made from (POST
+	// /sessions/{id}/fork); null unless a fork.
+	ForkedFrom *ForkedFrom `json:"forked_from"`
 }
 
 // Turn statuses of a summary's current_turn_status.

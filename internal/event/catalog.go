@@ -49,6 +49,11 @@ const (
 	ContextCompactionFailed = protocol.EventContextCompactionFailed
 	SessionBudgetChanged    = protocol.EventSessionBudgetChanged
 
+	WorkspaceCheckpointed     = protocol.EventWorkspaceCheckpointed
+	WorkspaceCheckpointFailed = protocol.EventWorkspaceCheckpointFailed
+	WorkspaceChanged          = protocol.EventWorkspaceChanged
+	WorkspaceReverted         = protocol.EventWorkspaceReverted
+
 	BusHandlerWarning       = protocol.EventBusHandlerWarning
 	BusSubscriberRegistered = protocol.EventBusSubscriberRegistered
 	BusSubscriberUnregister = protocol.EventBusSubscriberUnregistered
