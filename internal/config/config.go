@@ -109,6 +109,7 @@ type Config struct {
 	Providers Providers              // config.yaml `providers`, then the environment
 
 	LongSession // windows, compaction, caching, the system prompt, budgets (longsession.go)
+	Checkpoints // workspace checkpoints (checkpoints.go)
 }
 
 // Provider is one provider's endpoint and key.
@@ -149,6 +150,7 @@ func Defaults() Config {
 		StreamingTTL:     15 * time.Minute,
 		EditTools:        tool.EditToolsAuto,
 		LongSession:      defaultLongSession(),
+		Checkpoints:      defaultCheckpoints(),
 	}
 }
 
