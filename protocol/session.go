@@ -40,6 +40,16 @@ type SessionSummary struct {
 	// ForkedFrom is the session and message a fork was made from (POST
 	// /sessions/{id}/fork); null unless a fork.
 	ForkedFrom *ForkedFrom `json:"forked_from"`
+	// Mode is the session's permission mode (ModeDefault, …).
+	Mode string `json:"mode"`
+	// PendingApprovals are the tool calls waiting for an answer, this
+	// session's and its workers' (never null).
+	PendingApprovals []PendingApproval `json:"pending_approvals"`
+	// SessionRules are the allow rules "allow for this session" answers
+	// added, which this session and its workers follow (never null).
+	// They are kept on the delegation tree's top session: a worker's
+	// own list is that session's.
+	SessionRules []string `json:"session_rules"`
 }
 
 // Turn statuses of a summary's current_turn_status.

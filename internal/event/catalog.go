@@ -48,6 +48,9 @@ const (
 	ContextCompacted        = protocol.EventContextCompacted
 	ContextCompactionFailed = protocol.EventContextCompactionFailed
 	SessionBudgetChanged    = protocol.EventSessionBudgetChanged
+	ApprovalRequested       = protocol.EventApprovalRequested
+	ApprovalResolved        = protocol.EventApprovalResolved
+	SessionModeChanged      = protocol.EventSessionModeChanged
 
 	WorkspaceCheckpointed     = protocol.EventWorkspaceCheckpointed
 	WorkspaceCheckpointFailed = protocol.EventWorkspaceCheckpointFailed

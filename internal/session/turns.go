@@ -13,6 +13,7 @@ import (
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
@@ -92,11 +93,28 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 		return nil, fmt.Errorf("%w: workspace %s cannot be opened: %v", ErrInvalid, s.WorkspacePath, err)
 	}
 
-	t := &activeTurn{id: event.NewID("turn_"), done: make(chan struct{})}
+	t := &activeTurn{id: event.NewID("turn_"), done: make(chan struct{}), sessionID: sessionID, mode: modeOf(s)}
+	// The session's tree: a top session is its own (no more reads); a
+	// worker walks up to the top, whose rules it follows.
+	t.root = sessionID
+	treeRules := s.SessionRules
+	if s.ParentSessionID != "" {
+		if t.chain, err = m.chainOf(ctx, sessionID); err == nil {
+			t.root = t.chain[len(t.chain)-1]
+			var top store.Session
+			top, err = m.cfg.Store.Session(ctx, t.root)
+			treeRules = top.SessionRules
+		}
+	}
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
 	if err := m.admit(ctx, sessionID, t); err != nil {
 		root.Close()
 		return nil, err
 	}
+	m.loadRules(t.root, treeRules)
 
 	release := m.releaser(sessionID, t, root)
 	em, err := m.cfg.Bus.Emitter(ctx, sessionID)
@@ -150,7 +168,7 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 			Workspace: s.WorkspacePath, Root: root, Emitter: em, Router: m.cfg.Router, UserText: content,
 			Worker: s.ParentSessionID != "", ModelOverride: override, History: m.cachedHistory(sessionID, user),
 			Mode: sessionMode(s), MaxTurnCostUSD: s.MaxTurnCostUSD, MaxSessionCostUSD: s.MaxSessionCostUSD, SessionCostUSD: s.CostUSD,
-			Ending: func(st store.TurnStatus) string { return m.ending(t, st) }})
+			Ending: func(st store.TurnStatus) string { return m.ending(t, st) }, Permissions: m.permissionsOf(t)})
 		// Run returns once the turn's terminal event is committed (retried
 		// through storage failures), so the conversation it hands back is
 		// the stored one; it is nil unless the turn completed, and the next
@@ -186,6 +204,7 @@ func (m *Manager) releaser(sessionID string, t *activeTurn, root *os.Root) func(
 	return func() {
 		m.mu.Lock()
 		delete(m.turns, sessionID)
+		m.forgetRulesLocked(t.root)
 		m.mu.Unlock()
 		close(t.done)
 		root.Close()
@@ -307,6 +326,7 @@ func (m *Manager) cancelTurn(sessionID, turnID, reason string) (CancelResult, bo
 	// takes it) sees either no cancel or a cancelled context.
 	t.cancelling, t.reason = true, reason
 	t.cancel(&agent.CancelCause{Reason: reason})
+	m.cancelApprovalsLocked(t)
 	m.mu.Unlock()
 	return Cancelling, true
 }
@@ -336,6 +356,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		if !t.cancelling && t.cancel != nil && t.ended == "" {
 			t.cancelling, t.reason = true, agent.ReasonServerShutdown
 			t.cancel(&agent.CancelCause{Reason: agent.ReasonServerShutdown})
+			m.cancelApprovalsLocked(t)
 		}
 	}
 	m.mu.Unlock()
@@ -366,4 +387,37 @@ func (m *Manager) storedTurn(ctx context.Context, sessionID, turnID string) (sto
 		return store.Turn{}, err
 	}
 	return t, nil
+}
+
+// permissionsOf returns the agent.Permissions of a turn, nil when the
+// manager has no policy.
+func (m *Manager) permissionsOf(t *activeTurn) agent.Permissions {
+	if m.cfg.Policy == nil {
+		return nil
+	}
+	return turnPerms{m: m, t: t}
+}
+
+// loadRules merges a tree's stored session rules into those held for it
+// (an answer's rules are held from the moment it wins, and stored with
+// its approval.resolved a moment later).
+func (m *Manager) loadRules(root string, stored []string) {
+	rules, err := permission.ParseAllowRules(stored)
+	if err != nil {
+		m.log.Warn("a stored session rule no longer parses; it is ignored", "session", root, "err", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.addRulesLocked(root, rules)
+}
+
+// forgetRulesLocked drops a tree's rules once none of its turns is in
+// flight. m.mu must be held.
+func (m *Manager) forgetRulesLocked(root string) {
+	for _, t := range m.turns {
+		if t.root == root {
+			return
+		}
+	}
+	delete(m.rules, root)
 }

@@ -8,12 +8,12 @@ import (
 	"github.com/metis-agent/metis/internal/message"
 )
 
-// schemaV7 records workspace checkpoints and forks
+// schemaV9 records workspace checkpoints and forks
 // (docs/conversation.md): a turn's checkpoint before its first change,
 // its checkpoint after it ended and a summary of its changes (JSON;
 // NULL until known), and where a forked session was made from. The
 // turns of a session are listed by id (turn ids sort by creation).
-const schemaV7 = `
+const schemaV9 = `
 ALTER TABLE turns ADD COLUMN checkpoint_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE turns ADD COLUMN after_checkpoint_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE turns ADD COLUMN changes TEXT;

@@ -93,16 +93,16 @@ func TestForkedFromRoundTrips(t *testing.T) {
 	}
 }
 
-// TestMigrateV6Checkpoints: a version 6 database gains the checkpoint
+// TestMigrateV7Checkpoints: a version 7 database gains the checkpoint
 // and fork columns, empty for what it held.
-func TestMigrateV6Checkpoints(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "v6.db")
+func TestMigrateV7Checkpoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v7.db")
 	ctx := context.Background()
 	db, err := sql.Open("sqlite", dsn(path, writerParams))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, "PRAGMA user_version = 6",
+	for _, q := range []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, schemaV7, "PRAGMA user_version = 7",
 		`INSERT INTO sessions (id, created_at) VALUES ('sess_old', 10)`,
 		`INSERT INTO turns (id, session_id, status, started_at) VALUES ('turn_old', 'sess_old', 'completed', 10)`} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
