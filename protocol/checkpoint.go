@@ -245,6 +245,9 @@ type ForkRequest struct {
 	// that message (off by default: the workspace is shared with the
 	// session forked).
 	Checkpoint bool `json:"checkpoint,omitempty"`
+	// Mode is the fork's permission mode ("": the server's default, as
+	// for a new session; the source's mode is not carried over).
+	Mode string `json:"mode,omitempty"`
 }
 
 // ForkedFrom is where a fork came from (the summary's forked_from).

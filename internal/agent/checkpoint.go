@@ -27,14 +27,13 @@ type Checkpointer interface {
 const checkpointTimeout = 5 * time.Minute
 
 // mayChange reports whether a call of the tool named may change the
-// workspace: every tool but those known to only read it (kinds read and
-// fetch). A name no tool has changes nothing (the call fails).
+// workspace: every tool but those that say they only read it or fetch
+// (kinds read and fetch: read_file, list_dir, glob, grep, web_fetch);
+// edit_file, apply_patch, write_file, shell, delegate and external tools
+// may. A name no tool has changes nothing (the call fails).
 func (r *run) mayChange(name string) bool {
 	t, ok := r.cfg.Tools.Get(name)
 	if !ok {
-		return false
-	}
-	if _, says := t.(tool.Classified); !says && readOnlyBuiltins[name] {
 		return false
 	}
 	switch tool.KindOf(t) {
@@ -43,10 +42,6 @@ func (r *run) mayChange(name string) bool {
 	}
 	return true
 }
-
-// readOnlyBuiltins are built-in tools that only read the workspace
-// but do not say their kind (tool.Classified) yet.
-var readOnlyBuiltins = map[string]bool{"read_file": true, "list_dir": true}
 
 // checkpointBefore runs before call u starts (from the dispatcher's
 // goroutine): before the turn's first call that may change the

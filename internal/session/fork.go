@@ -11,6 +11,7 @@ import (
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -23,6 +24,10 @@ import (
 // new (messages, turns), and a compaction's references to messages
 // follow them, so the model's view of the fork is the source's up to
 // that message.
+//
+// The fork's permission mode is req.Mode, or the server's default mode
+// as for any new session (the source's mode and session rules are not
+// carried over: a fork starts careful).
 //
 // A tool round is never split: a fork at an assistant message that
 // called tools also holds the message with their results. A fork of a
@@ -82,6 +87,13 @@ func (m *Manager) Fork(ctx context.Context, sessionID string, req protocol.ForkR
 	if err != nil {
 		return protocol.ForkResult{}, err
 	}
+	mode := m.defaultMode() // a fork starts careful, as a new session does
+	if req.Mode != "" {
+		if _, err := permission.ParseMode(req.Mode); err != nil {
+			return protocol.ForkResult{}, fmt.Errorf("%w: %v", ErrInvalidMode, err)
+		}
+		mode = permission.Mode(req.Mode)
+	}
 	target := ""
 	if req.Checkpoint {
 		if _, err := m.checkpoints(); err != nil {
@@ -94,7 +106,7 @@ func (m *Manager) Fork(ctx context.Context, sessionID string, req protocol.ForkR
 	fork := store.Session{ID: event.NewID("sess_"), WorkspacePath: src.WorkspacePath, ActiveModel: src.ActiveModel,
 		RoutingPolicyVersion: m.cfg.Router.Version(), CreatedAt: now, LastActivityAt: now, Title: src.Title,
 		ContextWindow: src.ContextWindow, MaxTurnCostUSD: src.MaxTurnCostUSD, MaxSessionCostUSD: src.MaxSessionCostUSD,
-		ForkedFromSessionID: sessionID, ForkedFromMessageID: lastID}
+		ForkedFromSessionID: sessionID, ForkedFromMessageID: lastID, Mode: string(mode)}
 	ops, copiedTurns := forkOps(fork.ID, kept, conv, turns, calls)
 	fork.TurnCount = copiedTurns
 	ops = append([]store.Op{store.CreateSession{Session: fork}}, ops...)
@@ -122,12 +134,16 @@ func (m *Manager) Fork(ctx context.Context, sessionID string, req protocol.ForkR
 		}
 	}
 	payload := protocol.SessionCreatedPayload{WorkspacePath: fork.WorkspacePath, Model: fork.ActiveModel,
-		ForkedFrom: &protocol.ForkedFrom{SessionID: sessionID, MessageID: lastID}, Messages: len(kept)}
+		ForkedFrom: &protocol.ForkedFrom{SessionID: sessionID, MessageID: lastID}, Messages: len(kept), Mode: string(mode)}
 	if _, err := em.EmitWait(ctx, bus.Spec{Type: event.SessionCreated, Actor: event.ActorSession, Payload: payload, Ops: ops}); err != nil {
 		return protocol.ForkResult{}, fmt.Errorf("fork session %s: %w", sessionID, err)
 	}
 	m.log.Info("session forked", "session", sessionID, "fork", fork.ID, "message", lastID, "messages", len(kept), "turns", copiedTurns)
-	out := protocol.ForkResult{SessionSummary: m.summarize(fork, nil)}
+	sum, err := m.summaryOf(ctx, fork)
+	if err != nil {
+		sum = m.summarize(fork, nil) // the fork exists: answer with what is known
+	}
+	out := protocol.ForkResult{SessionSummary: sum}
 	if target == "" {
 		return out, nil
 	}

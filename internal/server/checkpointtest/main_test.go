@@ -24,6 +24,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/server"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -53,6 +54,8 @@ func TestMain(m *testing.M) {
 func serve(home string) int {
 	cfg := config.Defaults()
 	cfg.Home, cfg.Addr, cfg.DemoDelay, cfg.Socket = home, "127.0.0.1:0", 0, ""
+	// Tools run unasked, as in servertest.Start: auto mode, the sandbox off.
+	cfg.DefaultMode, cfg.ShellSandbox = permission.ModeAuto, permission.SandboxDisabled
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.New(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
