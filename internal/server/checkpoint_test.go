@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metis-agent/metis/client"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/servertest"
@@ -326,3 +327,47 @@ func waitFile(t *testing.T, path string) {
 }
 
 func sleep() { time.Sleep(25 * time.Millisecond) }
+
+// TestGoClientRevertAndFork: the Go client's methods reach every
+// endpoint of checkpoints, revert and fork, and tell nothing_to_revert
+// apart.
+func TestGoClientRevertAndFork(t *testing.T) {
+	needGit(t)
+	h := servertest.Start(t, "")
+	sid := h.CreateSession()
+	before := wsTree(t, h.Workspace)
+	chat := runTurn(h, sid, "hello")
+	turn := runTurn(h, sid, toolCmd("write_file", map[string]string{"path": "c.txt", "content": "c\n"}))
+	c := client.New(h.URL)
+	c.Token = h.Token
+	ctx := t.Context()
+
+	list, err := c.Turns(ctx, sid, "", 1)
+	if err != nil || len(list.Turns) != 1 || list.Turns[0].TurnID != turn || !list.HasMore || list.Next != turn {
+		t.Fatalf("Turns(limit 1) = %+v, %v", list, err)
+	}
+	if older, err := c.Turns(ctx, sid, list.Next, 0); err != nil || len(older.Turns) != 1 || older.Turns[0].TurnID != chat {
+		t.Fatalf("Turns(before %s) = %+v, %v", list.Next, older, err)
+	}
+	d, err := c.TurnChanges(ctx, sid, turn)
+	if err != nil || len(d.Files) != 1 || d.Files[0].Status != protocol.FileAdded || !strings.Contains(d.Files[0].Diff, "+c\n") {
+		t.Fatalf("TurnChanges = %+v, %v", d, err)
+	}
+	if _, err := c.Revert(ctx, sid, chat); !client.IsNothingToRevert(err) {
+		t.Fatalf("Revert of a chat turn: %v", err)
+	}
+	res, err := c.Revert(ctx, sid, turn)
+	if err != nil || res.Warning == "" || sameTree(before, wsTree(t, h.Workspace)) != "" {
+		t.Fatalf("Revert = %+v, %v", res, err)
+	}
+	if _, err := c.RestoreCheckpoint(ctx, sid, res.UndoCheckpointID); err != nil {
+		t.Fatalf("RestoreCheckpoint: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.Workspace, "c.txt")); err != nil {
+		t.Fatalf("the undo did not bring c.txt back: %v", err)
+	}
+	f, err := c.Fork(ctx, sid, client.ForkRequest{})
+	if err != nil || f.ForkedFrom == nil || f.ForkedFrom.SessionID != sid {
+		t.Fatalf("Fork = %+v, %v", f, err)
+	}
+}
