@@ -30,7 +30,7 @@ func randomEdit(t *rapid.T) string {
 	p := path.Join(rapid.SampledFrom(dirs).Draw(t, "dir"), rapid.SampledFrom(files).Draw(t, "file"))
 	content := rapid.StringMatching(`[a-z ]{0,30}`).Draw(t, "content") + "\n"
 	parent := path.Dir(p)
-	switch rapid.IntRange(0, 6).Draw(t, "op") {
+	switch rapid.IntRange(0, 7).Draw(t, "op") {
 	case 0: // write_file (the directory must exist)
 		if parent == "." {
 			return toolCmd("write_file", map[string]string{"path": p, "content": content})
@@ -48,6 +48,8 @@ func randomEdit(t *rapid.T) string {
 			" && rmdir -p " + parent + " 2>/dev/null")
 	case 5: // symlink
 		return shell("mkdir -p " + parent + " && test ! -d " + p + " && ln -sfn " + rapid.SampledFrom(files).Draw(t, "target") + " " + p)
+	case 6: // apply_patch adding a file (fails when it exists: a turn that changes nothing)
+		return toolCmd("apply_patch", map[string]string{"patch": "*** Begin Patch\n*** Add File: " + p + "\n+" + content + "*** End Patch\n"})
 	default: // edit_file on a file that may not hold the text
 		return toolCmd("edit_file", map[string]any{"path": p, "old_string": "a", "new_string": "b", "replace_all": true})
 	}
@@ -58,8 +60,8 @@ func shell(cmd string) string {
 }
 
 // TestRevertAfterTwentyTurnsThroughTheTools: a session runs 20 turns,
-// each a random edit made by a real tool (write_file, edit_file, the
-// shell) through the real server; reverting any of those turns gives
+// each a random edit made by a real tool (write_file, edit_file,
+// apply_patch, the shell) through the real server; reverting any of those turns gives
 // back exactly the files as they were before it (the ignored ones
 // aside, which a revert leaves alone), and undoing the revert gives
 // back the files as they were after the last turn.
