@@ -17,6 +17,7 @@ import (
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/servertest"
+	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/streamtest"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -369,5 +370,63 @@ func TestGoClientRevertAndFork(t *testing.T) {
 	f, err := c.Fork(ctx, sid, client.ForkRequest{})
 	if err != nil || f.ForkedFrom == nil || f.ForkedFrom.SessionID != sid {
 		t.Fatalf("Fork = %+v, %v", f, err)
+	}
+}
+
+// TestEveryToolThatChangesFilesTakesACheckpoint: a turn's first call of
+// write_file, edit_file, apply_patch or shell takes a checkpoint first
+// (workspace.checkpointed names the call, and the turn is revertible);
+// a turn that only reads (read_file, list_dir, glob, grep) takes none.
+func TestEveryToolThatChangesFilesTakesACheckpoint(t *testing.T) {
+	needGit(t)
+	h := servertest.Start(t, "")
+	sid := h.CreateSession()
+	c := attach(t, h, sid)
+	for _, tc := range []struct {
+		tool  string
+		input any
+		takes bool
+	}{
+		{"write_file", map[string]string{"path": "w.txt", "content": "w\n"}, true},
+		{"edit_file", map[string]string{"path": "README.md", "old_string": "content", "new_string": "text"}, true},
+		{"apply_patch", map[string]string{"patch": "*** Begin Patch\n*** Add File: p.txt\n+p\n*** End Patch\n"}, true},
+		{"shell", map[string]string{"command": "echo s > s.txt"}, true},
+		{"read_file", map[string]string{"path": "README.md"}, false},
+		{"list_dir", map[string]string{"path": "."}, false},
+		{"glob", map[string]string{"pattern": "**/*.go"}, false},
+		{"grep", map[string]string{"pattern": "content"}, false},
+	} {
+		turn := h.Submit(sid, toolCmd(tc.tool, tc.input))
+		evs := c.Events(wait, streamtest.UntilType(event.TurnCompleted, turn))
+		h.WaitTurn(sid)
+		if n := count(evs, event.ToolCompleted); n != 1 {
+			t.Fatalf("%s: %d tool.completed, want 1 (%v)", tc.tool, n, types(evs))
+		}
+		var info *protocol.TurnInfo
+		for _, ti := range turnsOf(t, h, sid).Turns {
+			if ti.TurnID == turn {
+				info = &ti
+			}
+		}
+		if info == nil {
+			t.Fatalf("%s: turn %s not listed", tc.tool, turn)
+		}
+		if tc.takes != (info.CheckpointID != nil) || tc.takes != info.Revertible || tc.takes != (info.Changes != nil) {
+			t.Errorf("%s: checkpoint %v, revertible %v, changes %v; want a checkpoint: %v", tc.tool, info.CheckpointID, info.Revertible, info.Changes, tc.takes)
+		}
+		if !tc.takes {
+			continue
+		}
+		if info.Changes.FilesChanged != 1 {
+			t.Errorf("%s: changes %+v, want one file", tc.tool, info.Changes)
+		}
+		stored, err := h.Server.Store.Events(t.Context(), store.EventQuery{SessionIDs: []string{sid}, Types: []event.Type{event.WorkspaceCheckpointed}})
+		if err != nil || len(stored) == 0 || stored[len(stored)-1].TurnID != turn {
+			t.Fatalf("%s: workspace.checkpointed %v %v", tc.tool, stored, err)
+		}
+		p := streamtest.EventPayloadOf[protocol.WorkspaceCheckpointedPayload](t, stored[len(stored)-1])
+		if p.CheckpointID != *info.CheckpointID || p.ToolUseID == "" {
+			t.Errorf("%s: workspace.checkpointed %+v, turn's checkpoint %s", tc.tool, p, *info.CheckpointID)
+		}
 	}
 }
