@@ -51,6 +51,8 @@ usage:
                                             a new session with the conversation up to that message
   metis cluster status [--json]             a cluster's nodes, tree leases and projection lag
                                             (asks the server; see docs/scale-out.md)
+  metis mcp list [--tools] [--json] [--session ID]
+                                            the MCP servers: state, tools, last error (docs/mcp.md)
   metis acp [--model M] [--log-file F]      an Agent Client Protocol agent on stdio, for editors
                                             (starts a server in-process if none runs; see docs/editors.md)
 
@@ -103,6 +105,8 @@ func run(args []string) int {
 		return cli.Fork(ctx, args[1:], env)
 	case "cluster":
 		return cli.Cluster(ctx, args[1:], env)
+	case "mcp":
+		return cli.MCP(ctx, args[1:], env)
 	case "acp":
 		return runACP(ctx, args[1:])
 	case "-h", "-help", "--help", "help":

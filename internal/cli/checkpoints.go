@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -43,7 +41,8 @@ func Turns(ctx context.Context, args []string, env Env) int {
 		if all == nil {
 			all = []client.TurnInfo{}
 		}
-		return printJSON(env.Stdout, all)
+		printJSON(env.Stdout, all)
+		return 0
 	}
 	if status != "" {
 		fmt.Fprintln(env.Stderr, "metis turns: checkpoints are off:", status)
@@ -116,7 +115,8 @@ func Fork(ctx context.Context, args []string, env Env) int {
 		return 1
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, res)
+		printJSON(env.Stdout, res)
+		return 0
 	}
 	fmt.Fprintln(env.Stdout, res.ID)
 	if res.Restored != nil {
@@ -155,7 +155,8 @@ func printRevert(env Env, name, sid string, res client.RevertResult, err error, 
 		return 1
 	}
 	if asJSON {
-		return printJSON(env.Stdout, res)
+		printJSON(env.Stdout, res)
+		return 0
 	}
 	for _, p := range res.Restored {
 		fmt.Fprintln(env.Stdout, "restored", p)
@@ -167,12 +168,5 @@ func printRevert(env Env, name, sid string, res client.RevertResult, err error, 
 		fmt.Fprintf(env.Stdout, "FAILED   %s: %s\n", f.Path, f.Message)
 	}
 	fmt.Fprintf(env.Stderr, "undo: metis restore %s %s\n%s\n", sid, res.UndoCheckpointID, res.Warning)
-	return 0
-}
-
-func printJSON(w io.Writer, v any) int {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 	return 0
 }

@@ -45,7 +45,7 @@ func ctxT(t tb) context.Context {
 // openStore opens a real SQLite trace store in a temporary directory,
 // closed when the test ends. A test shares it between rapid iterations
 // (one session each) to stay fast.
-func openStore(t *testing.T) *store.Store {
+func openStore(t testing.TB) *store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), store.Options{Path: filepath.Join(t.TempDir(), "trace.db"), Logger: quiet})
 	if err != nil {
