@@ -261,7 +261,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
-	s.bg.Add(5)
+	s.bg.Add(6)
 	go func() {
 		defer s.bg.Done()
 		sandbox.WatchEscaped(bgctx)
