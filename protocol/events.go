@@ -129,7 +129,7 @@ var catalog = []EventInfo{
 	{EventSessionBudgetChanged, FamilyCatalog, "HTTP API (PATCH /sessions/{id})", false},
 	{EventWorkspaceCheckpointed, FamilyCatalog, "agent loop", false},
 	{EventWorkspaceCheckpointFailed, FamilyCatalog, "agent loop", true},
-	{EventWorkspaceChanged, FamilyCatalog, "agent loop", true},
+	{EventWorkspaceChanged, FamilyCatalog, "agent loop", false},
 	{EventWorkspaceReverted, FamilyCatalog, "session manager (revert, undo, fork)", true},
 	{EventApprovalRequested, FamilyCatalog, "tool dispatcher", true},
 	{EventApprovalResolved, FamilyCatalog, "tool dispatcher (session manager after a crash)", true},

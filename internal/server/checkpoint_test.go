@@ -116,7 +116,10 @@ func TestRevertOverBothTransports(t *testing.T) {
 	streamtest.EachTransport(t, func(t *testing.T, tr streamtest.Transport) {
 		h := servertest.Start(t, "")
 		sid := h.CreateSession()
-		c, _, _ := streamtest.Subscribe(t, tr, h.URL, sid, wait, "preset:chat", nil, false)
+		// workspace.changed is not in preset:chat (the pinned cancel
+		// sequences of that preset end tool.failed, turn.cancelled).
+		filter := protocol.Filter{EventTypes: []string{string(event.TurnCompleted), string(event.WorkspaceChanged), string(event.WorkspaceReverted)}}
+		c, _, _ := streamtest.Subscribe(t, tr, h.URL, sid, wait, filter, nil, false)
 		before := wsTree(t, h.Workspace)
 		t1 := runTurn(h, sid, toolCmd("write_file", map[string]string{"path": "README.md", "content": "rewritten\n"}))
 		runTurn(h, sid, toolCmd("shell", map[string]string{"command": "mkdir -p d/e && echo new > d/e/n.txt && chmod +x main.go && rm src/.keep 2>/dev/null; true"}))
