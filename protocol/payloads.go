@@ -15,6 +15,10 @@ type SessionCreatedPayload struct {
 	WorkspacePath   string  `json:"workspace_path"`
 	Model           string  `json:"model"`
 	ParentSessionID *string `json:"parent_session_id,omitempty"`
+	// ForkedFrom is where a fork came from, and Messages how many
+	// messages it copied (POST /sessions/{id}/fork).
+	ForkedFrom *ForkedFrom `json:"forked_from,omitempty"`
+	Messages   int         `json:"messages,omitempty"`
 	// Mode is the session's permission mode at creation.
 	Mode string `json:"mode,omitempty"`
 }
@@ -348,6 +352,14 @@ func NewPayload(t EventType) any {
 		return new(ContextCompactionFailedPayload)
 	case EventSessionBudgetChanged:
 		return new(SessionBudgetPatch)
+	case EventWorkspaceCheckpointed:
+		return new(WorkspaceCheckpointedPayload)
+	case EventWorkspaceCheckpointFailed:
+		return new(WorkspaceCheckpointFailedPayload)
+	case EventWorkspaceChanged:
+		return new(WorkspaceChangedPayload)
+	case EventWorkspaceReverted:
+		return new(RevertResult)
 	case EventApprovalRequested:
 		return new(ApprovalRequestedPayload)
 	case EventApprovalResolved:

@@ -37,6 +37,9 @@ type SessionSummary struct {
 	// limits (0: none); PATCH /sessions/{id} changes them.
 	MaxTurnCostUSD    float64 `json:"max_turn_cost_usd"`
 	MaxSessionCostUSD float64 `json:"max_session_cost_usd"`
+	// ForkedFrom is the session and message a fork was made from (POST
+	// /sessions/{id}/fork); null unless a fork.
+	ForkedFrom *ForkedFrom `json:"forked_from"`
 	// Mode is the session's permission mode (ModeDefault, …).
 	Mode string `json:"mode"`
 	// PendingApprovals are the tool calls waiting for an answer, this

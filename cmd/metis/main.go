@@ -43,6 +43,12 @@ usage:
                                             for scripts; without a terminal they are denied)
   metis tail SESSION [--filter F] [--since ID] [--json] [--workers]
                                             print a session's events live, with reconnect
+  metis turns SESSION [--json]              a session's turns: what files each changed, which can be reverted
+  metis revert SESSION TURN [--json]        put the workspace's files back as they were before that turn
+                                            (prints the undo; what commands did outside the files stays)
+  metis restore SESSION CHECKPOINT          put the files back as a checkpoint holds them (undoes a revert)
+  metis fork SESSION [--message ID] [--checkpoint] [--json]
+                                            a new session with the conversation up to that message
   metis cluster status [--json]             a cluster's nodes, tree leases and projection lag
                                             (asks the server; see docs/scale-out.md)
   metis mcp list [--tools] [--json] [--session ID]
@@ -89,6 +95,14 @@ func run(args []string) int {
 		return cli.Send(ctx, args[1:], env)
 	case "tail":
 		return cli.Tail(ctx, args[1:], env)
+	case "turns":
+		return cli.Turns(ctx, args[1:], env)
+	case "revert":
+		return cli.Revert(ctx, args[1:], env)
+	case "restore":
+		return cli.Restore(ctx, args[1:], env)
+	case "fork":
+		return cli.Fork(ctx, args[1:], env)
 	case "cluster":
 		return cli.Cluster(ctx, args[1:], env)
 	case "mcp":

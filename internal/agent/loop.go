@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/checkpoint"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
@@ -89,6 +90,15 @@ type Config struct {
 	MaxInstructionBytes int
 	// Now is the clock of the system prompt's date (nil: time.Now).
 	Now func() time.Time
+
+	// Checkpoints saves the workspace's files before a turn first
+	// changes them and after it ends (checkpoint.go); nil takes none.
+	// CheckpointsUnavailable, when Checkpoints is nil, says why they
+	// cannot be taken (git missing): every turn that may change files
+	// then says so in a workspace.checkpoint_failed. Both nil and ""
+	// mean checkpoints were turned off, and nothing is said.
+	Checkpoints            Checkpointer
+	CheckpointsUnavailable string
 }
 
 // Loop runs turns.
@@ -317,6 +327,12 @@ type run struct {
 	// reports that its commit failed.
 	terminal       *bus.Spec
 	terminalFailed bool
+
+	// The turn's checkpoint (checkpoint.go): ckptTried once the first
+	// call that may change the workspace came, ckpt the checkpoint
+	// saved then, ckptAfterDone once the one at the end was taken.
+	ckptTried, ckptAfterDone bool
+	ckpt                     *checkpoint.Checkpoint
 }
 
 // emit sends one event of this turn; after the first failure it does
@@ -342,6 +358,7 @@ func (r *run) emit(typ event.Type, actor string, payload any, ops ...store.Op) {
 
 // emitEnd emits the turn's terminal event.
 func (r *run) emitEnd(typ event.Type, payload any, row store.Op) {
+	r.checkpointAfter()
 	if r.emitErr != nil {
 		return
 	}

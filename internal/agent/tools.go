@@ -150,6 +150,9 @@ func (r *run) dispatch(c callResult, uses []message.Block) (message.Message, []s
 		}
 		if i := rd.nextReady(); i >= 0 && running < r.cfg.ToolConcurrency {
 			u := uses[i]
+			if r.checkpointBefore(u); r.ctx.Err() != nil || r.emitErr != nil {
+				continue // checkpoint.go saved the files; a cancel that came meanwhile fails the call unstarted
+			}
 			row := r.tools[u.ID]
 			row.Status, row.UpdatedAt = store.ToolRunning, time.Now()
 			r.emit(event.ToolCalled, event.ActorTool, toolCalled{ToolUseID: u.ID, ToolName: u.Name, MessageID: c.msg.ID, Input: u.Input},

@@ -33,12 +33,13 @@ func New(m *session.Manager, tokens *attach.Registry, log *slog.Logger) *API {
 	a := &API{sessions: m, tokens: tokens, log: log, mux: http.NewServeMux()}
 	a.route("/sessions", map[string]http.HandlerFunc{"GET": a.listSessions, "POST": a.createSession})
 	a.route("/sessions/{id}", map[string]http.HandlerFunc{"GET": a.getSession, "PATCH": a.patchSession})
-	a.route("/sessions/{id}/turns", map[string]http.HandlerFunc{"POST": a.submitTurn})
+	a.route("/sessions/{id}/turns", map[string]http.HandlerFunc{"POST": a.submitTurn, "GET": a.listTurns})
 	a.route("/sessions/{id}/turns/{turn_id}/cancel", map[string]http.HandlerFunc{"POST": a.cancelTurn})
 	a.route("/sessions/{id}/turns/{turn_id}/feedback", map[string]http.HandlerFunc{"POST": a.feedback})
 	a.route("/sessions/{id}/messages", map[string]http.HandlerFunc{"GET": a.messages})
 	a.route("/sessions/{id}/compact", map[string]http.HandlerFunc{"POST": a.compact})
 	a.route("/sessions/{id}/system-prompt", map[string]http.HandlerFunc{"GET": a.systemPrompt})
+	a.checkpointRoutes() // checkpoints.go
 	a.route("/sessions/{id}/approvals/{approval_id}", map[string]http.HandlerFunc{"POST": a.approve})
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.URL.Path)

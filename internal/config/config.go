@@ -120,6 +120,7 @@ type Config struct {
 	Providers Providers              // config.yaml `providers`, then the environment
 
 	LongSession // windows, compaction, caching, the system prompt, budgets (longsession.go)
+	Checkpoints // workspace checkpoints (checkpoints.go)
 	// Permissions (docs/permissions.md): the mode of sessions created
 	// without one, how long an approval request waits before it is
 	// denied, and config.yaml's `permissions:` rules (parsed: a rule
@@ -182,6 +183,7 @@ func Defaults() Config {
 		StreamingTTL:      15 * time.Minute,
 		EditTools:         tool.EditToolsAuto,
 		LongSession:       defaultLongSession(),
+		Checkpoints:       defaultCheckpoints(),
 		DefaultMode:       permission.ModeDefault,
 		ApprovalTimeout:   5 * time.Minute,
 		ReplayWindowBytes: 32 << 20,

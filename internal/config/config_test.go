@@ -171,7 +171,8 @@ func TestFlagsOverrideFile(t *testing.T) {
 		"--edit-tools=both", "--web-fetch-allow-private=true", "--replay-window-bytes=25",
 		"--max-calls=23", "--max-turn-cost=2.5", "--max-session-cost=0", "--auto-compact=false", "--compaction-model=builtin:demo",
 		"--prompt-cache=false", "--system-prompt=be brief", "--system-prompt-file=/p", "--max-instruction-bytes=24",
-		"--default-mode=plan", "--approval-timeout=23s", "--mcp-poll=23s"})
+		"--default-mode=plan", "--approval-timeout=23s", "--mcp-poll=23s",
+		"--checkpoints=false", "--checkpoint-git=/g", "--checkpoint-max-file-bytes=25", "--checkpoint-max-new-files=26"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,8 @@ func TestFlagsOverrideFile(t *testing.T) {
 		StreamingTTL: 22 * time.Second, NATSReplicas: 3, EditTools: tool.EditToolsBoth, WebFetchAllowPrivate: true, ReplayWindowBytes: 25,
 		DefaultMode: "plan", ApprovalTimeout: 23 * time.Second,
 		LongSession: LongSession{MaxCalls: 23, MaxTurnCost: 2.5, CompactionModel: "builtin:demo", SystemPrompt: "be brief",
-			SystemPromptFile: "/p", MaxInstructionBytes: 24}, MCPPoll: 23 * time.Second}
+			SystemPromptFile: "/p", MaxInstructionBytes: 24}, MCPPoll: 23 * time.Second,
+		Checkpoints: Checkpoints{CheckpointGit: "/g", CheckpointMaxFileBytes: 25, CheckpointMaxNewFiles: 26}}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("\n got %+v\nwant %+v", c, want)
 	}

@@ -52,6 +52,11 @@ const (
 	ApprovalResolved        = protocol.EventApprovalResolved
 	SessionModeChanged      = protocol.EventSessionModeChanged
 
+	WorkspaceCheckpointed     = protocol.EventWorkspaceCheckpointed
+	WorkspaceCheckpointFailed = protocol.EventWorkspaceCheckpointFailed
+	WorkspaceChanged          = protocol.EventWorkspaceChanged
+	WorkspaceReverted         = protocol.EventWorkspaceReverted
+
 	BusHandlerWarning       = protocol.EventBusHandlerWarning
 	BusSubscriberRegistered = protocol.EventBusSubscriberRegistered
 	BusSubscriberUnregister = protocol.EventBusSubscriberUnregistered

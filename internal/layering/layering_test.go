@@ -20,7 +20,8 @@ var coreRules = []string{
 	"internal/agent",
 	"internal/attach",
 	"internal/bus",
-	"internal/compact", // long sessions: the model's view, compaction plans
+	"internal/checkpoint", // workspace checkpoints: snapshots in a git directory of metis's own
+	"internal/compact",    // long sessions: the model's view, compaction plans
 	"internal/config",
 	"internal/cost",
 	"internal/delegate",

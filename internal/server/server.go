@@ -24,6 +24,7 @@ import (
 	"github.com/metis-agent/metis/internal/api"
 	"github.com/metis-agent/metis/internal/attach"
 	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/checkpoint"
 	"github.com/metis-agent/metis/internal/clusternode"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/cost"
@@ -86,6 +87,10 @@ type Server struct {
 	sock        *unixSocket       // nil without a socket (socket.go)
 	home        *homeLock         // held until Shutdown ends (homelock.go)
 	cluster     *clusternode.Node // nil in single-node mode (cluster.go)
+	// checkpoints takes the workspace checkpoints (nil when off, and
+	// checkpointsWhy then says why if git is missing: checkpoints.go).
+	checkpoints    *checkpoint.Store
+	checkpointsWhy string
 	// defaultWhy says why the default model is what it is (ready line).
 	defaultWhy string
 }
@@ -207,12 +212,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	lcfg.History = agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 		return mgr.Conversation(ctx, id)
 	})
+	cps, why := s.openCheckpoints(ctx) // checkpoints.go
+	s.checkpointsWhy, lcfg.CheckpointsUnavailable = why, why
+	if cps != nil {
+		lcfg.Checkpoints = cps
+	}
 	loop := agent.New(lcfg)
 	s.Loop = loop
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
 		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log,
 		MaxTurnCostUSD: cfg.MaxTurnCost, MaxSessionCostUSD: cfg.MaxSessionCost,
-		Policy: s.Permissions, DefaultMode: cfg.DefaultMode, ApprovalTimeout: cfg.ApprovalTimeout})
+		Policy: s.Permissions, DefaultMode: cfg.DefaultMode, ApprovalTimeout: cfg.ApprovalTimeout,
+		Checkpoints: cps, CheckpointsUnavailable: why})
 	s.Sessions = mgr
 	if s.cluster != nil {
 		s.cluster.SetSessions(mgr)
@@ -250,13 +261,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
-	s.bg.Add(5)
+	s.bg.Add(6)
 	go func() {
 		defer s.bg.Done()
 		sandbox.WatchEscaped(bgctx)
 		learnWindows(bgctx, s.Models, cfg, limits, log) // windows.go
 	}()
 	go s.pruneLoop(bgctx)
+	go s.checkpointGCLoop(bgctx) // checkpoints.go
 	go s.sweepLoop(bgctx)
 	go func() {
 		defer s.bg.Done()
@@ -301,7 +313,7 @@ func (s *Server) Run(ctx context.Context, out io.Writer) error {
 		_ = s.Shutdown(sctx)
 		return err
 	}
-	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s; %s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, s.Sandbox, url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String())+s.clusterNote())
+	fmt.Fprintf(out, "metis serving %s (home %s; default model %s: %s; %s%s); dashboard %s/%s%s\n", url, s.Config.Home, s.Config.DefaultModel, s.defaultWhy, s.Sandbox, s.checkpointNote(), url, s.socketNote(), s.remote.readyNote(s.ln.Addr().String())+s.clusterNote())
 	// Package initialisation and startup (the SDKs' type registrations,
 	// the terminal UI renderer's tables, the store's migrations) leave
 	// garbage an idle server never reuses: collect it and give its pages

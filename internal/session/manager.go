@@ -10,6 +10,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/agent"
 	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/checkpoint"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
@@ -35,6 +36,11 @@ type Config struct {
 	// MaxTurnCostUSD and MaxSessionCostUSD are the cost limits new
 	// sessions start with (0: none; docs/context.md, "Budgets").
 	MaxTurnCostUSD, MaxSessionCostUSD float64
+	// Checkpoints restores the workspace checkpoints turns take
+	// (checkpoints.go); nil when they are off, CheckpointsUnavailable
+	// then saying why if they were not turned off.
+	Checkpoints            *checkpoint.Store
+	CheckpointsUnavailable string
 	// Policy decides tool calls (docs/permissions.md); nil runs every
 	// call, as before permissions existed (tests of other parts).
 	Policy *permission.Policy

@@ -35,6 +35,9 @@ type Session struct {
 	// session's cost limits (0: none).
 	ContextTokens, ContextWindow      int64
 	MaxTurnCostUSD, MaxSessionCostUSD float64
+	// ForkedFromSessionID and ForkedFromMessageID are where a fork was
+	// made from ("" unless a fork; POST /sessions/{id}/fork).
+	ForkedFromSessionID, ForkedFromMessageID string
 	// Mode is the permission mode ("" is stored as "default").
 	Mode string
 	// SessionRules are the rules "allow for this session" answers added
@@ -61,6 +64,13 @@ type Turn struct {
 	Reason    string // cancellation or failure reason
 	StartedAt time.Time
 	EndedAt   time.Time // zero while in flight
+	// Workspace checkpoints (docs/conversation.md): the checkpoint taken
+	// before the turn first changed the workspace, the one taken when it
+	// ended ("" for none), and what it changed (JSON of
+	// protocol.TurnChanges; nil until known). A PutTurn never clears
+	// them: a row written without them keeps those stored.
+	CheckpointID, AfterCheckpointID string
+	Changes                         json.RawMessage
 }
 
 // ToolStatus of a tool call row.

@@ -11,7 +11,7 @@ import (
 )
 
 // schemaVersion is the PRAGMA user_version this code writes and reads.
-const schemaVersion = 7
+const schemaVersion = 9
 
 // schemaV1 creates every table and index. Times are unix nanoseconds
 // (0 for the zero time); JSON values are TEXT.
@@ -270,6 +270,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if v < 7 {
 		if _, err := tx.ExecContext(ctx, schemaV7); err != nil {
 			return fmt.Errorf("schema: migrate to v7: %w", err)
+		}
+	}
+	// v8 is the conversation queue's and images' step (another change
+	// adds it here); v9 only adds columns of its own, so it runs the same
+	// after it or without it.
+	if v < 9 {
+		if _, err := tx.ExecContext(ctx, schemaV9); err != nil { // checkpoints.go
+			return fmt.Errorf("schema: migrate to v9: %w", err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {

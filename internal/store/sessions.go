@@ -14,8 +14,9 @@ import (
 const (
 	sqlInsertSession = `INSERT INTO sessions
 (id, parent_session_id, workspace_path, active_model, routing_policy_version, cost_usd, turn_count, created_at,
- title, last_activity_at, context_tokens, context_window, max_turn_cost_usd, max_session_cost_usd, mode, session_rules)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+ title, last_activity_at, context_tokens, context_window, max_turn_cost_usd, max_session_cost_usd, mode, session_rules,
+ forked_from_session_id, forked_from_message_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	sqlUpdateSession = `UPDATE sessions SET
 active_model = CASE WHEN ?1 <> '' THEN ?1 ELSE active_model END,
@@ -46,7 +47,8 @@ WHERE id = ?3`
 
 	sessionCols = `id, parent_session_id, workspace_path, active_model, routing_policy_version,
 cost_usd, turn_count, created_at, title, last_activity_at,
-context_tokens, context_window, max_turn_cost_usd, max_session_cost_usd, mode, session_rules`
+context_tokens, context_window, max_turn_cost_usd, max_session_cost_usd, mode, session_rules,
+forked_from_session_id, forked_from_message_id`
 )
 
 func (t *txn) createSession(ss *Session) error {
@@ -60,7 +62,8 @@ func (t *txn) createSession(ss *Session) error {
 	_, err = t.exec(stInsertSession, ss.ID, ss.ParentSessionID, ss.WorkspacePath, ss.ActiveModel,
 		ss.RoutingPolicyVersion, ss.CostUSD, ss.TurnCount, nanos(ss.CreatedAt), Title(ss.Title),
 		max(nanos(ss.CreatedAt), nanos(ss.LastActivityAt)), ss.ContextTokens, ss.ContextWindow,
-		ss.MaxTurnCostUSD, ss.MaxSessionCostUSD, modeOrDefault(ss.Mode), rules)
+		ss.MaxTurnCostUSD, ss.MaxSessionCostUSD, modeOrDefault(ss.Mode), rules,
+		ss.ForkedFromSessionID, ss.ForkedFromMessageID)
 	if err != nil {
 		if isUnique(err) {
 			err = fmt.Errorf("%w: %w", ErrDuplicate, err)
@@ -321,7 +324,8 @@ func scanSession(r scanner) (Session, error) {
 	)
 	err := r.Scan(&ss.ID, &ss.ParentSessionID, &ss.WorkspacePath, &ss.ActiveModel,
 		&ss.RoutingPolicyVersion, &ss.CostUSD, &ss.TurnCount, &created, &ss.Title, &touched,
-		&ss.ContextTokens, &ss.ContextWindow, &ss.MaxTurnCostUSD, &ss.MaxSessionCostUSD, &ss.Mode, &rules)
+		&ss.ContextTokens, &ss.ContextWindow, &ss.MaxTurnCostUSD, &ss.MaxSessionCostUSD, &ss.Mode, &rules,
+		&ss.ForkedFromSessionID, &ss.ForkedFromMessageID)
 	ss.CreatedAt, ss.LastActivityAt = fromNanos(created), fromNanos(touched)
 	ss.SessionRules = decodeRules(rules)
 	return ss, err

@@ -2,20 +2,26 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 )
 
 const (
-	sqlPutTurn = `INSERT INTO turns (id, session_id, status, reason, started_at, ended_at)
-VALUES (?, ?, ?, ?, ?, ?)
+	sqlPutTurn = `INSERT INTO turns (id, session_id, status, reason, started_at, ended_at,
+	checkpoint_id, after_checkpoint_id, changes)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
 	session_id = excluded.session_id,
 	status     = excluded.status,
 	reason     = excluded.reason,
 	started_at = excluded.started_at,
-	ended_at   = excluded.ended_at`
+	ended_at   = excluded.ended_at,
+	checkpoint_id = CASE WHEN excluded.checkpoint_id <> '' THEN excluded.checkpoint_id ELSE turns.checkpoint_id END,
+	after_checkpoint_id = CASE WHEN excluded.after_checkpoint_id <> '' THEN excluded.after_checkpoint_id ELSE turns.after_checkpoint_id END,
+	changes = coalesce(excluded.changes, turns.changes)`
 
-	turnCols = `id, session_id, status, reason, started_at, ended_at`
+	turnCols = `id, session_id, status, reason, started_at, ended_at, checkpoint_id, after_checkpoint_id, changes`
 )
 
 func (t *txn) putTurn(tu *Turn) error {
@@ -25,8 +31,12 @@ func (t *txn) putTurn(tu *Turn) error {
 	if tu.Status == "" {
 		return fmt.Errorf("store: put turn %s: empty status", tu.ID)
 	}
+	var changes any // NULL when unknown
+	if len(tu.Changes) > 0 {
+		changes = string(tu.Changes)
+	}
 	_, err := t.exec(stPutTurn, tu.ID, tu.SessionID, string(tu.Status), tu.Reason,
-		nanos(tu.StartedAt), nanos(tu.EndedAt))
+		nanos(tu.StartedAt), nanos(tu.EndedAt), tu.CheckpointID, tu.AfterCheckpointID, changes)
 	if err != nil {
 		return fmt.Errorf("store: put turn %s: %w", tu.ID, err)
 	}
@@ -74,11 +84,16 @@ func (s *Store) queryTurns(ctx context.Context, query string, args ...any) ([]Tu
 			tu             Turn
 			status         string
 			started, ended int64
+			changes        sql.NullString
 		)
-		if err := rows.Scan(&tu.ID, &tu.SessionID, &status, &tu.Reason, &started, &ended); err != nil {
+		if err := rows.Scan(&tu.ID, &tu.SessionID, &status, &tu.Reason, &started, &ended,
+			&tu.CheckpointID, &tu.AfterCheckpointID, &changes); err != nil {
 			return nil, err
 		}
 		tu.Status, tu.StartedAt, tu.EndedAt = TurnStatus(status), fromNanos(started), fromNanos(ended)
+		if changes.Valid {
+			tu.Changes = json.RawMessage(changes.String)
+		}
 		out = append(out, tu)
 	}
 	return out, rows.Err()

@@ -15,6 +15,9 @@ func (s Session) Summary(turnID string, cancelling bool) protocol.SessionSummary
 		p := s.ParentSessionID
 		out.ParentSessionID = &p
 	}
+	if s.ForkedFromSessionID != "" {
+		out.ForkedFrom = &protocol.ForkedFrom{SessionID: s.ForkedFromSessionID, MessageID: s.ForkedFromMessageID}
+	}
 	if turnID != "" {
 		id, st := turnID, protocol.TurnStatusInFlight
 		if cancelling {

@@ -277,6 +277,10 @@ func (g *gen) structs() {
 	g.p("export type Decision = %q | %q;", protocol.DecisionAllow, protocol.DecisionDeny)
 	g.p("/** Why a request was decided: a client's answer, the timeout, or a cancel. */")
 	g.p("export type ApprovalReason = %q | %q | %q;", protocol.ApprovalReasonUser, protocol.ApprovalReasonTimeout, protocol.ApprovalReasonCancelled)
+	g.p("/** How a file changed (FileChange.status). */")
+	g.p("export type FileStatus = %q | %q | %q | %q;", protocol.FileAdded, protocol.FileModified, protocol.FileDeleted, protocol.FileTypeChanged)
+	g.p("/** What put the files back (workspace.reverted's trigger). */")
+	g.p("export type RevertTrigger = %q | %q | %q;", protocol.RevertTurn, protocol.RevertUndo, protocol.RevertFork)
 	g.p("/** What a tool does (an open set: other strings may come). */")
 	g.p("export type ToolKind = 'read' | 'edit' | 'execute' | 'fetch' | 'delegate' | 'external' | (string & {});")
 	g.p("")
@@ -333,6 +337,29 @@ func (g *gen) structs() {
 		{"PromptSource", reflect.TypeFor[protocol.PromptSource](), "An instruction file read into a system prompt.",
 			map[string]string{"scope": "'workspace' | 'home'"}},
 		{"SystemPrompt", reflect.TypeFor[protocol.SystemPrompt](), "The answer of GET /sessions/{id}/system-prompt.", nil},
+		{"ForkedFrom", reflect.TypeFor[protocol.ForkedFrom](), "Where a fork was made from (the summary's forked_from).", nil},
+		{"CheckpointSkip", reflect.TypeFor[protocol.CheckpointSkip](), "A path a checkpoint left out, or a revert left alone.",
+			map[string]string{"reason": openUnion(protocol.SkipTooLarge, protocol.SkipTooManyFiles, protocol.SkipNestedRepository,
+				protocol.SkipNotAFile, protocol.SkipCollapsed, protocol.SkipIgnored)}},
+		{"FileChange", reflect.TypeFor[protocol.FileChange](), "One file a turn changed.",
+			map[string]string{"status": "FileStatus"}},
+		{"TurnChanges", reflect.TypeFor[protocol.TurnChanges](), "What a turn changed in the workspace's files.", nil},
+		{"PathError", reflect.TypeFor[protocol.PathError](), "A path a revert could not put back.", nil},
+		{"RevertResult", reflect.TypeFor[protocol.RevertResult](),
+			"The answer (202) of a revert or restore, and the payload of workspace.reverted: show its warning.",
+			map[string]string{"trigger": "RevertTrigger"}},
+		{"CheckpointStatus", reflect.TypeFor[protocol.CheckpointStatus](), "Whether the server takes checkpoints, and why not.", nil},
+		{"TurnInfo", reflect.TypeFor[protocol.TurnInfo](), "One turn of GET /sessions/{id}/turns.",
+			map[string]string{"status": "'in_flight' | 'completed' | 'cancelled' | 'failed'"}},
+		{"TurnList", reflect.TypeFor[protocol.TurnList](), "The answer of GET /sessions/{id}/turns: oldest first.", nil},
+		{"FileDiff", reflect.TypeFor[protocol.FileDiff](), "One file of a turn's diff.",
+			map[string]string{"status": "FileStatus"}},
+		{"TurnDiff", reflect.TypeFor[protocol.TurnDiff](), "The answer of GET /sessions/{id}/turns/{turn_id}/changes.", nil},
+		{"ForkRequest", reflect.TypeFor[protocol.ForkRequest](), "The body of POST /sessions/{id}/fork (optional).",
+			map[string]string{"mode": "Mode"}},
+		{"ForkResult", reflect.TypeFor[protocol.ForkResult](),
+			"The answer (201) of POST /sessions/{id}/fork: the new summary, and what its restore did.",
+			map[string]string{"mode": "Mode"}},
 	}
 	for _, s := range specs {
 		g.iface(s)
@@ -345,9 +372,7 @@ func (g *gen) iface(s structSpec) {
 	if s.name == "CancelFrame" {
 		g.p("  type: 'cancel';")
 	}
-	t := s.typ
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for _, f := range jsonFields(s.typ) {
 		tag := f.Tag.Get("json")
 		if !f.IsExported() || tag == "-" {
 			continue
@@ -368,6 +393,23 @@ func (g *gen) iface(s structSpec) {
 	}
 	g.p("}")
 	g.p("")
+}
+
+// jsonFields are the fields of struct t as encoding/json writes them:
+// an embedded struct without a json name gives its own fields in its
+// place.
+func jsonFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 func tsType(t reflect.Type) string {

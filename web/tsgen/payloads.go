@@ -31,6 +31,8 @@ var payloadTS = map[protocol.EventType]map[string]string{
 	protocol.EventApprovalResolved:   {"decision": "Decision", "reason": "ApprovalReason", "scope": "'once' | 'session'"},
 	protocol.EventSessionModeChanged: {"mode": "Mode", "previous_mode": "Mode"},
 	protocol.EventSessionCreated:     {"mode": "Mode"},
+	protocol.EventWorkspaceReverted:  {"trigger": "RevertTrigger"},
+	protocol.EventWorkspaceChanged:   {"files": "FileChange[]"},
 	protocol.EventLLMCallCompleted:   {"usage": "Usage"},
 	protocol.EventLLMCallFailed:      {"usage": "Usage"},
 	protocol.EventDelegateFailed: {
@@ -67,8 +69,7 @@ var payloadFields = func() map[protocol.EventType][]field {
 		}
 		t := reflect.TypeOf(p).Elem()
 		var fs []field
-		for j := range t.NumField() {
-			f := t.Field(j)
+		for _, f := range jsonFields(t) {
 			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if !f.IsExported() || name == "" || name == "-" {
 				continue

@@ -1,6 +1,6 @@
 // The same-origin HTTP API of contract §3.
 
-import type { Message, SessionSummary } from './protocol.gen';
+import type { ForkRequest, ForkResult, Message, RevertResult, SessionSummary, TurnDiff, TurnList } from './protocol.gen';
 
 /** An error answer of the API (or a network failure: status 0, code 'network'). */
 /** One page of GET /sessions. */
@@ -166,6 +166,51 @@ export class Api {
   /** POST /sessions/{id}/turns/{turn_id}/feedback. */
   async submitFeedback(sessionId: string, turnId: string, rating: string, comment?: string): Promise<void> {
     await this.call('POST', `/sessions/${Api.seg(sessionId)}/turns/${Api.seg(turnId)}/feedback`, { rating, comment: comment ?? '' });
+  }
+
+  /**
+   * GET /sessions/{id}/turns, one page: turns oldest first, at most `limit`
+   * (omitted: the server's default, 50), before the turn id `before` (the
+   * `next` of the page after; omitted: the newest). Each turn says whether
+   * it can be reverted (`revertible`) and what files it changed
+   * (`changes`); `checkpoints` says whether the server takes any, and why not.
+   */
+  async listTurns(sessionId: string, opts: { before?: string; limit?: number } = {}): Promise<TurnList> {
+    const q = new URLSearchParams();
+    if (opts.before) q.set('before', opts.before);
+    if (opts.limit !== undefined && opts.limit > 0) q.set('limit', String(opts.limit));
+    const qs = q.toString();
+    return this.call('GET', `/sessions/${Api.seg(sessionId)}/turns${qs ? '?' + qs : ''}`);
+  }
+
+  /** GET /sessions/{id}/turns/{turn_id}/changes: the files a turn changed, each with its unified diff. */
+  turnChanges(sessionId: string, turnId: string): Promise<TurnDiff> {
+    return this.call('GET', `/sessions/${Api.seg(sessionId)}/turns/${Api.seg(turnId)}/changes`);
+  }
+
+  /**
+   * POST /sessions/{id}/turns/{turn_id}/revert: puts the workspace's files
+   * back as they were before the turn (later turns' changes too). Show the
+   * answer's `warning` (commands' other effects stay); its
+   * `undo_checkpoint_id` undoes the revert (restoreCheckpoint). 409:
+   * 'nothing_to_revert', 'turn_in_flight' or 'checkpoints_unavailable'.
+   */
+  revertTurn(sessionId: string, turnId: string): Promise<RevertResult> {
+    return this.call('POST', `/sessions/${Api.seg(sessionId)}/turns/${Api.seg(turnId)}/revert`, {});
+  }
+
+  /** POST /sessions/{id}/checkpoints/{checkpoint_id}/restore: undoes a revert (its undo_checkpoint_id). */
+  restoreCheckpoint(sessionId: string, checkpointId: string): Promise<RevertResult> {
+    return this.call('POST', `/sessions/${Api.seg(sessionId)}/checkpoints/${Api.seg(checkpointId)}/restore`, {});
+  }
+
+  /**
+   * POST /sessions/{id}/fork: a new session holding the conversation up to
+   * and including `message_id` (omitted: all of it) on the same workspace;
+   * `checkpoint: true` also puts the files back as they were at that message.
+   */
+  fork(sessionId: string, req: ForkRequest = {}): Promise<ForkResult> {
+    return this.call('POST', `/sessions/${Api.seg(sessionId)}/fork`, req);
   }
 
   /**

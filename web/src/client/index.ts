@@ -57,6 +57,13 @@
  *   cancelTurn(sessionId, turnId, reason?): Promise<void>;
  *   messages(sessionId, opts?: { before?: string; limit?: number }): Promise<{ messages: Message[]; has_more: boolean }>;
  *   submitFeedback(sessionId, turnId, rating, comment?): Promise<void>;
+ *   listTurns(sessionId, opts?: { before?: string; limit?: number }): Promise<TurnList>;  // turns oldest first, each
+ *                                                       // with revertible, checkpoint ids and changes (files, +/-)
+ *   turnChanges(sessionId, turnId): Promise<TurnDiff>;     // the files a turn changed, with unified diffs
+ *   revertTurn(sessionId, turnId): Promise<RevertResult>; // files back as before the turn; show .warning; 409 ->
+ *                                                       // 'nothing_to_revert' | 'turn_in_flight' | 'checkpoints_unavailable'
+ *   restoreCheckpoint(sessionId, checkpointId): Promise<RevertResult>;  // undo a revert: its undo_checkpoint_id
+ *   fork(sessionId, req?: { message_id?: string; checkpoint?: boolean; mode?: Mode }): Promise<ForkResult>;  // 201
  *   streamUrl(wsUrl: string): string;                      // ws_url resolved against baseUrl (wss under https)
  * }
  *

@@ -29,6 +29,10 @@ export type CatalogEventType =
   | "context.compacted"
   | "context.compaction_failed"
   | "session.budget_changed"
+  | "workspace.checkpointed"
+  | "workspace.checkpoint_failed"
+  | "workspace.changed"
+  | "workspace.reverted"
   | "approval.requested"
   | "approval.resolved"
   | "session.mode_changed"
@@ -74,6 +78,10 @@ export const EVENT_TYPES: readonly EventType[] = [
   "context.compacted",
   "context.compaction_failed",
   "session.budget_changed",
+  "workspace.checkpointed",
+  "workspace.checkpoint_failed",
+  "workspace.changed",
+  "workspace.reverted",
   "approval.requested",
   "approval.resolved",
   "session.mode_changed",
@@ -111,6 +119,10 @@ export const EVENT_FAMILY: Readonly<Record<EventType, EventFamily>> = {
   "context.compacted": "catalog",
   "context.compaction_failed": "catalog",
   "session.budget_changed": "catalog",
+  "workspace.checkpointed": "catalog",
+  "workspace.checkpoint_failed": "catalog",
+  "workspace.changed": "catalog",
+  "workspace.reverted": "catalog",
   "approval.requested": "catalog",
   "approval.resolved": "catalog",
   "session.mode_changed": "catalog",
@@ -148,6 +160,10 @@ export const EVENT_EMITTER: Readonly<Record<EventType, string>> = {
   "context.compacted": "agent loop (session manager for POST /compact)",
   "context.compaction_failed": "agent loop (session manager for POST /compact)",
   "session.budget_changed": "HTTP API (PATCH /sessions/{id})",
+  "workspace.checkpointed": "agent loop",
+  "workspace.checkpoint_failed": "agent loop",
+  "workspace.changed": "agent loop",
+  "workspace.reverted": "session manager (revert, undo, fork)",
   "approval.requested": "tool dispatcher",
   "approval.resolved": "tool dispatcher (session manager after a crash)",
   "session.mode_changed": "session manager",
@@ -168,8 +184,8 @@ export type PresetName = "preset:chat" | "preset:full";
 
 /** The event types each preset stands for, in catalog order. */
 export const PRESETS: Readonly<Record<PresetName, readonly EventType[]>> = {
-  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "approval.requested", "approval.resolved", "session.mode_changed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
-  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "approval.requested", "approval.resolved", "session.mode_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "workspace.checkpoint_failed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "workspace.checkpointed", "workspace.checkpoint_failed", "workspace.changed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
 };
 
 /** Whether s names an event type of the catalog (either family). */
@@ -204,6 +220,50 @@ export const CancelPhaseApproval = "approval";
 export const CancelPhaseTools = "tools";
 /** CancelPhaseBetweenCalls: between model calls (or as the turn was ending). */
 export const CancelPhaseBetweenCalls = "between_calls";
+/** EventWorkspaceCheckpointed: a turn is about to run its first tool that may change the workspace, and the files were saved first. */
+export const EventWorkspaceCheckpointed = "workspace.checkpointed";
+/** EventWorkspaceCheckpointFailed: the files could not be saved (git missing, an error): the turn goes on, and cannot be reverted. */
+export const EventWorkspaceCheckpointFailed = "workspace.checkpoint_failed";
+/** EventWorkspaceChanged: a turn that saved a checkpoint ended; the payload lists the files it changed. Emitted before the turn's terminal event. */
+export const EventWorkspaceChanged = "workspace.changed";
+/** EventWorkspaceReverted: a revert (or its undo, or a fork with checkpoint) put the workspace's files back (contract §11). */
+export const EventWorkspaceReverted = "workspace.reverted";
+/** CodeNothingToRevert (409): the turn took no checkpoint (it ran no tool that could change files), or the files already are as the checkpoint holds them. */
+export const CodeNothingToRevert = "nothing_to_revert";
+/** CodeCheckpointsUnavailable (409): checkpoints are off on this server (turned off, or git is missing); the message says why. */
+export const CodeCheckpointsUnavailable = "checkpoints_unavailable";
+/** CodeCheckpointNotFound (404): no checkpoint of that id belongs to the session (or it was collected). */
+export const CodeCheckpointNotFound = "checkpoint_not_found";
+/** CodeCheckpointFailed (500): the files as they are could not be saved before a revert, so nothing was changed. */
+export const CodeCheckpointFailed = "checkpoint_failed";
+/** ClassCheckpointsUnavailable: git is missing or unusable here. */
+export const ClassCheckpointsUnavailable = "checkpoints_unavailable";
+/** ClassCheckpointError: taking this checkpoint failed. */
+export const ClassCheckpointError = "checkpoint_error";
+/** POST /sessions/{id}/turns/{turn_id}/revert */
+export const RevertTurn = "revert";
+/** POST /sessions/{id}/checkpoints/{checkpoint_id}/restore */
+export const RevertUndo = "undo";
+/** POST /sessions/{id}/fork with checkpoint */
+export const RevertFork = "fork";
+/** a file over the size limit */
+export const SkipTooLarge = "too_large";
+/** a directory past the cap on new files per checkpoint */
+export const SkipTooManyFiles = "too_many_files";
+/** a directory holding a git repository of its own */
+export const SkipNestedRepository = "nested_repository";
+/** a FIFO, socket or device */
+export const SkipNotAFile = "not_a_file";
+/** a directory holding more left-out paths than are listed */
+export const SkipCollapsed = "collapsed";
+/** a file the checkpoint's ignore rules ignore (reverts only) */
+export const SkipIgnored = "ignored";
+export const FileAdded = "added";
+export const FileModified = "modified";
+export const FileDeleted = "deleted";
+export const FileTypeChanged = "type_changed";
+export const MaxListedChanges = 200;
+export const MaxListedPaths = 1000;
 export const MaxClientFrame = 1048576;
 export const MaxNonce = 128;
 export const MaxReason = 200;
@@ -468,6 +528,10 @@ export type Mode = "default" | "accept_edits" | "plan" | "auto";
 export type Decision = "allow" | "deny";
 /** Why a request was decided: a client's answer, the timeout, or a cancel. */
 export type ApprovalReason = "user" | "timeout" | "cancelled";
+/** How a file changed (FileChange.status). */
+export type FileStatus = "added" | "modified" | "deleted" | "type_changed";
+/** What put the files back (workspace.reverted's trigger). */
+export type RevertTrigger = "revert" | "undo" | "fork";
 /** What a tool does (an open set: other strings may come). */
 export type ToolKind = 'read' | 'edit' | 'execute' | 'fetch' | 'delegate' | 'external' | (string & {});
 
@@ -512,6 +576,7 @@ export interface SessionSummary {
   context_window: number;
   max_turn_cost_usd: number;
   max_session_cost_usd: number;
+  forked_from: ForkedFrom | null;
   mode: Mode;
   pending_approvals: PendingApproval[];
   session_rules: string[];
@@ -751,6 +816,144 @@ export interface SystemPrompt {
   sources: PromptSource[];
 }
 
+/** Where a fork was made from (the summary's forked_from). */
+export interface ForkedFrom {
+  session_id: string;
+  message_id: string;
+}
+
+/** A path a checkpoint left out, or a revert left alone. */
+export interface CheckpointSkip {
+  path: string;
+  reason: 'too_large' | 'too_many_files' | 'nested_repository' | 'not_a_file' | 'collapsed' | 'ignored' | (string & {});
+  bytes?: number;
+  files?: number;
+}
+
+/** One file a turn changed. */
+export interface FileChange {
+  path: string;
+  status: FileStatus;
+  old_mode?: string;
+  new_mode?: string;
+  additions: number;
+  deletions: number;
+  binary?: boolean;
+}
+
+/** What a turn changed in the workspace's files. */
+export interface TurnChanges {
+  files: FileChange[];
+  files_changed: number;
+  files_truncated?: boolean;
+  additions: number;
+  deletions: number;
+}
+
+/** A path a revert could not put back. */
+export interface PathError {
+  path: string;
+  message: string;
+}
+
+/** The answer (202) of a revert or restore, and the payload of workspace.reverted: show its warning. */
+export interface RevertResult {
+  trigger: RevertTrigger;
+  turn_id?: string;
+  checkpoint_id: string;
+  undo_checkpoint_id: string;
+  restored: string[];
+  removed: string[];
+  left_alone?: CheckpointSkip[];
+  failed?: PathError[];
+  truncated?: boolean;
+  warning: string;
+  duration_ms: number;
+}
+
+/** Whether the server takes checkpoints, and why not. */
+export interface CheckpointStatus {
+  enabled: boolean;
+  reason?: string;
+}
+
+/** One turn of GET /sessions/{id}/turns. */
+export interface TurnInfo {
+  turn_id: string;
+  status: 'in_flight' | 'completed' | 'cancelled' | 'failed';
+  reason?: string;
+  started_at: string;
+  ended_at: string | null;
+  user_message_id?: string;
+  prompt: string;
+  checkpoint_id: string | null;
+  after_checkpoint_id: string | null;
+  changes: TurnChanges | null;
+  revertible: boolean;
+}
+
+/** The answer of GET /sessions/{id}/turns: oldest first. */
+export interface TurnList {
+  turns: TurnInfo[];
+  has_more: boolean;
+  next?: string;
+  checkpoints: CheckpointStatus;
+}
+
+/** One file of a turn's diff. */
+export interface FileDiff {
+  path: string;
+  status: FileStatus;
+  old_mode?: string;
+  new_mode?: string;
+  additions: number;
+  deletions: number;
+  binary?: boolean;
+  diff: string;
+  diff_truncated?: boolean;
+}
+
+/** The answer of GET /sessions/{id}/turns/{turn_id}/changes. */
+export interface TurnDiff {
+  turn_id: string;
+  checkpoint_id: string;
+  after_checkpoint_id: string;
+  files: FileDiff[];
+}
+
+/** The body of POST /sessions/{id}/fork (optional). */
+export interface ForkRequest {
+  message_id?: string;
+  checkpoint?: boolean;
+  mode?: Mode;
+}
+
+/** The answer (201) of POST /sessions/{id}/fork: the new summary, and what its restore did. */
+export interface ForkResult {
+  id: string;
+  parent_session_id: string | null;
+  workspace_path: string;
+  active_model: string;
+  routing_policy_version: string;
+  cost_so_far_usd: number;
+  turn_count: number;
+  current_turn_id: string | null;
+  current_turn_status: string | null;
+  created_at: string;
+  title: string;
+  last_activity_at: string;
+  context_tokens: number;
+  context_window: number;
+  max_turn_cost_usd: number;
+  max_session_cost_usd: number;
+  forked_from: ForkedFrom | null;
+  mode: Mode;
+  pending_approvals: PendingApproval[];
+  session_rules: string[];
+  restored?: RevertResult | null;
+  restore_error?: string;
+}
+
 // ---- Event payloads (docs/event-catalog.md; checked against recorded traces) ----
 
 /** The payload of session.created. */
@@ -758,6 +961,8 @@ export interface SessionCreatedPayload {
   workspace_path: string;
   model: string;
   parent_session_id?: string | null;
+  forked_from?: ForkedFrom | null;
+  messages?: number;
   mode?: Mode;
 }
 
@@ -935,6 +1140,48 @@ export interface SessionBudgetChangedPayload {
   max_session_cost_usd?: number | null;
 }
 
+/** The payload of workspace.checkpointed. */
+export interface WorkspaceCheckpointedPayload {
+  checkpoint_id: string;
+  tool_use_id?: string;
+  staged: number;
+  skipped?: CheckpointSkip[];
+  duration_ms: number;
+}
+
+/** The payload of workspace.checkpoint_failed. */
+export interface WorkspaceCheckpointFailedPayload {
+  error_class: string;
+  message: string;
+  after?: boolean;
+}
+
+/** The payload of workspace.changed. */
+export interface WorkspaceChangedPayload {
+  checkpoint_id: string;
+  after_checkpoint_id: string;
+  files: FileChange[];
+  files_changed: number;
+  files_truncated?: boolean;
+  additions: number;
+  deletions: number;
+}
+
+/** The payload of workspace.reverted. */
+export interface WorkspaceRevertedPayload {
+  trigger: RevertTrigger;
+  turn_id?: string;
+  checkpoint_id: string;
+  undo_checkpoint_id: string;
+  restored: string[];
+  removed: string[];
+  left_alone?: CheckpointSkip[];
+  failed?: PathError[];
+  truncated?: boolean;
+  warning: string;
+  duration_ms: number;
+}
+
 /** The payload of approval.requested. */
 export interface ApprovalRequestedPayload {
   approval_id: string;
@@ -1064,6 +1311,10 @@ export interface PayloadMap {
   "context.compacted": ContextCompactedPayload;
   "context.compaction_failed": ContextCompactionFailedPayload;
   "session.budget_changed": SessionBudgetChangedPayload;
+  "workspace.checkpointed": WorkspaceCheckpointedPayload;
+  "workspace.checkpoint_failed": WorkspaceCheckpointFailedPayload;
+  "workspace.changed": WorkspaceChangedPayload;
+  "workspace.reverted": WorkspaceRevertedPayload;
   "approval.requested": ApprovalRequestedPayload;
   "approval.resolved": ApprovalResolvedPayload;
   "session.mode_changed": SessionModeChangedPayload;
