@@ -37,6 +37,9 @@ type SessionSummary struct {
 	// limits (0: none); PATCH /sessions/{id} changes them.
 	MaxTurnCostUSD    float64 `json:"max_turn_cost_usd"`
 	MaxSessionCostUSD float64 `json:"max_session_cost_usd"`
+	// QueuedTurns are the turns waiting in the session's queue, the
+	// next first (omitted when none; docs/conversation.md).
+	QueuedTurns []QueuedTurn `json:"queued_turns,omitempty"`
 }
 
 // Turn statuses of a summary's current_turn_status.

@@ -257,7 +257,7 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 	if err != nil {
 		return nil, err
 	}
-	sess.Title, sess.LastActivityAt = at.Title, at.LastActivityAt
+	sess.Title, sess.LastActivityAt, sess.Queued = at.Title, at.LastActivityAt, at.Queued
 	if h.cfg.PolicyVersion != nil {
 		sess.RoutingPolicyVersion = h.cfg.PolicyVersion()
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // ErrNotFound is returned (wrapped) by reads of a missing row.
@@ -35,6 +36,10 @@ type Session struct {
 	// session's cost limits (0: none).
 	ContextTokens, ContextWindow      int64
 	MaxTurnCostUSD, MaxSessionCostUSD float64
+	// Queued is the session's queue, the next turn first: not a column
+	// (the session manager holds it live; SummaryAsOf reads it as of an
+	// event from queued_turns).
+	Queued []protocol.QueuedTurn
 }
 
 // TurnStatus of a turn row.

@@ -11,7 +11,7 @@ import (
 )
 
 // schemaVersion is the PRAGMA user_version this code writes and reads.
-const schemaVersion = 6
+const schemaVersion = 7
 
 // schemaV1 creates every table and index. Times are unix nanoseconds
 // (0 for the zero time); JSON values are TEXT.
@@ -250,6 +250,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if v < 6 {
 		if _, err := tx.ExecContext(ctx, schemaV6); err != nil {
 			return fmt.Errorf("schema: migrate to v6: %w", err)
+		}
+	}
+	if v < 7 {
+		if _, err := tx.ExecContext(ctx, schemaV7); err != nil { // conversation.go
+			return fmt.Errorf("schema: migrate to v7: %w", err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
