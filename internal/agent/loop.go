@@ -9,6 +9,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/images"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/price"
@@ -79,10 +80,20 @@ type Config struct {
 	MaxInstructionBytes int
 	// Now is the clock of the system prompt's date (nil: time.Now).
 	Now func() time.Time
+
+	// Images reads the bytes of the images a conversation holds (nil:
+	// none can be read, and a model reads a text in place of each).
+	Images ImageSource
+	// ImageCacheBytes bounds the image bytes the loop keeps between
+	// calls (0: DefaultImageCacheBytes).
+	ImageCacheBytes int64
 }
 
 // Loop runs turns.
-type Loop struct{ cfg Config }
+type Loop struct {
+	cfg    Config
+	images *images.Cache
+}
 
 // New returns a loop.
 func New(cfg Config) *Loop {
@@ -104,7 +115,10 @@ func New(cfg Config) *Loop {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Loop{cfg: cfg}
+	if cfg.ImageCacheBytes <= 0 {
+		cfg.ImageCacheBytes = DefaultImageCacheBytes
+	}
+	return &Loop{cfg: cfg, images: images.NewCache(cfg.ImageCacheBytes)}
 }
 
 // SetBeforeTools installs Config.BeforeTools. Call it before any turn
@@ -143,6 +157,9 @@ type Turn struct {
 	// wins. The session manager serializes it with its cancels: a cancel
 	// after it is answered with the turn's actual end.
 	Ending func(status store.TurnStatus) (cancelReason string)
+	// Steer, if set, is called before each model call (steer.go): it
+	// returns the messages steered into the turn since the last call.
+	Steer func() []Steered
 }
 
 // Outcome is how a turn ended.
@@ -367,6 +384,9 @@ func (r *run) do() Outcome {
 	for r.calls = 0; r.calls < r.cfg.MaxCalls; {
 		if r.ctx.Err() != nil {
 			return r.cancelled("between_calls", "", nil)
+		}
+		if r.takeSteered(); r.emitErr != nil {
+			return Outcome{Status: store.TurnFailed, Reason: ClassInternal, Usage: r.usage}
 		}
 		p, fit := r.fit(adapter, dec.Model, r.prepare(dec.Model))
 		if out, stop := r.unfit(fit); stop {

@@ -108,7 +108,8 @@ type Config struct {
 	Prices    map[string]price.Price // config.yaml only: overrides of the price table
 	Providers Providers              // config.yaml `providers`, then the environment
 
-	LongSession // windows, compaction, caching, the system prompt, budgets (longsession.go)
+	LongSession  // windows, compaction, caching, the system prompt, budgets (longsession.go)
+	Conversation // follow-ups and images (conversation.go)
 }
 
 // Provider is one provider's endpoint and key.
@@ -149,6 +150,7 @@ func Defaults() Config {
 		StreamingTTL:     15 * time.Minute,
 		EditTools:        tool.EditToolsAuto,
 		LongSession:      defaultLongSession(),
+		Conversation:     defaultConversation(),
 	}
 }
 

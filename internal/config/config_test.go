@@ -171,7 +171,9 @@ func TestFlagsOverrideFile(t *testing.T) {
 		"--edit-tools=both", "--web-fetch-allow-private=true",
 
 		"--max-calls=23", "--max-turn-cost=2.5", "--max-session-cost=0", "--auto-compact=false", "--compaction-model=builtin:demo",
-		"--prompt-cache=false", "--system-prompt=be brief", "--system-prompt-file=/p", "--max-instruction-bytes=24"})
+		"--prompt-cache=false", "--system-prompt=be brief", "--system-prompt-file=/p", "--max-instruction-bytes=24",
+
+		"--max-queued-turns=25", "--max-images=26", "--max-image-bytes=27"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,8 @@ func TestFlagsOverrideFile(t *testing.T) {
 		StreamingTTL: 22 * time.Second, EditTools: tool.EditToolsBoth, WebFetchAllowPrivate: true,
 
 		LongSession: LongSession{MaxCalls: 23, MaxTurnCost: 2.5, CompactionModel: "builtin:demo", SystemPrompt: "be brief",
-			SystemPromptFile: "/p", MaxInstructionBytes: 24}}
+			SystemPromptFile: "/p", MaxInstructionBytes: 24},
+		Conversation: Conversation{MaxQueuedTurns: 25, MaxImages: 26, MaxImageBytes: 27}}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("\n got %+v\nwant %+v", c, want)
 	}

@@ -28,7 +28,8 @@ var coreRules = []string{
 	"internal/cluster", // scale-out: the JetStream log, leases, projection
 	"internal/feed",    // the transport-neutral subscription core
 	"internal/hub",
-	"internal/login", // browser login sessions and the attempts limit
+	"internal/images", // image validation by content, the image-bytes cache
+	"internal/login",  // browser login sessions and the attempts limit
 	"internal/message",
 	"internal/metrics",
 	"internal/model/...",

@@ -29,6 +29,7 @@ import (
 	"github.com/metis-agent/metis/internal/delegate"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
+	"github.com/metis-agent/metis/internal/images"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/model"
@@ -189,6 +190,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	lcfg := longSessionConfig(cfg, limits) // windows.go
 	lcfg.Models, lcfg.Tools, lcfg.Prices, lcfg.Logger = s.Models, s.Tools, prices, log
 	lcfg.MaxTokens, lcfg.ThinkingBudget = cfg.MaxOutputTokens, cfg.ThinkingBudget
+	lcfg.Images = st
 	lcfg.History = agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 		return mgr.Conversation(ctx, id)
 	})
@@ -196,7 +198,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.Loop = loop
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
 		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log,
-		MaxTurnCostUSD: cfg.MaxTurnCost, MaxSessionCostUSD: cfg.MaxSessionCost})
+		MaxTurnCostUSD: cfg.MaxTurnCost, MaxSessionCostUSD: cfg.MaxSessionCost,
+		MaxQueuedTurns: cfg.MaxQueuedTurns, MaxImages: cfg.MaxImages, Images: images.Limits{MaxBytes: cfg.MaxImageBytes}})
 	s.Sessions = mgr
 	if s.cluster != nil {
 		s.cluster.sessions = mgr

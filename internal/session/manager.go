@@ -13,6 +13,7 @@ import (
 	"github.com/metis-agent/metis/internal/agent"
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/images"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/routing"
@@ -32,6 +33,12 @@ type Config struct {
 	// MaxTurnCostUSD and MaxSessionCostUSD are the cost limits new
 	// sessions start with (0: none; docs/context.md, "Budgets").
 	MaxTurnCostUSD, MaxSessionCostUSD float64
+	// MaxQueuedTurns bounds a session's queue (0: DefaultMaxQueuedTurns).
+	MaxQueuedTurns int
+	// MaxImages bounds the images of one message (0: DefaultMaxImages);
+	// Images bounds each image (zero fields: images.DefaultLimits).
+	MaxImages int
+	Images    images.Limits
 }
 
 // Manager owns sessions and their turns. Create it with New, call
@@ -43,7 +50,11 @@ type Manager struct {
 	mu      sync.Mutex
 	turns   map[string]*activeTurn       // by session id: the turn in flight
 	history map[string][]message.Message // conversations after a completed turn
+	queues  map[string][]*queuedTurn     // by session id: the turns waiting, next first (queue.go)
 	closing bool
+	// queueMu serialises the queueing of turns, so that a session's
+	// queue order is the order of its turn.queued events.
+	queueMu sync.Mutex
 	wg      sync.WaitGroup
 }
 
@@ -56,6 +67,7 @@ type activeTurn struct {
 	ended      store.TurnStatus // how the loop ended; "" while it runs
 	out        agent.Outcome    // the loop's outcome, set before done closes
 	done       chan struct{}
+	inbox      []turnInput // messages steered into the turn, not yet taken (steer.go)
 }
 
 // New returns a manager.
@@ -64,7 +76,24 @@ func New(cfg Config) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{cfg: cfg, log: log, turns: map[string]*activeTurn{}, history: map[string][]message.Message{}}
+	if cfg.MaxQueuedTurns <= 0 {
+		cfg.MaxQueuedTurns = DefaultMaxQueuedTurns
+	}
+	if cfg.MaxImages <= 0 {
+		cfg.MaxImages = DefaultMaxImages
+	}
+	def := images.DefaultLimits()
+	if cfg.Images.MaxBytes <= 0 {
+		cfg.Images.MaxBytes = def.MaxBytes
+	}
+	if cfg.Images.MaxSide <= 0 {
+		cfg.Images.MaxSide = def.MaxSide
+	}
+	if cfg.Images.MaxPixels <= 0 {
+		cfg.Images.MaxPixels = def.MaxPixels
+	}
+	return &Manager{cfg: cfg, log: log, turns: map[string]*activeTurn{}, history: map[string][]message.Message{},
+		queues: map[string][]*queuedTurn{}}
 }
 
 // CreateRequest is the body of POST /sessions.
@@ -118,6 +147,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Summary, error
 		Ops: []store.Op{store.CreateSession{Session: s}}}); err != nil {
 		return Summary{}, fmt.Errorf("create session: %w", err)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return m.summarize(s, nil), nil
 }
 
