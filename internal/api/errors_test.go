@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/api"
-	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/session"
 )
