@@ -5,6 +5,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/images"
 	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/internal/store"
 )
 
 // Images in a model call (docs/conversation.md, "Images"): the stored
@@ -82,4 +83,29 @@ func (l *Loop) imageBlock(ctx context.Context, b message.Block, sees bool) messa
 	}
 	b.Data = data
 	return b
+}
+
+// storeImages returns the op that stores the images of a tool result
+// (read_file of an image) with the session, and takes their bytes out
+// of the block (the stored message refers to them by SHA-256); the
+// bytes stay in the cache for the next call.
+func (r *run) storeImages(b *message.Block) []store.Op {
+	if len(b.Images) == 0 {
+		return nil
+	}
+	imgs := make([]message.Block, len(b.Images))
+	var put []store.Image
+	for i, im := range b.Images {
+		if len(im.Data) > 0 {
+			put = append(put, store.Image{SHA256: im.SHA256, MediaType: im.MediaType, Size: im.Size, Width: im.Width, Height: im.Height, Data: im.Data})
+			r.images.Put(im.SHA256, im.Data)
+		}
+		im.Data = nil
+		imgs[i] = im
+	}
+	b.Images = imgs
+	if len(put) == 0 {
+		return nil
+	}
+	return []store.Op{store.PutImages{SessionID: r.t.SessionID, Images: put}}
 }

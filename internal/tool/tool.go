@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
 )
 
@@ -72,6 +73,9 @@ type Result struct {
 	// edit_file, apply_patch): the paths changed and their unified
 	// diff, carried by the call's tool.completed event.
 	Change *Change
+	// Images are image blocks with their bytes (read_file of an image):
+	// the agent loop stores them and puts them in the tool result.
+	Images []message.Block
 }
 
 // Previewer is implemented by the tools that change files: Preview
