@@ -241,6 +241,8 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		case protocol.EventDelegateFailed:
 			w.Status, w.FailureMode, w.CostUSD = "failed", p.FailureMode, p.CostUSD
 		}
+	case protocol.EventApprovalRequested, protocol.EventApprovalResolved, protocol.EventSessionModeChanged:
+		return v.applyApproval(ev, turnID)
 	case protocol.EventFeedbackSubmitted:
 		var p struct {
 			Rating string `json:"rating"`

@@ -81,6 +81,9 @@ type APIError struct {
 	Status  int
 	Code    string
 	Message string
+	// Body is the answer's body (a 409 approval_resolved carries the
+	// resolution that won: see ResolvedError).
+	Body json.RawMessage
 }
 
 func (e *APIError) Error() string {
@@ -122,7 +125,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if resp.StatusCode >= 300 {
 		var e protocol.HTTPError
 		_ = json.Unmarshal(raw, &e)
-		return &APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		return &APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message, Body: raw}
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {

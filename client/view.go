@@ -25,9 +25,17 @@ type View struct {
 	Feedback    map[string]string    `json:"feedback,omitempty"` // turn id → rating
 	// HasOlder: messages older than the first of Messages exist (the
 	// snapshot held only the latest); PrependMessages loads them.
-	HasOlder bool                `json:"has_older_messages,omitempty"`
-	index    map[string]*Message // by message id
-	log      *slog.Logger
+	HasOlder bool `json:"has_older_messages,omitempty"`
+	// Mode is the session's permission mode, as the snapshot and
+	// session.mode_changed tell it ("" before either).
+	Mode string `json:"mode,omitempty"`
+	// Pending are the approval requests waiting for an answer, by
+	// approval id: this session's and, since a planner's clients get
+	// them, its workers' (SessionID tells). PendingApprovals lists them
+	// in order; Client.Approve answers one.
+	Pending map[string]*PendingApproval `json:"pending_approvals,omitempty"`
+	index   map[string]*Message         // by message id
+	log     *slog.Logger
 }
 
 // Message is a canonical message being rendered.
@@ -72,7 +80,7 @@ type ToolCall struct {
 	ID         string          `json:"id"`
 	Name       string          `json:"name"`
 	Input      json.RawMessage `json:"input,omitempty"`
-	Status     string          `json:"status"` // pending, running, completed, failed, cancelled
+	Status     string          `json:"status"` // pending, awaiting_approval, running, completed, failed, cancelled
 	Summary    string          `json:"summary,omitempty"`
 	Result     string          `json:"result,omitempty"`
 	ErrorClass string          `json:"error_class,omitempty"`
@@ -127,12 +135,22 @@ func (v *View) ApplySnapshot(s *protocol.Snapshot) {
 	v.Reset()
 	v.Session = s.Session
 	var sum struct {
-		CostSoFarUSD      float64 `json:"cost_so_far_usd"`
-		CurrentTurnID     *string `json:"current_turn_id"`
-		CurrentTurnStatus *string `json:"current_turn_status"`
+		CostSoFarUSD      float64            `json:"cost_so_far_usd"`
+		CurrentTurnID     *string            `json:"current_turn_id"`
+		CurrentTurnStatus *string            `json:"current_turn_status"`
+		Mode              string             `json:"mode"`
+		PendingApprovals  []*PendingApproval `json:"pending_approvals"`
 	}
 	_ = json.Unmarshal(s.Session, &sum)
-	v.CostUSD = sum.CostSoFarUSD
+	v.CostUSD, v.Mode = sum.CostSoFarUSD, sum.Mode
+	for _, p := range sum.PendingApprovals {
+		if p != nil && p.ApprovalID != "" {
+			if v.Pending == nil {
+				v.Pending = map[string]*PendingApproval{}
+			}
+			v.Pending[p.ApprovalID] = p
+		}
+	}
 	if sum.CurrentTurnID != nil {
 		v.Turn = Turn{ID: *sum.CurrentTurnID, Status: protocol.TurnStatusInFlight}
 	}

@@ -25,3 +25,22 @@ const (
 // turn its process could not finish (a crash, a lost owner, a storage
 // failure after a cancel was accepted).
 const CancelPhaseInterrupted = "interrupted"
+
+// The other phases of turn.cancelled: where the turn was when the
+// cancel landed.
+const (
+	// CancelPhaseLLM: the model was streaming.
+	CancelPhaseLLM = "llm"
+	// CancelPhaseSeam: the model had finished asking for tools and none
+	// had started.
+	CancelPhaseSeam = "seam"
+	// CancelPhaseApproval: calls of the round were waiting for a user's
+	// approval and none had started; the requests were denied (reason
+	// cancelled) before the calls failed.
+	CancelPhaseApproval = "approval"
+	// CancelPhaseTools: tools were running.
+	CancelPhaseTools = "tools"
+	// CancelPhaseBetweenCalls: between model calls (or as the turn was
+	// ending).
+	CancelPhaseBetweenCalls = "between_calls"
+)

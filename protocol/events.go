@@ -61,6 +61,11 @@ const (
 
 	EventFeedbackSubmitted EventType = "feedback.submitted"
 
+	// Permissions (contract §7, docs/permissions.md).
+	EventApprovalRequested  EventType = "approval.requested"
+	EventApprovalResolved   EventType = "approval.resolved"
+	EventSessionModeChanged EventType = "session.mode_changed"
+
 	EventBusHandlerWarning         EventType = "bus.handler_warning"
 	EventBusSubscriberRegistered   EventType = "bus.subscriber_registered"
 	EventBusSubscriberUnregistered EventType = "bus.subscriber_unregistered"
@@ -124,6 +129,9 @@ var catalog = []EventInfo{
 	{EventContextCompacted, FamilyCatalog, "agent loop (session manager for POST /compact)", true},
 	{EventContextCompactionFailed, FamilyCatalog, "agent loop (session manager for POST /compact)", true},
 	{EventSessionBudgetChanged, FamilyCatalog, "HTTP API (PATCH /sessions/{id})", false},
+	{EventApprovalRequested, FamilyCatalog, "tool dispatcher", true},
+	{EventApprovalResolved, FamilyCatalog, "tool dispatcher (session manager after a crash)", true},
+	{EventSessionModeChanged, FamilyCatalog, "session manager", true},
 	{EventBusHandlerWarning, FamilyCatalog, "bus, streaming server, session manager", false},
 	{EventBusSubscriberRegistered, FamilyCatalog, "bus, streaming server", false},
 	{EventBusSubscriberUnregistered, FamilyCatalog, "bus, streaming server", false},

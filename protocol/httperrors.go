@@ -34,6 +34,15 @@ const (
 	// the moment (its owner just stopped and its lease has not expired
 	// yet, or it is moving): the client may retry.
 	CodeOwnerUnavailable = "owner_unavailable"
+	// CodeInvalidMode answers (400) a mode that is not default,
+	// accept_edits, plan or auto (POST /sessions, PATCH /sessions/{id}).
+	CodeInvalidMode = "invalid_mode"
+	// CodeApprovalNotFound answers (404) an approval id the session
+	// (or, for a planner, its workers) never had.
+	CodeApprovalNotFound = "approval_not_found"
+	// CodeApprovalResolved answers (409) an approval already decided;
+	// the body's resolution (ApprovalConflict) is the one that won.
+	CodeApprovalResolved = "approval_resolved"
 )
 
 // HTTPError is the JSON body of every error answer of the HTTP API:

@@ -15,6 +15,8 @@ type SessionCreatedPayload struct {
 	WorkspacePath   string  `json:"workspace_path"`
 	Model           string  `json:"model"`
 	ParentSessionID *string `json:"parent_session_id,omitempty"`
+	// Mode is the session's permission mode at creation.
+	Mode string `json:"mode,omitempty"`
 }
 
 // TurnStartedPayload is the payload of EventTurnStarted.
@@ -161,6 +163,58 @@ type FeedbackSubmittedPayload struct {
 	Comment string `json:"comment,omitempty"`
 }
 
+// ApprovalRequestedPayload is the payload of EventApprovalRequested: a
+// tool call waits for a user's answer (POST
+// /sessions/{id}/approvals/{approval_id}). The first four fields are
+// pinned (contract §7).
+type ApprovalRequestedPayload struct {
+	ApprovalID string          `json:"approval_id"`
+	ToolUseID  string          `json:"tool_use_id"`
+	ToolName   string          `json:"tool_name"`
+	Input      json.RawMessage `json:"input"`
+	MessageID  string          `json:"message_id,omitempty"`
+	// Kind is what the tool does (read, edit, execute, fetch, delegate,
+	// external); Targets what its rules match on (the command line, the
+	// paths, the URL).
+	Kind    string   `json:"kind,omitempty"`
+	Targets []string `json:"targets,omitempty"`
+	// Reason says why the call asks; Rule is the rule that made it
+	// ask, with its action ("ask: shell(git push *)"), when one did.
+	Reason string `json:"reason,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+	// Mode is the session's mode when it asked.
+	Mode string `json:"mode,omitempty"`
+	// SessionRules are what an allow with scope session adds.
+	SessionRules []string `json:"session_rules,omitempty"`
+	// ExpiresAt is when the request is denied with reason timeout.
+	ExpiresAt string `json:"expires_at,omitempty"`
+}
+
+// ApprovalResolvedPayload is the payload of EventApprovalResolved. The
+// first four fields are pinned (contract §7).
+type ApprovalResolvedPayload struct {
+	ApprovalID string `json:"approval_id"`
+	ToolUseID  string `json:"tool_use_id"`
+	Decision   string `json:"decision"` // DecisionAllow or DecisionDeny
+	Reason     string `json:"reason"`   // ApprovalReasonUser, …Timeout or …Cancelled
+	ToolName   string `json:"tool_name,omitempty"`
+	Scope      string `json:"scope,omitempty"`   // the answer's scope (reason user)
+	Message    string `json:"message,omitempty"` // the user's text
+	// SessionRules are the rules an allow with scope session added.
+	SessionRules []string `json:"session_rules,omitempty"`
+	// ReleasedBy is the approval whose session rule covered this one.
+	ReleasedBy string `json:"released_by,omitempty"`
+}
+
+// SessionModeChangedPayload is the payload of EventSessionModeChanged.
+type SessionModeChangedPayload struct {
+	Mode         string `json:"mode"`
+	PreviousMode string `json:"previous_mode"`
+	// Planner is set when the change followed the planner's (a worker
+	// whose turn was running when its planner's mode changed).
+	Planner string `json:"planner_session_id,omitempty"`
+}
+
 // BusHandlerWarningPayload is the payload of EventBusHandlerWarning. It
 // may carry further fields, particular to the warning's reason.
 type BusHandlerWarningPayload struct {
@@ -281,6 +335,12 @@ func NewPayload(t EventType) any {
 		return new(ContextCompactionFailedPayload)
 	case EventSessionBudgetChanged:
 		return new(SessionBudgetPatch)
+	case EventApprovalRequested:
+		return new(ApprovalRequestedPayload)
+	case EventApprovalResolved:
+		return new(ApprovalResolvedPayload)
+	case EventSessionModeChanged:
+		return new(SessionModeChangedPayload)
 	case EventBusHandlerWarning:
 		return new(BusHandlerWarningPayload)
 	case EventBusSubscriberRegistered:

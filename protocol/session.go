@@ -40,6 +40,16 @@ type SessionSummary struct {
 	// QueuedTurns are the turns waiting in the session's queue, the
 	// next first (omitted when none; docs/conversation.md).
 	QueuedTurns []QueuedTurn `json:"queued_turns,omitempty"`
+	// Mode is the session's permission mode (ModeDefault, …).
+	Mode string `json:"mode"`
+	// PendingApprovals are the tool calls waiting for an answer, this
+	// session's and its workers' (never null).
+	PendingApprovals []PendingApproval `json:"pending_approvals"`
+	// SessionRules are the allow rules "allow for this session" answers
+	// added, which this session and its workers follow (never null).
+	// They are kept on the delegation tree's top session: a worker's
+	// own list is that session's.
+	SessionRules []string `json:"session_rules"`
 }
 
 // Turn statuses of a summary's current_turn_status.

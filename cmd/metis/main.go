@@ -38,7 +38,9 @@ usage:
   metis serve --nats URL [--node NAME]      run as a node of a cluster sharing a NATS JetStream log
                                             (--nats-creds F for a credentials file; see docs/scale-out.md)
   metis sessions [--json]                   list sessions
-  metis send SESSION "text"                 run a turn and print its answer as it streams
+  metis send SESSION "text"                 run a turn and print its answer as it streams; tool calls that
+                                            need approval ask on the terminal (--approve-all / --deny-all
+                                            for scripts; without a terminal they are denied)
   metis tail SESSION [--filter F] [--since ID] [--json] [--workers]
                                             print a session's events live, with reconnect
   metis cluster status [--json]             a cluster's nodes, tree leases and projection lag
@@ -68,7 +70,7 @@ func main() {
 func visibleEnviron(environ []string) []string { return tool.ToolEnviron(environ, nil) }
 
 func run(args []string) int {
-	env := cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}
+	env := cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin}
 	if len(args) == 0 || (strings.HasPrefix(args[0], "-") && !isHelp(args[0])) {
 		return runChat(args, env)
 	}

@@ -34,7 +34,8 @@ func (r *run) prepare(modelID string) prepared {
 	if lim.MaxOutputTokens > 0 && lim.MaxOutputTokens < maxTokens {
 		maxTokens = lim.MaxOutputTokens
 	}
-	req := model.Request{Model: modelID, System: r.prompt.Text, Messages: r.withImages(r.ctx, viewOf(r.conv), lim.Sees()), Tools: r.cfg.Tools.SpecsFor(modelID),
+	tools, note := r.offered(modelID) // permissions.go
+	req := model.Request{Model: modelID, System: r.prompt.Text + note, Messages: r.withImages(r.ctx, viewOf(r.conv), lim.Sees()), Tools: tools,
 		MaxTokens: maxTokens, ThinkingBudget: r.cfg.ThinkingBudget, PromptCache: !r.cfg.PromptCacheOff}
 	fixed := fixedTokens(req)
 	return prepared{req: req, est: compact.Estimate(r.conv, req.Messages, fixed),

@@ -12,7 +12,13 @@
 // overflow (context.go, compact.go, over internal/compact), and the
 // turn's and session's cost limits (budget.go).
 //
-// agent imports bus, compact, event, message, model, protocol, routing,
-// safefile, store (op types), tool and price. It never imports a
+// Before a tool call starts, the turn's Permissions (the session
+// manager, with internal/permission's policy) decide it: it runs, is
+// refused (tool.failed, permission_denied), or asks the user
+// (approval.requested) and waits for the resolution
+// (approval.resolved); see docs/permissions.md.
+//
+// agent imports bus, compact, event, message, model, permission,
+// protocol, routing, safefile, store (op types), tool and price. It never imports a
 // transport or the session manager.
 package agent

@@ -50,6 +50,12 @@ type Config struct {
 	// ToolConcurrency bounds the tool calls of one message running at
 	// once (0: DefaultToolConcurrency).
 	ToolConcurrency int
+	// MaxPendingApprovals bounds the approval requests a turn has open
+	// at once (0: DefaultMaxPendingApprovals).
+	MaxPendingApprovals int
+	// ApprovalTimeout is the server's --approval-timeout, only for the
+	// message the model reads when a request timed out.
+	ApprovalTimeout time.Duration
 	// BeforeTools, if set, runs after a model call that asked for tools
 	// and before the first tool starts. Tests use it to land a cancel at
 	// the seam (spec §6.2.3); it must return once ctx is done.
@@ -112,6 +118,9 @@ func New(cfg Config) *Loop {
 	if cfg.ToolConcurrency <= 0 {
 		cfg.ToolConcurrency = DefaultToolConcurrency
 	}
+	if cfg.MaxPendingApprovals <= 0 {
+		cfg.MaxPendingApprovals = DefaultMaxPendingApprovals
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -160,6 +169,10 @@ type Turn struct {
 	// Steer, if set, is called before each model call (steer.go): it
 	// returns the messages steered into the turn since the last call.
 	Steer func() []Steered
+	// Permissions, if set, decides each tool call before it starts and
+	// asks the user where the policy says so (docs/permissions.md); nil
+	// runs every call.
+	Permissions Permissions
 }
 
 // Outcome is how a turn ended.
@@ -416,14 +429,18 @@ func (r *run) do() Outcome {
 		if c.stop != model.StopToolUse || len(uses) == 0 {
 			return r.complete(c.stop)
 		}
-		results, cancelledIDs, started := r.dispatch(c, uses)
+		results, cancelledIDs, started, asked := r.dispatch(c, uses)
 		if r.emitErr != nil {
 			return Outcome{Status: store.TurnFailed, Reason: ClassInternal, Usage: r.usage}
 		}
 		if r.ctx.Err() != nil {
-			phase := "tools"
-			if !started {
-				phase = "seam"
+			phase := protocol.CancelPhaseTools
+			switch {
+			case started:
+			case asked:
+				phase = protocol.CancelPhaseApproval
+			default:
+				phase = protocol.CancelPhaseSeam
 			}
 			return r.cancelled(phase, "", cancelledIDs)
 		}

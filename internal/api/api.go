@@ -40,6 +40,7 @@ func New(m *session.Manager, tokens *attach.Registry, log *slog.Logger) *API {
 	a.route("/sessions/{id}/compact", map[string]http.HandlerFunc{"POST": a.compact})
 	a.route("/sessions/{id}/system-prompt", map[string]http.HandlerFunc{"GET": a.systemPrompt})
 	a.route("/sessions/{id}/images/{sha256}", map[string]http.HandlerFunc{"GET": a.image})
+	a.route("/sessions/{id}/approvals/{approval_id}", map[string]http.HandlerFunc{"POST": a.approve})
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.URL.Path)
 	})

@@ -66,6 +66,12 @@ func (a *API) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, http.StatusBadRequest, protocol.CodeInvalidImage, err.Error())
 	case errors.Is(err, session.ErrImageNotFound):
 		WriteError(w, http.StatusNotFound, protocol.CodeImageNotFound, err.Error())
+	case errors.Is(err, session.ErrInvalidMode):
+		WriteError(w, http.StatusBadRequest, protocol.CodeInvalidMode, err.Error())
+	case errors.Is(err, session.ErrApprovalNotFound):
+		WriteError(w, http.StatusNotFound, protocol.CodeApprovalNotFound, err.Error())
+	case errors.Is(err, session.ErrApprovalElsewhere):
+		WriteError(w, http.StatusServiceUnavailable, protocol.CodeOwnerUnavailable, err.Error())
 	case errors.Is(err, session.ErrInvalid):
 		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
 	case errors.Is(err, session.ErrClosed):

@@ -30,6 +30,9 @@ const ServerUsage = "metis server URL: http(s)://host:port or unix:///path/metis
 // Env is where a command reads and writes.
 type Env struct {
 	Stdout, Stderr io.Writer
+	// Stdin is where metis send reads the answers to approval requests,
+	// when it is a terminal (nil: none).
+	Stdin io.Reader
 }
 
 // common holds the flags every client command has.

@@ -13,17 +13,38 @@ import (
 
 // Send runs `metis send SESSION "text"`: submit a turn and stream its
 // answer to stdout (text as it arrives; tool calls and errors as short
-// lines on stderr). It exits 0 when the turn completes, 1 if it fails or
-// is cancelled.
+// lines on stderr). A tool call that waits for approval is asked about
+// on the terminal (y allow once, a allow for the session, n deny), or
+// answered by --approve-all or --deny-all; with neither and no terminal
+// it is denied at once, with a message saying so (a script must not
+// wait for the request's timeout). It exits 0 when the turn completes,
+// 1 if it fails or is cancelled, and 3 if it completed but a call was
+// refused permission (denied by an answer, a timeout, a rule or plan
+// mode).
 func Send(ctx context.Context, args []string, env Env) int {
 	fs, cf := newFlags("send", env)
+	approveAllFlag := fs.Bool("approve-all", false, "allow every approval request of the turn (once each)")
+	denyAllFlag := fs.Bool("deny-all", false, "deny every approval request of the turn")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return 2
 	}
 	if len(pos) < 2 {
-		fmt.Fprintln(env.Stderr, `usage: metis send SESSION "text"`)
+		fmt.Fprintln(env.Stderr, `usage: metis send [--approve-all | --deny-all] SESSION "text"`)
 		return 2
+	}
+	if *approveAllFlag && *denyAllFlag {
+		fmt.Fprintln(env.Stderr, "metis send: --approve-all and --deny-all contradict each other")
+		return 2
+	}
+	policy := askTerminal
+	switch {
+	case *approveAllFlag:
+		policy = approveAll
+	case *denyAllFlag:
+		policy = denyAll
+	case env.Stdin == nil || !isTerminal(env.Stdin):
+		policy = denyNoTerminal
 	}
 	sid, text := pos[0], strings.Join(pos[1:], " ")
 	c, ok := cf.client(ctx, "send", env)
@@ -32,7 +53,14 @@ func Send(ctx context.Context, args []string, env Env) int {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	turn, code := "", 0
+	ap := newApprover(ctx, c, sid, env, policy)
+	answering := make(chan struct{})
+	go func() {
+		defer close(answering)
+		ap.run(ctx)
+	}()
+	defer func() { stop(); <-answering }()
+	turn, code, refused := "", 0, false
 	var submitErr error
 	err = c.Follow(ctx, sid, client.FollowOptions{NoSnapshot: true, OnUpdate: func(u client.Update) {
 		switch u.Kind {
@@ -46,13 +74,23 @@ func Send(ctx context.Context, args []string, env Env) int {
 		case client.Reconnecting:
 			fmt.Fprintln(env.Stderr, "[reconnecting…]")
 		case client.EventApplied:
+			ap.offer(u.View) // a worker's requests too: they reach the planner's stream
 			if u.Event.TurnID == nil || *u.Event.TurnID != turn {
 				return
 			}
-			printEvent(env, protocol.EventType(u.Event.Type), u.Event.Payload)
+			typ := protocol.EventType(u.Event.Type)
+			printEvent(env, typ, u.Event.Payload)
+			if typ == protocol.EventToolFailed {
+				var p protocol.ToolFailedPayload
+				_ = json.Unmarshal(u.Event.Payload, &p)
+				refused = refused || p.ErrorClass == "permission_denied"
+			}
 			if t := u.View.Turn; t.ID == turn && t.Status != protocol.TurnStatusInFlight {
-				if t.Status != "completed" {
+				switch {
+				case t.Status != "completed":
 					code = 1
+				case refused:
+					code = 3
 				}
 				stop()
 			}
@@ -84,6 +122,8 @@ func printEvent(env Env, typ protocol.EventType, payload json.RawMessage) {
 		fmt.Fprintf(env.Stderr, "[tool %v failed: %v: %v]\n", p["tool_name"], p["error_class"], p["message"])
 	case protocol.EventLLMCallFailed:
 		fmt.Fprintf(env.Stderr, "[model error %v: %v]\n", p["error_class"], p["message"])
+	case protocol.EventApprovalResolved:
+		fmt.Fprintf(env.Stderr, "[approval %v: %v (%v)]\n", p["approval_id"], p["decision"], p["reason"])
 	case protocol.EventTurnCancelled:
 		fmt.Fprintf(env.Stderr, "[cancelled: %v]\n", p["reason"])
 	case protocol.EventDelegateStarted:

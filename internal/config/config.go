@@ -3,9 +3,9 @@
 // §1). Flags override the file, which overrides the defaults.
 //
 // config imports model (for the provider registry: names, settings and
-// environment variables), price (for the price table type), safefile
-// (to read the file), tool (to refuse secrets in tool-env), sandbox (to
-// parse the sandbox's paths) and yaml.
+// environment variables), permission (modes and rules), price (for the
+// price table type), safefile (to read the file), tool (to refuse
+// secrets in tool-env), sandbox (to parse the sandbox's paths) and yaml.
 package config
 
 import (
@@ -25,6 +25,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/safefile"
 	"github.com/metis-agent/metis/internal/sandbox"
@@ -110,6 +111,27 @@ type Config struct {
 
 	LongSession  // windows, compaction, caching, the system prompt, budgets (longsession.go)
 	Conversation // follow-ups and images (conversation.go)
+	// Permissions (docs/permissions.md): the mode of sessions created
+	// without one, how long an approval request waits before it is
+	// denied, and config.yaml's `permissions:` rules (parsed: a rule
+	// that does not parse refuses the start, naming it).
+	DefaultMode     permission.Mode
+	ApprovalTimeout time.Duration
+	Permissions     permission.Rules
+	// ShellSandbox is what the policy knows of the sandbox that confines
+	// shell commands: not a key or a flag, but the state the server's
+	// wiring hands the policy (from the sandbox's probe; test harnesses
+	// set it). Unknown, its zero value, is taken as unavailable: shell
+	// commands then ask in every mode unless a rule allows them.
+	ShellSandbox permission.Sandbox
+}
+
+// PermissionsFile is config.yaml's permissions key: rule lists by
+// action.
+type PermissionsFile struct {
+	Allow []string `yaml:"allow"`
+	Ask   []string `yaml:"ask"`
+	Deny  []string `yaml:"deny"`
 }
 
 // Provider is one provider's endpoint and key.
@@ -151,6 +173,8 @@ func Defaults() Config {
 		EditTools:        tool.EditToolsAuto,
 		LongSession:      defaultLongSession(),
 		Conversation:     defaultConversation(),
+		DefaultMode:      permission.ModeDefault,
+		ApprovalTimeout:  5 * time.Minute,
 	}
 }
 
@@ -301,6 +325,29 @@ var fields = []field{
 		}},
 	boolField("web-fetch-allow-private", "let web_fetch reach loopback, private, link-local and other non-public addresses (this machine, the LAN, cloud metadata services)", func(c *Config) *bool { return &c.WebFetchAllowPrivate }),
 	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),
+	{"default-mode", "permission mode of sessions created without one: default (reads run; edits, commands, fetches and external tools ask), accept_edits, plan or auto",
+		func(c *Config) string { return string(c.DefaultMode) },
+		func(c *Config, s string) error {
+			m, err := permission.ParseMode(s)
+			if err != nil {
+				return err
+			}
+			c.DefaultMode = m
+			return nil
+		}},
+	{"approval-timeout", "deny a tool call's approval request nobody answered within this (at least 1s)",
+		func(c *Config) string { return c.ApprovalTimeout.String() },
+		func(c *Config, s string) error {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return err
+			}
+			if d < time.Second {
+				return errors.New("must be at least 1s")
+			}
+			c.ApprovalTimeout = d
+			return nil
+		}},
 	strField("default-model", "model of sessions created without one (default builtin:demo, a provider whose key is set, or the first model OPENAI_BASE_URL lists)", func(c *Config) *string { return &c.DefaultModel }),
 	durField("demo-delay", "pause between builtin:demo deltas", func(c *Config) *time.Duration { return &c.DemoDelay }),
 	strField("log-level", "debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
@@ -474,6 +521,18 @@ func (c *Config) loadFile(path string) error {
 			if err := checkPrices(c.Prices); err != nil {
 				return fmt.Errorf("config %s: prices: %w", path, err)
 			}
+			continue
+		}
+		if name == "permissions" {
+			var pf PermissionsFile
+			if err := decodeStrict(&node, &pf); err != nil {
+				return fmt.Errorf("config %s: permissions: %w", path, err)
+			}
+			rules, err := permission.ParseRules(pf.Allow, pf.Ask, pf.Deny)
+			if err != nil {
+				return fmt.Errorf("config %s: permissions: %w", path, err)
+			}
+			c.Permissions = rules
 			continue
 		}
 		if name == "providers" {

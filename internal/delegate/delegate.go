@@ -109,8 +109,10 @@ func (t *Tool) Run(ctx context.Context, env tool.Env, input json.RawMessage) (to
 	if workerModel == "" {
 		workerModel = planner.ActiveModel
 	}
+	// The worker takes the planner's mode (and follows its changes while
+	// it runs: session.SetMode).
 	worker, err := t.Sessions.Create(ctx, session.CreateRequest{WorkspacePath: planner.WorkspacePath, Model: workerModel,
-		ParentSessionID: planner.ID})
+		ParentSessionID: planner.ID, Mode: planner.Mode})
 	if err != nil {
 		if ctx.Err() != nil {
 			return tool.Result{}, ctx.Err() // cancelled while starting the worker

@@ -50,6 +50,9 @@ const (
 	ContextCompacted        = protocol.EventContextCompacted
 	ContextCompactionFailed = protocol.EventContextCompactionFailed
 	SessionBudgetChanged    = protocol.EventSessionBudgetChanged
+	ApprovalRequested       = protocol.EventApprovalRequested
+	ApprovalResolved        = protocol.EventApprovalResolved
+	SessionModeChanged      = protocol.EventSessionModeChanged
 
 	BusHandlerWarning       = protocol.EventBusHandlerWarning
 	BusSubscriberRegistered = protocol.EventBusSubscriberRegistered

@@ -29,6 +29,10 @@
 // (by events, or by the bytes of their frames) marks the client too
 // slow, and the feed serving it (internal/feed) closes it.
 //
+// A worker's approval requests reach every client of its planners,
+// whatever their filter says of workers, and a snapshot lists the
+// pending requests of the session and its workers (approvals.go).
+//
 // hub imports bus, event, message, metrics, protocol and store; it
 // never imports a transport or the session manager.
 package hub

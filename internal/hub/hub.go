@@ -28,6 +28,7 @@ type Store interface {
 	SummaryAsOf(ctx context.Context, sessionID, asOf string) (store.Session, error)
 	Children(ctx context.Context, parentID string) ([]store.Session, error)
 	Delegations(ctx context.Context, sessionID, upToID string) ([]*event.Event, error)
+	TreeRoot(ctx context.Context, id string) (store.Session, error)
 }
 
 // Config sets the hub's limits (contract §1 names them).
@@ -227,8 +228,9 @@ func (h *Hub) Publish(ev *event.Event) {
 	}
 	h.offer(clients, false, ev, frame)
 	// Planners above a worker see its events if they asked for workers
-	// (spec §7.2). The whole delegation tree shares one outbox, so this
-	// runs in the tree's id order.
+	// (spec §7.2), and its approval requests in any case (the user
+	// watches the planner, and answers there). The whole delegation tree
+	// shares one outbox, so this runs in the tree's id order.
 	for _, anc := range h.ancestors(ev.SessionID) {
 		h.mu.RLock()
 		ast := h.sessions[anc]
@@ -244,10 +246,11 @@ func (h *Hub) Publish(ev *event.Event) {
 }
 
 // offer queues the event for each matching client; workersOnly keeps
-// the clients that asked for worker sessions.
+// the clients that asked for worker sessions, and, for the events that
+// reach planners (reachesPlanners), every client.
 func (h *Hub) offer(clients []*Client, workersOnly bool, ev *event.Event, frame func() *Item) {
 	for _, c := range clients {
-		if workersOnly && !c.filter.workers {
+		if workersOnly && !c.filter.workers && !reachesPlanners(ev.Type) {
 			continue
 		}
 		if ev.ID <= c.after || !c.filter.matchEvent(ev) {

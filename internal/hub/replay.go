@@ -26,10 +26,15 @@ const replayAhead = 2
 // replayPlan is a replay decided at subscribe time: the store query for
 // the catalog events of (since, seam] and the ring's streaming events.
 type replayPlan struct {
-	h    *Hub
-	q    store.EventQuery
-	scan bool // the filter wants catalog events
-	ring []*Item
+	h       *Hub
+	q       store.EventQuery
+	scan    bool // there are catalog events to read: catalog, or workers
+	catalog bool // the filter wants catalog events (of q)
+	ring    []*Item
+	// workers, when not nil, reads the approval events of the session's
+	// workers for a client that did not ask for the workers' events
+	// (approvals.go).
+	workers *store.EventQuery
 }
 
 // catalogCount is the number of catalog types.
@@ -53,19 +58,30 @@ var catalogCount = func() int {
 // and every filter listing the whole catalog) queries without a type
 // condition: the store holds catalog events only, and the count then
 // reads the (session, id) index alone instead of every event's row.
-func (h *Hub) planReplay(ctx context.Context, c *Client, sessions []string, since, seam string, ringItems []*Item) (*replayPlan, int, *protocol.SubscribeError) {
+func (h *Hub) planReplay(ctx context.Context, c *Client, sessions, workers []string, since, seam string, ringItems []*Item) (*replayPlan, int, *protocol.SubscribeError) {
 	p := &replayPlan{h: h, ring: ringItems,
 		q: store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: seam, Types: c.filter.catalogTypes(), Actors: c.filter.actorList()}}
 	n := 0
-	if p.scan = len(p.q.Types) > 0; p.scan {
+	if len(workers) > 0 {
+		p.workers = &store.EventQuery{SessionIDs: workers, AfterID: since, UpToID: seam, Types: c.filter.plannerTypes(),
+			Actors: c.filter.actorList()}
+		m, err := h.store.CountEvents(ctx, *p.workers)
+		if err != nil {
+			return nil, 0, h.internal(err)
+		}
+		n += m
+	}
+	if p.catalog = len(p.q.Types) > 0; p.catalog {
 		if len(p.q.Types) == catalogCount && p.q.Actors == nil {
 			p.q.Types = nil
 		}
-		var err error
-		if n, err = h.store.CountEvents(ctx, p.q); err != nil {
+		m, err := h.store.CountEvents(ctx, p.q)
+		if err != nil {
 			return nil, 0, h.internal(err)
 		}
+		n += m
 	}
+	p.scan = p.catalog || p.workers != nil
 	n += len(ringItems)
 	if n > h.cfg.ReplayLimit {
 		return nil, 0, h.refuse(protocol.CodeReplayTooLarge,
@@ -148,12 +164,26 @@ func (a *Attachment) StreamReplayBatches(ctx context.Context, fn func([]*Item) e
 // in its own ordered batches (from the store's (session, id) index, so
 // no batch sorts anything), and the sessions are merged by id.
 func (p *replayPlan) read(ctx context.Context, ch chan<- []*Item) error {
-	cs := make([]*replayCursor, len(p.q.SessionIDs))
-	for i, sid := range p.q.SessionIDs {
-		q := p.q
-		q.SessionIDs = []string{sid}
-		cs[i] = &replayCursor{q: q}
-		if err := cs[i].fill(ctx, p.h.store); err != nil {
+	var cs []*replayCursor
+	add := func(base store.EventQuery) error {
+		for _, sid := range base.SessionIDs {
+			q := base
+			q.SessionIDs = []string{sid}
+			c := &replayCursor{q: q}
+			if err := c.fill(ctx, p.h.store); err != nil {
+				return err
+			}
+			cs = append(cs, c)
+		}
+		return nil
+	}
+	if p.catalog {
+		if err := add(p.q); err != nil {
+			return err
+		}
+	}
+	if p.workers != nil {
+		if err := add(*p.workers); err != nil {
 			return err
 		}
 	}

@@ -70,6 +70,9 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		h.cfg.AwaitCursor(ctx, sessionID, since)
 	}
 	filter := compile(resolved)
+	// Without include_worker_sessions, a client still receives its
+	// workers' approval events (approvals.go) if it asks for them.
+	workerApprovals := !filter.workers && len(filter.plannerTypes()) > 0
 	h.subscribing.Add(1)
 	attached := false
 	defer func() {
@@ -77,7 +80,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 			h.subscribing.Add(-1)
 		}
 	}()
-	if filter.workers {
+	if filter.workers || workerApprovals {
 		// Workers created before this process: learn the tree from the
 		// store, so live fan-out and replay cover them, and join their
 		// emitters to the tree's outbox, so the seam covers what they
@@ -102,7 +105,8 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		Since: sub.Since, Snapshot: sub.Snapshot}}
 	var ringItems []*Item
 	var currentTurn string
-	var tree []string // the session, and its workers if the client wants them
+	var tree []string    // the session, and its workers if the client wants them
+	var workers []string // its workers, whose approval events only the client wants
 	var lost, heldFrom string
 	// The seam: register and read the last delivered id with delivery held
 	// (for the whole delegation tree: planner and workers share the lock).
@@ -111,6 +115,8 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		tree = []string{sessionID}
 		if filter.workers {
 			tree = append(tree, h.descendants(sessionID)...)
+		} else if workerApprovals {
+			workers = h.descendants(sessionID)
 		}
 		heldFrom = last + "\x00"
 		for i, id := range tree {
@@ -141,7 +147,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		}
 		a.Snapshot = snap
 	case since != "" && since < a.Seam:
-		plan, n, serr := h.planReplay(ctx, c, tree, since, a.Seam, ringItems)
+		plan, n, serr := h.planReplay(ctx, c, tree, workers, since, a.Seam, ringItems)
 		if serr != nil {
 			h.detach(c)
 			return nil, serr
@@ -258,10 +264,28 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 		return nil, err
 	}
 	sess.Title, sess.LastActivityAt, sess.Queued = at.Title, at.LastActivityAt, at.Queued
+	// The mode and the session rules as read after the seam: a change
+	// committed after it is delivered live and sets the same again.
+	sess.Mode, sess.SessionRules = at.Mode, at.SessionRules
+	if sess.ParentSessionID != "" {
+		top, err := h.store.TreeRoot(ctx, sess.ID)
+		if err != nil {
+			return nil, err
+		}
+		sess.SessionRules = top.SessionRules
+	}
 	if h.cfg.PolicyVersion != nil {
 		sess.RoutingPolicyVersion = h.cfg.PolicyVersion()
 	}
-	summary, err := json.Marshal(sess.Summary(currentTurn, false))
+	sum := sess.Summary(currentTurn, false)
+	desc, err := h.loadDescendants(ctx, sess.ID)
+	if err != nil {
+		return nil, err
+	}
+	if sum.PendingApprovals, err = h.pendingAsOf(ctx, append([]string{sess.ID}, desc...), seam); err != nil {
+		return nil, err
+	}
+	summary, err := json.Marshal(sum)
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,7 @@ var coreRules = []string{
 	"internal/message",
 	"internal/metrics",
 	"internal/model/...",
+	"internal/permission", // the tool-call policy: modes and rules
 	"internal/price",
 	"internal/routing",
 	"internal/safefile",

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/sandbox"
 )
 
@@ -71,4 +72,18 @@ func (l shellCallRefuser) Accept() (net.Conn, error) {
 		l.log.Warn("refused a unix-socket connection from a shell command", "pid", strconv.Itoa(pid))
 		_ = c.Close()
 	}
+}
+
+// policySandbox is the sandbox's state as the permission policy knows
+// it: the one a test harness configured, else the probe's.
+func policySandbox(configured permission.Sandbox, st sandbox.Status) permission.Sandbox {
+	switch {
+	case configured != permission.SandboxUnknown:
+		return configured
+	case !st.Enabled:
+		return permission.SandboxDisabled
+	case !st.Available:
+		return permission.SandboxUnavailable
+	}
+	return permission.SandboxEnforced
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/sandbox"
@@ -54,13 +55,16 @@ type Server struct {
 	Models   *model.Registry
 	Tools    *tool.Registry
 	Loop     *agent.Loop
-	Router   *routing.Engine
-	Tokens   *attach.Registry
-	API      *api.API
-	Hub      *hub.Hub
-	Stream   *stream.Server
-	SSE      *sse.Server
-	Metrics  *metrics.Registry
+	// Permissions is the tool-call policy (docs/permissions.md): the
+	// rules of config.yaml and the sandbox's state.
+	Permissions *permission.Policy
+	Router      *routing.Engine
+	Tokens      *attach.Registry
+	API         *api.API
+	Hub         *hub.Hub
+	Stream      *stream.Server
+	SSE         *sse.Server
+	Metrics     *metrics.Registry
 	// Sandbox is what the shell sandbox can do here (internal/sandbox);
 	// when it is not Active, nothing confines a shell command.
 	Sandbox sandbox.Status
@@ -185,12 +189,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv, Sandbox: sandboxSettings(cfg)})
 	s.Tools.Register(tool.WebFetch{AllowPrivate: cfg.WebFetchAllowPrivate})
 	s.Tools.SetOffer(cfg.EditTools.Offers)
+	// The policy knows whether a sandbox confines shell commands: where
+	// none can (no Landlock), commands ask in every mode, auto included,
+	// unless a rule allows them (test harnesses may set the state).
+	s.Permissions = permission.NewPolicy(cfg.Permissions)
+	s.Permissions.SetSandbox(policySandbox(cfg.ShellSandbox, s.Sandbox)) // sandbox.go
 	var mgr *session.Manager
 	limits := price.NewLimits(cfg.Models)
 	lcfg := longSessionConfig(cfg, limits) // windows.go
 	lcfg.Models, lcfg.Tools, lcfg.Prices, lcfg.Logger = s.Models, s.Tools, prices, log
 	lcfg.MaxTokens, lcfg.ThinkingBudget = cfg.MaxOutputTokens, cfg.ThinkingBudget
 	lcfg.Images = st
+	lcfg.ApprovalTimeout = cfg.ApprovalTimeout
 	lcfg.History = agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 		return mgr.Conversation(ctx, id)
 	})
@@ -199,7 +209,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
 		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log,
 		MaxTurnCostUSD: cfg.MaxTurnCost, MaxSessionCostUSD: cfg.MaxSessionCost,
-		MaxQueuedTurns: cfg.MaxQueuedTurns, MaxImages: cfg.MaxImages, Images: images.Limits{MaxBytes: cfg.MaxImageBytes}})
+		MaxQueuedTurns: cfg.MaxQueuedTurns, MaxImages: cfg.MaxImages, Images: images.Limits{MaxBytes: cfg.MaxImageBytes},
+		Policy: s.Permissions, DefaultMode: cfg.DefaultMode, ApprovalTimeout: cfg.ApprovalTimeout})
 	s.Sessions = mgr
 	if s.cluster != nil {
 		s.cluster.sessions = mgr

@@ -17,6 +17,7 @@ import (
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/server"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/tool"
@@ -75,6 +76,7 @@ func startUnmanaged(t *testing.T, opts ...servertest.Option) *servertest.Harness
 	home := t.TempDir()
 	cfg := config.Defaults()
 	cfg.Home, cfg.Addr, cfg.DemoDelay, cfg.DefaultModel = home, "127.0.0.1:0", 0, "builtin:demo"
+	cfg.DefaultMode, cfg.ShellSandbox = permission.ModeAuto, permission.SandboxDisabled // as servertest.Start
 	for _, o := range opts {
 		o(&cfg)
 	}

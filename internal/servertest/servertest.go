@@ -21,6 +21,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/server"
 	"github.com/metis-agent/metis/internal/token"
 )
@@ -61,6 +62,10 @@ func StartLogged(t testing.TB, home string, log *slog.Logger, opts ...Option) *H
 	cfg.Home = home
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DemoDelay = 0
+	// Tests of everything but permissions run their tools unasked, as
+	// before permissions existed: auto mode, the sandbox off. Tests of
+	// permissions set the mode (and the sandbox) they test.
+	cfg.DefaultMode, cfg.ShellSandbox = permission.ModeAuto, permission.SandboxDisabled
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/metis-agent/metis/internal/permission"
 	"math"
 	"os"
 
@@ -18,10 +19,15 @@ import (
 // Long sessions (docs/context.md): compaction by hand, the assembled
 // system prompt, and the session's cost limits.
 
-// sessionMode is the session's mode as the system prompt tells it
-// (contract §7). Sessions have no mode yet: when they do, return it
-// here, and every turn's and compaction's system prompt names it.
-func sessionMode(store.Session) string { return "" }
+// sessionMode is the session's permission mode as the system prompt
+// tells it (contract §7): every turn's and compaction's system prompt
+// names it.
+func sessionMode(s store.Session) string {
+	if s.Mode == "" {
+		return string(permission.ModeDefault)
+	}
+	return s.Mode
+}
 
 // Compact starts a compaction by hand of a session's conversation
 // (POST /sessions/{id}/compact) and returns its id at once; the

@@ -5,7 +5,11 @@
 // recovering turns a crash left open. For long sessions it runs
 // compactions by hand (holding the session's turn slot like a turn),
 // shows the assembled system prompt and sets the session's cost limits
-// (context.go).
+// (context.go). It also keeps each session's
+// permission mode and the approval requests of its turns
+// (approvals.go): they are decided once, under the lock cancels take,
+// by the first of an answer, the timeout, a session rule, a mode
+// change and a cancel (docs/permissions.md).
 //
 // session imports agent, attach-free core packages (bus, compact, event,
 // message, model, routing, store) and protocol (the payloads and reasons it

@@ -10,6 +10,18 @@ var (
 	ErrInvalid      = errors.New("invalid request")
 	ErrNoMessage    = errors.New("message not found")
 	ErrClosed       = errors.New("server is shutting down")
+	// ErrInvalidMode: a mode that is not default, accept_edits, plan or
+	// auto.
+	ErrInvalidMode = errors.New("invalid mode")
+	// ErrApprovalNotFound: an approval id the session (and its workers)
+	// never had.
+	ErrApprovalNotFound = errors.New("approval not found")
+	// ErrApprovalResolved: the approval was decided already (see
+	// ResolvedError).
+	ErrApprovalResolved = errors.New("approval already resolved")
+	// ErrApprovalElsewhere: the approval waits on a turn another server
+	// runs (cluster mode: the answer belongs to the tree's owner).
+	ErrApprovalElsewhere = errors.New("approval waits elsewhere")
 )
 
 // Errors of follow-ups and images (docs/conversation.md).

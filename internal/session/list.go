@@ -25,11 +25,9 @@ func (m *Manager) ListPage(ctx context.Context, before string, limit int) (Page,
 	if err != nil {
 		return Page{}, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := Page{Sessions: make([]Summary, len(p.Sessions)), Next: p.Next}
-	for i, s := range p.Sessions {
-		out.Sessions[i] = m.summarize(s, m.turns[s.ID])
+	sums, err := m.summaries(ctx, p.Sessions)
+	if err != nil {
+		return Page{}, err
 	}
-	return out, nil
+	return Page{Sessions: sums, Next: p.Next}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/metis-agent/metis/internal/images"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/store"
 )
@@ -39,6 +40,15 @@ type Config struct {
 	// Images bounds each image (zero fields: images.DefaultLimits).
 	MaxImages int
 	Images    images.Limits
+	// Policy decides tool calls (docs/permissions.md); nil runs every
+	// call, as before permissions existed (tests of other parts).
+	Policy *permission.Policy
+	// DefaultMode is the mode of sessions created without one
+	// (--default-mode; "": default).
+	DefaultMode permission.Mode
+	// ApprovalTimeout denies a request nobody answered (0:
+	// DefaultApprovalTimeout).
+	ApprovalTimeout time.Duration
 }
 
 // Manager owns sessions and their turns. Create it with New, call
@@ -51,11 +61,16 @@ type Manager struct {
 	turns   map[string]*activeTurn       // by session id: the turn in flight
 	history map[string][]message.Message // conversations after a completed turn
 	queues  map[string][]*queuedTurn     // by session id: the turns waiting, next first (queue.go)
-	closing bool
 	// queueMu serialises the queueing of turns, so that a session's
 	// queue order is the order of its turn.queued events.
 	queueMu sync.Mutex
-	wg      sync.WaitGroup
+	// approvals are the approval requests of the turns in flight, by id,
+	// from Open to Close; rules the "allow for this session" rules of the
+	// delegation trees with a turn in flight, by the tree's top session.
+	approvals map[string]*approval
+	rules     map[string][]permission.Rule
+	closing   bool
+	wg        sync.WaitGroup
 }
 
 type activeTurn struct {
@@ -68,6 +83,15 @@ type activeTurn struct {
 	out        agent.Outcome    // the loop's outcome, set before done closes
 	done       chan struct{}
 	inbox      []turnInput // messages steered into the turn, not yet taken (steer.go)
+
+	// Permissions: the session, its planners (nearest first) and the
+	// top of its tree, whose rules it follows; its mode now; its open
+	// approval requests.
+	sessionID string
+	chain     []string
+	root      string
+	mode      permission.Mode
+	approvals []*approval
 }
 
 // New returns a manager.
@@ -93,13 +117,16 @@ func New(cfg Config) *Manager {
 		cfg.Images.MaxPixels = def.MaxPixels
 	}
 	return &Manager{cfg: cfg, log: log, turns: map[string]*activeTurn{}, history: map[string][]message.Message{},
-		queues: map[string][]*queuedTurn{}}
+		queues: map[string][]*queuedTurn{}, approvals: map[string]*approval{}, rules: map[string][]permission.Rule{}}
 }
 
 // CreateRequest is the body of POST /sessions.
 type CreateRequest struct {
-	WorkspacePath   string `json:"workspace_path"`
-	Model           string `json:"model"`
+	WorkspacePath string `json:"workspace_path"`
+	Model         string `json:"model"`
+	// Mode is the session's permission mode ("": the server's default;
+	// a worker gets its planner's).
+	Mode            string `json:"mode"`
 	ParentSessionID string `json:"-"` // set by delegation only
 }
 
@@ -119,6 +146,12 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Summary, error
 	if modelID == "" {
 		modelID = m.cfg.DefaultModel
 	}
+	mode := permission.Mode(req.Mode)
+	if req.Mode == "" {
+		mode = m.defaultMode()
+	} else if _, err := permission.ParseMode(req.Mode); err != nil {
+		return Summary{}, fmt.Errorf("%w: %v", ErrInvalidMode, err)
+	}
 	if err := m.cfg.Models.Check(modelID); err != nil {
 		_, msg := model.Classify(err)
 		return Summary{}, fmt.Errorf("%w: %s", ErrInvalid, msg)
@@ -132,7 +165,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Summary, error
 
 	s := store.Session{ID: event.NewID("sess_"), ParentSessionID: req.ParentSessionID, WorkspacePath: ws,
 		ActiveModel: modelID, RoutingPolicyVersion: m.cfg.Router.Version(), CreatedAt: time.Now().UTC(),
-		ContextWindow: int64(m.cfg.Loop.Window(modelID)), MaxTurnCostUSD: m.cfg.MaxTurnCostUSD, MaxSessionCostUSD: m.cfg.MaxSessionCostUSD}
+		ContextWindow: int64(m.cfg.Loop.Window(modelID)), MaxTurnCostUSD: m.cfg.MaxTurnCostUSD, MaxSessionCostUSD: m.cfg.MaxSessionCostUSD,
+		Mode: string(mode)}
 	s.LastActivityAt = s.CreatedAt
 	em, err := m.cfg.Bus.Attach(ctx, s.ID, s.ParentSessionID)
 	if err != nil {
@@ -142,14 +176,21 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Summary, error
 	if s.ParentSessionID != "" {
 		parent = &s.ParentSessionID
 	}
-	payload := map[string]any{"workspace_path": ws, "model": modelID, "parent_session_id": parent}
+	payload := map[string]any{"workspace_path": ws, "model": modelID, "parent_session_id": parent, "mode": mode}
 	if _, err := em.EmitWait(ctx, bus.Spec{Type: event.SessionCreated, Actor: event.ActorSession, Payload: payload,
 		Ops: []store.Op{store.CreateSession{Session: s}}}); err != nil {
 		return Summary{}, fmt.Errorf("create session: %w", err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.summarize(s, nil), nil
+	return m.summaryOf(ctx, s)
+}
+
+// summaryOf returns one session's summary (see summaries).
+func (m *Manager) summaryOf(ctx context.Context, s store.Session) (Summary, error) {
+	out, err := m.summaries(ctx, []store.Session{s})
+	if err != nil {
+		return Summary{}, err
+	}
+	return out[0], nil
 }
 
 // Get returns a session's summary.
@@ -161,9 +202,7 @@ func (m *Manager) Get(ctx context.Context, id string) (Summary, error) {
 		}
 		return Summary{}, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.summarize(s, m.turns[id]), nil
+	return m.summaryOf(ctx, s)
 }
 
 // List returns every session, oldest first.
@@ -172,13 +211,7 @@ func (m *Manager) List(ctx context.Context) ([]Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]Summary, len(ss))
-	for i, s := range ss {
-		out[i] = m.summarize(s, m.turns[s.ID])
-	}
-	return out, nil
+	return m.summaries(ctx, ss)
 }
 
 // Messages returns a page of a session's messages (see store.Messages).

@@ -82,6 +82,13 @@ func (m *Manager) recoverTurns(ctx context.Context, match func(sessionID string)
 		}
 		cancelled := []string{}
 		for _, c := range calls {
+			if c.Status == store.ToolAwaitingApproval {
+				// A request left waiting is denied first, as a cancel
+				// denies it (docs/permissions.md).
+				if c, err = m.denyLeftRequest(ctx, em, t, c); err != nil {
+					return closed, fmt.Errorf("recover turn %s: tool call %s: %w", t.ID, c.ID, err)
+				}
+			}
 			if c.Status != store.ToolPending && c.Status != store.ToolRunning {
 				continue
 			}
@@ -253,4 +260,17 @@ func (m *Manager) OpenTrees(ctx context.Context) ([]string, error) {
 		}
 	}
 	return trees, nil
+}
+
+// denyLeftRequest emits approval.resolved (deny, reason cancelled) for
+// the request a call left waiting, its row marked pending with the
+// resolution, and returns the row.
+func (m *Manager) denyLeftRequest(ctx context.Context, em *bus.Emitter, t store.Turn, c store.ToolCall) (store.ToolCall, error) {
+	c.Status, c.UpdatedAt = store.ToolPending, time.Now()
+	c.Approval = &store.Approval{Decision: protocol.DecisionDeny, Reason: protocol.ApprovalReasonCancelled}
+	_, err := em.EmitWait(ctx, bus.Spec{Type: event.ApprovalResolved, TurnID: t.ID, Actor: event.ActorSession,
+		Payload: protocol.ApprovalResolvedPayload{ApprovalID: c.ApprovalID, ToolUseID: c.ID, Decision: protocol.DecisionDeny,
+			Reason: protocol.ApprovalReasonCancelled, ToolName: c.Name},
+		Ops: []store.Op{store.PutToolCall{Call: c}}})
+	return c, err
 }

@@ -1,6 +1,10 @@
 package session
 
 import (
+	"context"
+	"encoding/json"
+	"slices"
+
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -24,4 +28,72 @@ func (m *Manager) summarize(s store.Session, t *activeTurn) Summary {
 		return s.Summary("", false)
 	}
 	return s.Summary(t.id, t.cancelling)
+}
+
+// summaries returns the summaries of sessions: the rows, the turns in
+// flight, the approval requests waiting (a planner's include its
+// workers'), and the session rules in force (a worker's are its tree's
+// top session's). Waiting requests are read from the store, so every
+// server of a cluster lists them; the ones this manager holds are told
+// in full.
+func (m *Manager) summaries(ctx context.Context, ss []store.Session) ([]Summary, error) {
+	waiting, err := m.cfg.Store.AwaitingApproval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	chains := map[string][]string{} // session of a waiting call → its planners
+	for _, c := range waiting {
+		if _, ok := chains[c.SessionID]; !ok {
+			if chains[c.SessionID], err = m.chainOf(ctx, c.SessionID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	rootRules := map[string][]string{} // planner of a worker → its tree's rules
+	for _, s := range ss {
+		if s.ParentSessionID == "" {
+			continue
+		}
+		if _, ok := rootRules[s.ParentSessionID]; !ok {
+			root, err := m.cfg.Store.TreeRoot(ctx, s.ParentSessionID)
+			if err != nil {
+				return nil, err
+			}
+			rootRules[s.ParentSessionID] = root.SessionRules
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Summary, len(ss))
+	for i, s := range ss {
+		if s.ParentSessionID != "" {
+			s.SessionRules = rootRules[s.ParentSessionID]
+		}
+		out[i] = m.summarize(s, m.turns[s.ID])
+		for _, c := range waiting {
+			if c.SessionID == s.ID || slices.Contains(chains[c.SessionID], s.ID) {
+				out[i].PendingApprovals = append(out[i].PendingApprovals, m.pendingLocked(c))
+			}
+		}
+	}
+	return out, nil
+}
+
+// pendingLocked describes a waiting call: from its row, and in full from
+// the request when this manager holds it. m.mu must be held.
+func (m *Manager) pendingLocked(c store.ToolCall) protocol.PendingApproval {
+	in := c.Input
+	if len(in) == 0 {
+		in = json.RawMessage("{}")
+	}
+	p := protocol.PendingApproval{ApprovalID: c.ApprovalID, ToolUseID: c.ID, ToolName: c.Name, Input: in,
+		SessionID: c.SessionID, TurnID: c.TurnID, RequestedAt: c.UpdatedAt}
+	if a := m.approvals[c.ApprovalID]; a != nil {
+		p.Targets, p.Reason, p.SessionRules = a.req.Targets, a.req.Verdict.Reason, a.req.SessionRules
+		p.RequestedAt, p.ExpiresAt = a.requested.UTC(), a.expires.UTC()
+		if a.req.Call != nil {
+			p.Kind = string(a.req.Call.Kind)
+		}
+	}
+	return p
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
@@ -133,6 +134,11 @@ func (m *Manager) start(ctx context.Context, t *activeTurn, in turnInput, extra 
 		m.release(sessionID, t, nil)
 		return fmt.Errorf("%w: workspace %s cannot be opened: %v", ErrInvalid, s.WorkspacePath, err)
 	}
+	if err := m.bindTree(ctx, t, s); err != nil {
+		root.Close()
+		m.release(sessionID, t, nil)
+		return err
+	}
 	release := func() { m.release(sessionID, t, root) }
 	em, err := m.cfg.Bus.Emitter(ctx, sessionID)
 	if err != nil {
@@ -188,8 +194,8 @@ func (m *Manager) start(ctx context.Context, t *activeTurn, in turnInput, extra 
 			Workspace: s.WorkspacePath, Root: root, Emitter: em, Router: m.cfg.Router, UserText: in.text,
 			Worker: s.ParentSessionID != "", ModelOverride: in.override, History: m.cachedHistory(sessionID, user),
 			Mode: sessionMode(s), MaxTurnCostUSD: s.MaxTurnCostUSD, MaxSessionCostUSD: s.MaxSessionCostUSD, SessionCostUSD: s.CostUSD,
-			Ending: func(st store.TurnStatus) string { return m.ending(t, st) },
-			Steer:  func() []agent.Steered { return m.steered(t) }})
+			Ending: func(st store.TurnStatus) string { return m.ending(t, st) }, Permissions: m.permissionsOf(t),
+			Steer: func() []agent.Steered { return m.steered(t) }})
 		// Run returns once the turn's terminal event is committed (retried
 		// through storage failures), so the conversation it hands back is
 		// the stored one; it is nil unless the turn completed, and the next
@@ -221,6 +227,32 @@ func (m *Manager) start(ctx context.Context, t *activeTurn, in turnInput, extra 
 	return nil
 }
 
+// bindTree sets admitted turn t's permission state from session s:
+// its mode, and its delegation tree (a top session is its own; a
+// worker walks up to the top, whose rules it follows), whose session
+// rules it loads.
+func (m *Manager) bindTree(ctx context.Context, t *activeTurn, s store.Session) error {
+	root, treeRules := s.ID, s.SessionRules
+	var chain []string
+	if s.ParentSessionID != "" {
+		var err error
+		if chain, err = m.chainOf(ctx, s.ID); err != nil {
+			return err
+		}
+		root = chain[len(chain)-1]
+		top, err := m.cfg.Store.Session(ctx, root)
+		if err != nil {
+			return err
+		}
+		treeRules = top.SessionRules
+	}
+	m.mu.Lock()
+	t.sessionID, t.mode, t.chain, t.root = s.ID, modeOf(s), chain, root
+	m.mu.Unlock()
+	m.loadRules(root, treeRules)
+	return nil
+}
+
 // releaser returns what frees the session's turn slot once t (admitted)
 // has ended (see release).
 func (m *Manager) releaser(sessionID string, t *activeTurn, root *os.Root) func() {
@@ -235,6 +267,7 @@ func (m *Manager) release(sessionID string, t *activeTurn, root *os.Root) {
 	m.mu.Lock()
 	if m.turns[sessionID] == t {
 		delete(m.turns, sessionID)
+		m.forgetRulesLocked(t.root)
 	}
 	next := m.handOffLocked(sessionID)
 	m.mu.Unlock()
@@ -373,6 +406,7 @@ func (m *Manager) cancelTurn(sessionID, turnID, reason string) (CancelResult, bo
 	// takes it) sees either no cancel or a cancelled context.
 	t.cancelling, t.reason = true, reason
 	t.cancel(&agent.CancelCause{Reason: reason})
+	m.cancelApprovalsLocked(t)
 	m.mu.Unlock()
 	return Cancelling, true
 }
@@ -402,6 +436,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		if !t.cancelling && t.cancel != nil && t.ended == "" {
 			t.cancelling, t.reason = true, agent.ReasonServerShutdown
 			t.cancel(&agent.CancelCause{Reason: agent.ReasonServerShutdown})
+			m.cancelApprovalsLocked(t)
 		}
 	}
 	m.mu.Unlock()
@@ -432,4 +467,37 @@ func (m *Manager) storedTurn(ctx context.Context, sessionID, turnID string) (sto
 		return store.Turn{}, err
 	}
 	return t, nil
+}
+
+// permissionsOf returns the agent.Permissions of a turn, nil when the
+// manager has no policy.
+func (m *Manager) permissionsOf(t *activeTurn) agent.Permissions {
+	if m.cfg.Policy == nil {
+		return nil
+	}
+	return turnPerms{m: m, t: t}
+}
+
+// loadRules merges a tree's stored session rules into those held for it
+// (an answer's rules are held from the moment it wins, and stored with
+// its approval.resolved a moment later).
+func (m *Manager) loadRules(root string, stored []string) {
+	rules, err := permission.ParseAllowRules(stored)
+	if err != nil {
+		m.log.Warn("a stored session rule no longer parses; it is ignored", "session", root, "err", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.addRulesLocked(root, rules)
+}
+
+// forgetRulesLocked drops a tree's rules once none of its turns is in
+// flight. m.mu must be held.
+func (m *Manager) forgetRulesLocked(root string) {
+	for _, t := range m.turns {
+		if t.root == root {
+			return
+		}
+	}
+	delete(m.rules, root)
 }

@@ -40,6 +40,11 @@ type Session struct {
 	// (the session manager holds it live; SummaryAsOf reads it as of an
 	// event from queued_turns).
 	Queued []protocol.QueuedTurn
+	// Mode is the permission mode ("" is stored as "default").
+	Mode string
+	// SessionRules are the rules "allow for this session" answers added
+	// (UpdateSession.AddRules), in the order they were added.
+	SessionRules []string
 }
 
 // TurnStatus of a turn row.
@@ -71,8 +76,11 @@ const (
 	ToolPending   ToolStatus = "pending"
 	ToolRunning   ToolStatus = "running"
 	ToolCompleted ToolStatus = "completed"
-	ToolFailed    ToolStatus = "failed"
-	ToolCancelled ToolStatus = "cancelled"
+	// ToolAwaitingApproval: the call waits for a user's answer
+	// (approval.requested); ApprovalID names the request.
+	ToolAwaitingApproval ToolStatus = "awaiting_approval"
+	ToolFailed           ToolStatus = "failed"
+	ToolCancelled        ToolStatus = "cancelled"
 )
 
 // ToolCall is a tool call row, keyed by metis's identity: (SessionID,
@@ -92,6 +100,21 @@ type ToolCall struct {
 	ErrorMessage string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// ApprovalID is the approval request the call waited on ("" if it
+	// never asked); Approval, once it is decided, how (nil before).
+	ApprovalID string
+	Approval   *Approval `json:",omitempty"`
+}
+
+// Approval is how a call's approval request was decided, kept with the
+// call so that a late answer learns the winner (409 approval_resolved).
+type Approval struct {
+	Decision     string   `json:"decision"`
+	Reason       string   `json:"reason"`
+	Scope        string   `json:"scope,omitempty"`
+	Message      string   `json:"message,omitempty"`
+	SessionRules []string `json:"session_rules,omitempty"`
+	ReleasedBy   string   `json:"released_by,omitempty"`
 }
 
 // Op is one write applied by the store's single writer. Ops submitted
@@ -114,6 +137,10 @@ type UpdateSession struct {
 	ID                   string
 	ActiveModel          string // "" leaves it
 	RoutingPolicyVersion string // "" leaves it
+	Mode                 string `json:",omitempty"` // "" leaves it
+	// AddRules are appended to the session's rules (those it holds
+	// already are not added twice).
+	AddRules []string `json:",omitempty"`
 	// Context, if not nil, sets the session's context size.
 	Context *ContextSize `json:",omitempty"`
 	// Budget, if not nil, changes the session's cost limits.

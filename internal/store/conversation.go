@@ -16,12 +16,12 @@ import (
 // content outside the event rows, and the turns waiting in a session's
 // queue.
 
-// schemaV7 adds images, the sessions that hold each (an image is served
+// schemaV8 adds images, the sessions that hold each (an image is served
 // only to the sessions that sent or read it), and queued turns. A queued
 // turn's row is kept after it starts or is cancelled (ended_event_id is
 // then the id of the turn.started or turn.cancelled that ended its wait),
 // so a snapshot can show the queue as of any event.
-const schemaV7 = `
+const schemaV8 = `
 CREATE TABLE IF NOT EXISTS images (
 	sha256     TEXT    PRIMARY KEY,
 	media_type TEXT    NOT NULL,

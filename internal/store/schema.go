@@ -11,7 +11,7 @@ import (
 )
 
 // schemaVersion is the PRAGMA user_version this code writes and reads.
-const schemaVersion = 7
+const schemaVersion = 8
 
 // schemaV1 creates every table and index. Times are unix nanoseconds
 // (0 for the zero time); JSON values are TEXT.
@@ -164,6 +164,21 @@ ALTER TABLE sessions ADD COLUMN max_turn_cost_usd REAL NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN max_session_cost_usd REAL NOT NULL DEFAULT 0;
 `
 
+// schemaV7 adds permissions (docs/permissions.md): each session's mode
+// (existing sessions get the most careful, default) and the rules
+// "allow for this session" answers added (a JSON array of rule texts),
+// and each tool call's approval: the id of the request it waited on and
+// how that was decided. The partial index finds the calls waiting for an
+// answer (status awaiting_approval) and a call by its approval id.
+const schemaV7 = `
+ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE sessions ADD COLUMN session_rules TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE tool_calls ADD COLUMN approval_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE tool_calls ADD COLUMN approval TEXT NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS tool_calls_approval ON tool_calls(approval_id) WHERE approval_id <> '';
+CREATE INDEX IF NOT EXISTS tool_calls_awaiting ON tool_calls(session_id) WHERE status = 'awaiting_approval';
+`
+
 // backfillTitles sets each session's title from its first user message
 // (in insertion order) holding text.
 func backfillTitles(ctx context.Context, tx *sql.Tx) error {
@@ -253,8 +268,13 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	if v < 7 {
-		if _, err := tx.ExecContext(ctx, schemaV7); err != nil { // conversation.go
+		if _, err := tx.ExecContext(ctx, schemaV7); err != nil {
 			return fmt.Errorf("schema: migrate to v7: %w", err)
+		}
+	}
+	if v < 8 {
+		if _, err := tx.ExecContext(ctx, schemaV8); err != nil { // conversation.go
+			return fmt.Errorf("schema: migrate to v8: %w", err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {

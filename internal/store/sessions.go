@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -12,12 +14,14 @@ import (
 const (
 	sqlInsertSession = `INSERT INTO sessions
 (id, parent_session_id, workspace_path, active_model, routing_policy_version, cost_usd, turn_count, created_at,
- title, last_activity_at, context_tokens, context_window, max_turn_cost_usd, max_session_cost_usd)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+ title, last_activity_at, context_tokens, context_window, max_turn_cost_usd, max_session_cost_usd, mode, session_rules)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	sqlUpdateSession = `UPDATE sessions SET
 active_model = CASE WHEN ?1 <> '' THEN ?1 ELSE active_model END,
-routing_policy_version = CASE WHEN ?2 <> '' THEN ?2 ELSE routing_policy_version END
+routing_policy_version = CASE WHEN ?2 <> '' THEN ?2 ELSE routing_policy_version END,
+mode = CASE WHEN ?4 <> '' THEN ?4 ELSE mode END,
+session_rules = CASE WHEN ?5 <> '' THEN ?5 ELSE session_rules END
 WHERE id = ?3`
 
 	sqlAddUsage = `UPDATE sessions SET cost_usd = cost_usd + ?, turn_count = turn_count + ? WHERE id = ?`
@@ -42,17 +46,21 @@ WHERE id = ?3`
 
 	sessionCols = `id, parent_session_id, workspace_path, active_model, routing_policy_version,
 cost_usd, turn_count, created_at, title, last_activity_at,
-context_tokens, context_window, max_turn_cost_usd, max_session_cost_usd`
+context_tokens, context_window, max_turn_cost_usd, max_session_cost_usd, mode, session_rules`
 )
 
 func (t *txn) createSession(ss *Session) error {
 	if ss.ID == "" {
 		return errors.New("store: create session: empty id")
 	}
-	_, err := t.exec(stInsertSession, ss.ID, ss.ParentSessionID, ss.WorkspacePath, ss.ActiveModel,
+	rules, err := encodeRules(ss.SessionRules)
+	if err != nil {
+		return fmt.Errorf("store: create session %s: %w", ss.ID, err)
+	}
+	_, err = t.exec(stInsertSession, ss.ID, ss.ParentSessionID, ss.WorkspacePath, ss.ActiveModel,
 		ss.RoutingPolicyVersion, ss.CostUSD, ss.TurnCount, nanos(ss.CreatedAt), Title(ss.Title),
 		max(nanos(ss.CreatedAt), nanos(ss.LastActivityAt)), ss.ContextTokens, ss.ContextWindow,
-		ss.MaxTurnCostUSD, ss.MaxSessionCostUSD)
+		ss.MaxTurnCostUSD, ss.MaxSessionCostUSD, modeOrDefault(ss.Mode), rules)
 	if err != nil {
 		if isUnique(err) {
 			err = fmt.Errorf("%w: %w", ErrDuplicate, err)
@@ -63,10 +71,31 @@ func (t *txn) createSession(ss *Session) error {
 }
 
 func (t *txn) updateSession(u *UpdateSession) error {
-	if u.ActiveModel == "" && u.RoutingPolicyVersion == "" && (u.Context != nil || u.Budget != nil) {
+	if u.ActiveModel == "" && u.RoutingPolicyVersion == "" && u.Mode == "" && len(u.AddRules) == 0 &&
+		(u.Context != nil || u.Budget != nil) {
 		return t.updateLongSession(u) // one statement for the context size of every model call
 	}
-	res, err := t.exec(stUpdateSession, u.ActiveModel, u.RoutingPolicyVersion, u.ID)
+	rules := ""
+	if len(u.AddRules) > 0 {
+		var cur string
+		err := t.tx.QueryRow("SELECT session_rules FROM sessions WHERE id = ?", u.ID).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: update session %s: %w", u.ID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: update session %s: %w", u.ID, err)
+		}
+		merged := decodeRules(cur)
+		for _, r := range u.AddRules {
+			if !slices.Contains(merged, r) {
+				merged = append(merged, r)
+			}
+		}
+		if rules, err = encodeRules(merged); err != nil {
+			return fmt.Errorf("store: update session %s: %w", u.ID, err)
+		}
+	}
+	res, err := t.exec(stUpdateSession, u.ActiveModel, u.RoutingPolicyVersion, u.ID, u.Mode, rules)
 	if err != nil {
 		return fmt.Errorf("store: update session %s: %w", u.ID, err)
 	}
@@ -288,10 +317,57 @@ func scanSession(r scanner) (Session, error) {
 	var (
 		ss               Session
 		created, touched int64
+		rules            string
 	)
 	err := r.Scan(&ss.ID, &ss.ParentSessionID, &ss.WorkspacePath, &ss.ActiveModel,
 		&ss.RoutingPolicyVersion, &ss.CostUSD, &ss.TurnCount, &created, &ss.Title, &touched,
-		&ss.ContextTokens, &ss.ContextWindow, &ss.MaxTurnCostUSD, &ss.MaxSessionCostUSD)
+		&ss.ContextTokens, &ss.ContextWindow, &ss.MaxTurnCostUSD, &ss.MaxSessionCostUSD, &ss.Mode, &rules)
 	ss.CreatedAt, ss.LastActivityAt = fromNanos(created), fromNanos(touched)
+	ss.SessionRules = decodeRules(rules)
+	return ss, err
+}
+
+// maxSessionRules bounds the rules one session keeps.
+const maxSessionRules = 1000
+
+// encodeRules encodes a session's rules as stored (a JSON array).
+func encodeRules(rules []string) (string, error) {
+	if len(rules) > maxSessionRules {
+		return "", fmt.Errorf("more than %d session rules", maxSessionRules)
+	}
+	if rules == nil {
+		rules = []string{}
+	}
+	b, err := json.Marshal(rules)
+	return string(b), err
+}
+
+// decodeRules decodes stored rules; what does not decode is no rules.
+func decodeRules(s string) []string {
+	var out []string
+	if json.Unmarshal([]byte(s), &out) != nil || len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// modeOrDefault is the mode stored for a new session: "" is default.
+func modeOrDefault(m string) string {
+	if m == "" {
+		return "default"
+	}
+	return m
+}
+
+// TreeRoot returns the top session of id's delegation tree (id's own row
+// for a session that is not a worker).
+func (s *Store) TreeRoot(ctx context.Context, id string) (Session, error) {
+	ss, err := s.Session(ctx, id)
+	for depth := 0; err == nil && ss.ParentSessionID != ""; depth++ {
+		if depth >= 64 {
+			return Session{}, fmt.Errorf("store: tree of %s: delegation chain deeper than 64", id)
+		}
+		ss, err = s.Session(ctx, ss.ParentSessionID)
+	}
 	return ss, err
 }

@@ -13,10 +13,10 @@ func TestSessions(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Options{})
 	t0 := time.Unix(1700000000, 0).UTC()
-	parent := Session{ID: "sess_p", WorkspacePath: "/w", ActiveModel: "m1", RoutingPolicyVersion: "v1", CreatedAt: t0, LastActivityAt: t0}
+	parent := Session{ID: "sess_p", WorkspacePath: "/w", ActiveModel: "m1", RoutingPolicyVersion: "v1", CreatedAt: t0, LastActivityAt: t0, Mode: "default"}
 	child1 := Session{ID: "sess_c1", ParentSessionID: "sess_p", WorkspacePath: "/w", ActiveModel: "m2", CreatedAt: t0.Add(2 * time.Second),
-		LastActivityAt: t0.Add(2 * time.Second)}
-	child2 := Session{ID: "sess_c2", ParentSessionID: "sess_p", WorkspacePath: "/w", CreatedAt: t0.Add(time.Second), LastActivityAt: t0.Add(time.Second)}
+		LastActivityAt: t0.Add(2 * time.Second), Mode: "default"}
+	child2 := Session{ID: "sess_c2", ParentSessionID: "sess_p", WorkspacePath: "/w", CreatedAt: t0.Add(time.Second), LastActivityAt: t0.Add(time.Second), Mode: "default"}
 	if err := s.Apply(ctx, CreateSession{Session: parent}, CreateSession{Session: child1}, CreateSession{Session: child2}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 
 const (
 	sqlPutToolCall = `INSERT INTO tool_calls (id, session_id, turn_id, message_id, name, input, status,
-	result, is_error, error_class, error_message, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	result, is_error, error_class, error_message, created_at, updated_at, approval_id, approval)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (session_id, message_id, id) DO UPDATE SET
 	turn_id       = excluded.turn_id,
 	name          = excluded.name,
@@ -21,10 +21,12 @@ ON CONFLICT (session_id, message_id, id) DO UPDATE SET
 	error_class   = excluded.error_class,
 	error_message = excluded.error_message,
 	created_at    = excluded.created_at,
-	updated_at    = excluded.updated_at`
+	updated_at    = excluded.updated_at,
+	approval_id   = excluded.approval_id,
+	approval      = excluded.approval`
 
 	toolCallCols = `id, session_id, turn_id, message_id, name, input, status,
-result, is_error, error_class, error_message, created_at, updated_at`
+result, is_error, error_class, error_message, created_at, updated_at, approval_id, approval`
 )
 
 func (t *txn) putToolCall(c *ToolCall) error {
@@ -41,9 +43,17 @@ func (t *txn) putToolCall(c *ToolCall) error {
 		}
 		input = sql.NullString{String: string(c.Input), Valid: true}
 	}
+	approval := ""
+	if c.Approval != nil {
+		b, err := json.Marshal(c.Approval)
+		if err != nil {
+			return fmt.Errorf("store: put tool call %s: approval: %w", c.ID, err)
+		}
+		approval = string(b)
+	}
 	_, err := t.exec(stPutToolCall, c.ID, c.SessionID, c.TurnID, c.MessageID, c.Name, input,
 		string(c.Status), c.Result, c.IsError, c.ErrorClass, c.ErrorMessage,
-		nanos(c.CreatedAt), nanos(c.UpdatedAt))
+		nanos(c.CreatedAt), nanos(c.UpdatedAt), c.ApprovalID, approval)
 	if err != nil {
 		return fmt.Errorf("store: put tool call %s: %w", c.ID, err)
 	}
@@ -82,6 +92,37 @@ func (s *Store) ToolCalls(ctx context.Context, turnID string) ([]ToolCall, error
 	return cs, nil
 }
 
+// ToolCallByApproval returns the tool call that asked with approvalID,
+// or an error wrapping ErrNotFound.
+func (s *Store) ToolCallByApproval(ctx context.Context, approvalID string) (ToolCall, error) {
+	if err := s.readable(); err != nil {
+		return ToolCall{}, err
+	}
+	cs, err := s.queryToolCalls(ctx, "SELECT "+toolCallCols+
+		" FROM tool_calls WHERE approval_id = ? AND approval_id <> '' LIMIT 1", approvalID)
+	if err == nil && len(cs) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return ToolCall{}, fmt.Errorf("store: tool call of approval %s: %w", approvalID, err)
+	}
+	return cs[0], nil
+}
+
+// AwaitingApproval returns every tool call waiting for an answer, of
+// every session, oldest first.
+func (s *Store) AwaitingApproval(ctx context.Context) ([]ToolCall, error) {
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	cs, err := s.queryToolCalls(ctx, "SELECT "+toolCallCols+
+		" FROM tool_calls WHERE status = 'awaiting_approval' ORDER BY created_at, rowid")
+	if err != nil {
+		return nil, fmt.Errorf("store: tool calls awaiting approval: %w", err)
+	}
+	return cs, nil
+}
+
 func (s *Store) queryToolCalls(ctx context.Context, query string, args ...any) ([]ToolCall, error) {
 	rows, err := s.rdb.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -93,12 +134,18 @@ func (s *Store) queryToolCalls(ctx context.Context, query string, args ...any) (
 		var (
 			c                ToolCall
 			input            []byte
-			status           string
+			status, approval string
 			created, updated int64
 		)
 		if err := rows.Scan(&c.ID, &c.SessionID, &c.TurnID, &c.MessageID, &c.Name, &input, &status,
-			&c.Result, &c.IsError, &c.ErrorClass, &c.ErrorMessage, &created, &updated); err != nil {
+			&c.Result, &c.IsError, &c.ErrorClass, &c.ErrorMessage, &created, &updated, &c.ApprovalID, &approval); err != nil {
 			return nil, err
+		}
+		if approval != "" {
+			var a Approval
+			if json.Unmarshal([]byte(approval), &a) == nil {
+				c.Approval = &a
+			}
 		}
 		if input != nil {
 			c.Input = json.RawMessage(input)

@@ -271,12 +271,35 @@ func (g *gen) structs() {
 	g.p("export type Role = %q | %q | %q;", message.RoleUser, message.RoleAssistant, message.RoleTool)
 	g.p("/** A stored message's status (spec §6.2.6). */")
 	g.p("export type MessageStatus = %q | %q | %q;", message.StatusComplete, message.StatusCancelled, message.StatusFailed)
+	g.p("/** A session's permission mode (contract §7). */")
+	g.p("export type Mode = %q | %q | %q | %q;", protocol.ModeDefault, protocol.ModeAcceptEdits, protocol.ModePlan, protocol.ModeAuto)
+	g.p("/** An answer's decision. */")
+	g.p("export type Decision = %q | %q;", protocol.DecisionAllow, protocol.DecisionDeny)
+	g.p("/** Why a request was decided: a client's answer, the timeout, or a cancel. */")
+	g.p("export type ApprovalReason = %q | %q | %q;", protocol.ApprovalReasonUser, protocol.ApprovalReasonTimeout, protocol.ApprovalReasonCancelled)
+	g.p("/** What a tool does (an open set: other strings may come). */")
+	g.p("export type ToolKind = 'read' | 'edit' | 'execute' | 'fetch' | 'delegate' | 'external' | (string & {});")
 	g.p("")
 	specs := []structSpec{
 		{"Usage", reflect.TypeFor[message.Usage](), "Usage of one model call, or a sum of calls.", nil},
 		{"Message", reflect.TypeFor[message.Message](), "A canonical message (docs/message-format.md).",
 			map[string]string{"role": "Role", "content": "Block[]", "status": "MessageStatus"}},
-		{"SessionSummary", reflect.TypeFor[protocol.SessionSummary](), "A session summary (contract §3, spec §3.4).", nil},
+		{"SessionSummary", reflect.TypeFor[protocol.SessionSummary](), "A session summary (contract §3, spec §3.4).",
+			map[string]string{"mode": "Mode"}},
+		{"PendingApproval", reflect.TypeFor[protocol.PendingApproval](),
+			"A tool call waiting for an answer (the summary's pending_approvals; docs/permissions.md).",
+			map[string]string{"kind": "ToolKind"}},
+		{"ApprovalAnswer", reflect.TypeFor[protocol.ApprovalAnswer](),
+			"The body of POST /sessions/{id}/approvals/{approval_id}.",
+			map[string]string{"decision": "Decision", "scope": "'once' | 'session'"}},
+		{"ApprovalResolution", reflect.TypeFor[protocol.ApprovalResolution](),
+			"How a request was decided: a 200 answer to POST .../approvals/{approval_id}, and a 409's resolution.",
+			map[string]string{"decision": "Decision", "reason": "ApprovalReason", "scope": "'once' | 'session'"}},
+		{"ApprovalConflict", reflect.TypeFor[protocol.ApprovalConflict](),
+			"The body of a 409 approval_resolved: the error and the resolution that won.",
+			map[string]string{"error": "{ code: string; message: string }"}},
+		{"SessionPatch", reflect.TypeFor[protocol.SessionPatch](), "The body of PATCH /sessions/{id}.",
+			map[string]string{"mode": "Mode"}},
 		{"Filter", reflect.TypeFor[protocol.Filter](), "A subscription filter (spec §3.2); null lists mean every type / actor.",
 			map[string]string{"event_types": "string[] | null", "actors": "string[] | null"}},
 		{"SnapshotWorker", reflect.TypeFor[protocol.SnapshotWorker](), "A worker as the planner's delegate.* events describe it.",
@@ -331,7 +354,7 @@ func (g *gen) iface(s structSpec) {
 			ts = tsType(f.Type)
 		}
 		opt := ""
-		if strings.Contains(opts, "omitempty") {
+		if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
 			opt = "?"
 		}
 		g.p("  %s%s: %s;", name, opt, ts)

@@ -19,7 +19,7 @@ type field struct{ name, ts string }
 var payloadTS = map[protocol.EventType]map[string]string{
 	protocol.EventTurnStarted:   {"user_message": "Message"},
 	protocol.EventTurnCompleted: {"outcome": "'completed' | 'failed'", "usage": "Usage"},
-	protocol.EventTurnCancelled: {"phase": "'llm' | 'seam' | 'tools' | 'between_calls' | 'interrupted' | 'compaction'", "usage": "Usage"},
+	protocol.EventTurnCancelled: {"phase": "'llm' | 'seam' | 'tools' | 'between_calls' | 'approval' | 'interrupted' | 'compaction'", "usage": "Usage"},
 	protocol.EventLLMCallStarted: {"request": "{ messages: number; tools: string[]; system_sha256?: string; max_tokens?: number; " +
 		"context_tokens?: number; context_window?: number }"},
 	protocol.EventContextCompacting: {"trigger": openUnion(protocol.CompactAuto, protocol.CompactOverflow, protocol.CompactManual)},
@@ -27,8 +27,12 @@ var payloadTS = map[protocol.EventType]map[string]string{
 		"method": openUnion(protocol.CompactStub, protocol.CompactSummary, protocol.CompactDrop), "message": "Message", "usage": "Usage"},
 	protocol.EventContextCompactionFailed: {"trigger": openUnion(protocol.CompactAuto, protocol.CompactOverflow, protocol.CompactManual),
 		"usage": "Usage"},
-	protocol.EventLLMCallCompleted: {"usage": "Usage"},
-	protocol.EventLLMCallFailed:    {"usage": "Usage"},
+	protocol.EventApprovalRequested:  {"kind": "ToolKind", "mode": "Mode"},
+	protocol.EventApprovalResolved:   {"decision": "Decision", "reason": "ApprovalReason", "scope": "'once' | 'session'"},
+	protocol.EventSessionModeChanged: {"mode": "Mode", "previous_mode": "Mode"},
+	protocol.EventSessionCreated:     {"mode": "Mode"},
+	protocol.EventLLMCallCompleted:   {"usage": "Usage"},
+	protocol.EventLLMCallFailed:      {"usage": "Usage"},
 	protocol.EventDelegateFailed: {
 		"failure_mode": openUnion(protocol.DelegateFailureCancelled, protocol.DelegateFailureWorker,
 			protocol.DelegateFailureTimeout, protocol.DelegateFailureInterrupted)},
@@ -73,7 +77,7 @@ var payloadFields = func() map[protocol.EventType][]field {
 			if !ok {
 				ts = tsType(f.Type)
 			}
-			if strings.Contains(opts, "omitempty") {
+			if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
 				name += "?"
 			}
 			fs = append(fs, field{name, ts})

@@ -10,6 +10,8 @@
 //	/echo TEXT    answer TEXT without thinking or tools
 //	/long N       stream N numbered sentences (at most 100,000), no tools
 //	/tool NAME {json}  call tool NAME with that input, then summarise
+//	                   (one call per line: several lines call several
+//	                   tools in one message)
 //
 // A user message holding images is answered with what it received, "I
 // see 1 image (PNG 32×32).", and so is a tool result holding images: the
@@ -169,14 +171,33 @@ func (s *streamer) answer(prompt string, tools map[string]bool) (string, error) 
 		}
 		return model.StopEndTurn, s.text(model.KindText, b.String(), "")
 	case "/tool":
-		name, input, _ := strings.Cut(strings.TrimSpace(arg), " ")
-		if strings.TrimSpace(input) == "" {
-			input = "{}"
+		// One call per line: "/tool A {…}\n/tool B {…}" calls both, in
+		// one message.
+		var calls [][2]string
+		for _, line := range strings.Split(strings.TrimSpace(prompt), "\n") {
+			rest, ok := strings.CutPrefix(strings.TrimSpace(line), "/tool ")
+			if !ok {
+				continue
+			}
+			name, input, _ := strings.Cut(strings.TrimSpace(rest), " ")
+			if strings.TrimSpace(input) == "" {
+				input = "{}"
+			}
+			calls = append(calls, [2]string{name, input})
 		}
-		if err := s.text(model.KindText, fmt.Sprintf("Calling %s.", name), ""); err != nil {
+		names := make([]string, len(calls))
+		for i, c := range calls {
+			names[i] = c[0]
+		}
+		if err := s.text(model.KindText, fmt.Sprintf("Calling %s.", strings.Join(names, ", ")), ""); err != nil {
 			return "", err
 		}
-		return model.StopToolUse, s.toolUse(name, input)
+		for _, c := range calls {
+			if err := s.toolUse(c[0], c[1]); err != nil {
+				return "", err
+			}
+		}
+		return model.StopToolUse, nil
 	}
 	thinking := fmt.Sprintf("The user wrote %d words. I should look at the workspace before answering.", len(strings.Fields(prompt)))
 	if err := s.text(model.KindThinking, thinking, "demo-signature-"+strconv.Itoa(len(prompt))); err != nil {

@@ -104,6 +104,12 @@ func TestDemoCommands(t *testing.T) {
 	if res.StopReason != model.StopToolUse || len(uses) != 1 || string(uses[0].Input) != `{"path":"é.txt"}` {
 		t.Fatalf("tool: %+v", uses)
 	}
+	_, res, acc = collect(t, Demo{}, model.Request{Messages: []message.Message{user("/tool list_dir {\"path\":\".\"}\n/tool read_file {\"path\":\"a\"}")}})
+	uses = acc.ToolUses()
+	if res.StopReason != model.StopToolUse || len(uses) != 2 || uses[0].Name != "list_dir" || uses[1].Name != "read_file" ||
+		uses[0].ID == uses[1].ID {
+		t.Fatalf("two tools in one message: %+v", uses)
+	}
 }
 
 func TestDemoCancelStopsPromptly(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/config"
+	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/server"
 	"github.com/metis-agent/metis/internal/servertest"
 )
@@ -47,6 +48,7 @@ func runProcNode() int {
 	cfg := config.Defaults()
 	cfg.Home, cfg.Addr, cfg.NATS, cfg.Node = pc.Home, "127.0.0.1:0", pc.NATS, pc.Node
 	cfg.LeaseTTL, cfg.DemoDelay = pc.LeaseTTL, pc.DemoDelay
+	cfg.DefaultMode, cfg.ShellSandbox = permission.ModeAuto, permission.SandboxDisabled // as servertest.Start
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -29,6 +29,9 @@ export type CatalogEventType =
   | "context.compacted"
   | "context.compaction_failed"
   | "session.budget_changed"
+  | "approval.requested"
+  | "approval.resolved"
+  | "session.mode_changed"
   | "bus.handler_warning"
   | "bus.subscriber_registered"
   | "bus.subscriber_unregistered";
@@ -71,6 +74,9 @@ export const EVENT_TYPES: readonly EventType[] = [
   "context.compacted",
   "context.compaction_failed",
   "session.budget_changed",
+  "approval.requested",
+  "approval.resolved",
+  "session.mode_changed",
   "bus.handler_warning",
   "bus.subscriber_registered",
   "bus.subscriber_unregistered",
@@ -105,6 +111,9 @@ export const EVENT_FAMILY: Readonly<Record<EventType, EventFamily>> = {
   "context.compacted": "catalog",
   "context.compaction_failed": "catalog",
   "session.budget_changed": "catalog",
+  "approval.requested": "catalog",
+  "approval.resolved": "catalog",
+  "session.mode_changed": "catalog",
   "bus.handler_warning": "catalog",
   "bus.subscriber_registered": "catalog",
   "bus.subscriber_unregistered": "catalog",
@@ -139,6 +148,9 @@ export const EVENT_EMITTER: Readonly<Record<EventType, string>> = {
   "context.compacted": "agent loop (session manager for POST /compact)",
   "context.compaction_failed": "agent loop (session manager for POST /compact)",
   "session.budget_changed": "HTTP API (PATCH /sessions/{id})",
+  "approval.requested": "tool dispatcher",
+  "approval.resolved": "tool dispatcher (session manager after a crash)",
+  "session.mode_changed": "session manager",
   "bus.handler_warning": "bus, streaming server, session manager",
   "bus.subscriber_registered": "bus, streaming server",
   "bus.subscriber_unregistered": "bus, streaming server",
@@ -156,8 +168,8 @@ export type PresetName = "preset:chat" | "preset:full";
 
 /** The event types each preset stands for, in catalog order. */
 export const PRESETS: Readonly<Record<PresetName, readonly EventType[]>> = {
-  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
-  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "approval.requested", "approval.resolved", "session.mode_changed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "approval.requested", "approval.resolved", "session.mode_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
 };
 
 /** Whether s names an event type of the catalog (either family). */
@@ -182,6 +194,16 @@ export const CancelReasonServerRestart = "server_restart";
 /** CancelReasonOwnerLost: cluster mode; the node running the turn's delegation tree died or lost the tree's lease mid-turn, and the node that took the tree over ended the turn (phase interrupted). */
 export const CancelReasonOwnerLost = "owner_lost";
 export const CancelPhaseInterrupted = "interrupted";
+/** CancelPhaseLLM: the model was streaming. */
+export const CancelPhaseLLM = "llm";
+/** CancelPhaseSeam: the model had finished asking for tools and none had started. */
+export const CancelPhaseSeam = "seam";
+/** CancelPhaseApproval: calls of the round were waiting for a user's approval and none had started; the requests were denied (reason cancelled) before the calls failed. */
+export const CancelPhaseApproval = "approval";
+/** CancelPhaseTools: tools were running. */
+export const CancelPhaseTools = "tools";
+/** CancelPhaseBetweenCalls: between model calls (or as the turn was ending). */
+export const CancelPhaseBetweenCalls = "between_calls";
 export const MaxClientFrame = 1048576;
 export const MaxNonce = 128;
 export const MaxReason = 200;
@@ -252,6 +274,10 @@ export const EventDelegateStarted = "delegate.started";
 export const EventDelegateCompleted = "delegate.completed";
 export const EventDelegateFailed = "delegate.failed";
 export const EventFeedbackSubmitted = "feedback.submitted";
+/** Permissions (contract §7, docs/permissions.md). */
+export const EventApprovalRequested = "approval.requested";
+export const EventApprovalResolved = "approval.resolved";
+export const EventSessionModeChanged = "session.mode_changed";
 export const EventBusHandlerWarning = "bus.handler_warning";
 export const EventBusSubscriberRegistered = "bus.subscriber_registered";
 export const EventBusSubscriberUnregistered = "bus.subscriber_unregistered";
@@ -330,6 +356,12 @@ export const CodeUnauthorized = "unauthorized";
 export const CodeInvalidAttachToken = "invalid_attach_token";
 /** CodeOwnerUnavailable answers (503), in cluster mode, a turn submission or cancel for a delegation tree that no node serves at the moment (its owner just stopped and its lease has not expired yet, or it is moving): the client may retry. */
 export const CodeOwnerUnavailable = "owner_unavailable";
+/** CodeInvalidMode answers (400) a mode that is not default, accept_edits, plan or auto (POST /sessions, PATCH /sessions/{id}). */
+export const CodeInvalidMode = "invalid_mode";
+/** CodeApprovalNotFound answers (404) an approval id the session (or, for a planner, its workers) never had. */
+export const CodeApprovalNotFound = "approval_not_found";
+/** CodeApprovalResolved answers (409) an approval already decided; the body's resolution (ApprovalConflict) is the one that won. */
+export const CodeApprovalResolved = "approval_resolved";
 export const RoleUser = "user";
 export const RoleAssistant = "assistant";
 /** RoleTool carries tool_result blocks fed back to the model. */
@@ -341,6 +373,20 @@ export const BlockText = "text";
 export const BlockThinking = "thinking";
 export const BlockToolUse = "tool_use";
 export const BlockToolResult = "tool_result";
+export const ModeDefault = "default";
+export const ModeAcceptEdits = "accept_edits";
+export const ModePlan = "plan";
+export const ModeAuto = "auto";
+export const DecisionAllow = "allow";
+export const DecisionDeny = "deny";
+/** ScopeOnce answers this request only; ScopeSession (with allow) also adds the request's session_rules to the session. */
+export const ScopeOnce = "once";
+export const ScopeSession = "session";
+/** ApprovalReasonUser: a client answered (or an answer's session rule covered the request); ApprovalReasonTimeout: nobody answered within --approval-timeout; ApprovalReasonCancelled: the turn was cancelled (or the server stopped or crashed) while it waited. */
+export const ApprovalReasonUser = "user";
+export const ApprovalReasonTimeout = "timeout";
+export const ApprovalReasonCancelled = "cancelled";
+export const MaxApprovalReason = 2000;
 /** an event id: replay what came after it */
 export const QuerySince = "since";
 /** true: a snapshot first */
@@ -379,6 +425,14 @@ export interface CompactionBlock { type: "compaction"; summary: string; compacte
 export type Role = "user" | "assistant" | "tool";
 /** A stored message's status (spec §6.2.6). */
 export type MessageStatus = "complete" | "cancelled" | "failed";
+/** A session's permission mode (contract §7). */
+export type Mode = "default" | "accept_edits" | "plan" | "auto";
+/** An answer's decision. */
+export type Decision = "allow" | "deny";
+/** Why a request was decided: a client's answer, the timeout, or a cancel. */
+export type ApprovalReason = "user" | "timeout" | "cancelled";
+/** What a tool does (an open set: other strings may come). */
+export type ToolKind = 'read' | 'edit' | 'execute' | 'fetch' | 'delegate' | 'external' | (string & {});
 
 /** Usage of one model call, or a sum of calls. */
 export interface Usage {
@@ -420,6 +474,56 @@ export interface SessionSummary {
   context_window: number;
   max_turn_cost_usd: number;
   max_session_cost_usd: number;
+  mode: Mode;
+  pending_approvals: PendingApproval[];
+  session_rules: string[];
+}
+
+/** A tool call waiting for an answer (the summary's pending_approvals; docs/permissions.md). */
+export interface PendingApproval {
+  approval_id: string;
+  tool_use_id: string;
+  tool_name: string;
+  input: unknown;
+  session_id: string;
+  turn_id?: string;
+  kind?: ToolKind;
+  targets?: string[];
+  reason?: string;
+  session_rules?: string[];
+  requested_at?: string;
+  expires_at?: string;
+}
+
+/** The body of POST /sessions/{id}/approvals/{approval_id}. */
+export interface ApprovalAnswer {
+  decision: Decision;
+  scope?: 'once' | 'session';
+  reason?: string;
+}
+
+/** How a request was decided: a 200 answer to POST .../approvals/{approval_id}, and a 409's resolution. */
+export interface ApprovalResolution {
+  approval_id: string;
+  tool_use_id: string;
+  session_id: string;
+  decision: Decision;
+  reason: ApprovalReason;
+  scope?: 'once' | 'session';
+  message?: string;
+  session_rules?: string[];
+  released_by?: string;
+}
+
+/** The body of a 409 approval_resolved: the error and the resolution that won. */
+export interface ApprovalConflict {
+  error: { code: string; message: string };
+  resolution: ApprovalResolution;
+}
+
+/** The body of PATCH /sessions/{id}. */
+export interface SessionPatch {
+  mode: Mode;
 }
 
 /** A subscription filter (spec §3.2); null lists mean every type / actor. */
@@ -553,6 +657,7 @@ export interface SessionCreatedPayload {
   workspace_path: string;
   model: string;
   parent_session_id?: string | null;
+  mode?: Mode;
 }
 
 /** The payload of turn.started. */
@@ -574,7 +679,7 @@ export interface TurnCompletedPayload {
 /** The payload of turn.cancelled. */
 export interface TurnCancelledPayload {
   reason: string;
-  phase?: 'llm' | 'seam' | 'tools' | 'between_calls' | 'interrupted' | 'compaction';
+  phase?: 'llm' | 'seam' | 'tools' | 'between_calls' | 'approval' | 'interrupted' | 'compaction';
   partial_message_id?: string;
   cancelled_tool_use_ids?: string[];
   usage?: Usage;
@@ -726,6 +831,42 @@ export interface SessionBudgetChangedPayload {
   max_session_cost_usd?: number | null;
 }
 
+/** The payload of approval.requested. */
+export interface ApprovalRequestedPayload {
+  approval_id: string;
+  tool_use_id: string;
+  tool_name: string;
+  input: unknown;
+  message_id?: string;
+  kind?: ToolKind;
+  targets?: string[];
+  reason?: string;
+  rule?: string;
+  mode?: Mode;
+  session_rules?: string[];
+  expires_at?: string;
+}
+
+/** The payload of approval.resolved. */
+export interface ApprovalResolvedPayload {
+  approval_id: string;
+  tool_use_id: string;
+  decision: Decision;
+  reason: ApprovalReason;
+  tool_name?: string;
+  scope?: 'once' | 'session';
+  message?: string;
+  session_rules?: string[];
+  released_by?: string;
+}
+
+/** The payload of session.mode_changed. */
+export interface SessionModeChangedPayload {
+  mode: Mode;
+  previous_mode: Mode;
+  planner_session_id?: string;
+}
+
 /** The payload of bus.handler_warning. */
 export interface BusHandlerWarningPayload {
   subscription_name?: string;
@@ -819,6 +960,9 @@ export interface PayloadMap {
   "context.compacted": ContextCompactedPayload;
   "context.compaction_failed": ContextCompactionFailedPayload;
   "session.budget_changed": SessionBudgetChangedPayload;
+  "approval.requested": ApprovalRequestedPayload;
+  "approval.resolved": ApprovalResolvedPayload;
+  "session.mode_changed": SessionModeChangedPayload;
   "bus.handler_warning": BusHandlerWarningPayload;
   "bus.subscriber_registered": BusSubscriberRegisteredPayload;
   "bus.subscriber_unregistered": BusSubscriberUnregisteredPayload;

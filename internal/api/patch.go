@@ -1,0 +1,50 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/metis-agent/metis/protocol"
+)
+
+// sessionPatch is the body of PATCH /sessions/{id}: every field is
+// optional, and at least one must be there.
+type sessionPatch struct {
+	// Mode changes the session's permission mode (docs/permissions.md).
+	Mode *string `json:"mode"`
+	// The cost limits (docs/context.md, "Budgets").
+	protocol.SessionBudgetPatch
+}
+
+// patchSession answers PATCH /sessions/{id}: it changes the fields the
+// body holds (the mode, then the cost limits) and answers 200 with the
+// summary. A body with none of them is 400 invalid_request; a mode
+// that is not one of the four is 400 invalid_mode and changes nothing.
+func (a *API) patchSession(w http.ResponseWriter, r *http.Request) {
+	var req sessionPatch
+	if !decode(w, r, &req, false) {
+		return
+	}
+	budget := req.MaxTurnCostUSD != nil || req.MaxSessionCostUSD != nil
+	if req.Mode == nil && !budget {
+		WriteError(w, http.StatusBadRequest, CodeInvalidRequest,
+			`nothing to change: send "mode" (default, accept_edits, plan or auto), "max_turn_cost_usd" or "max_session_cost_usd"`)
+		return
+	}
+	var (
+		s   protocol.SessionSummary
+		err error
+	)
+	if req.Mode != nil {
+		if s, err = a.sessions.SetMode(r.Context(), r.PathValue("id"), *req.Mode); err != nil {
+			a.writeErr(w, r, err)
+			return
+		}
+	}
+	if budget {
+		if s, err = a.sessions.SetBudget(r.Context(), r.PathValue("id"), req.SessionBudgetPatch); err != nil {
+			a.writeErr(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, s)
+}
