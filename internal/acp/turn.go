@@ -24,6 +24,7 @@ type turn struct {
 	sid       string
 	workspace string
 	text      string
+	images    []protocol.ImageInput
 
 	mu           sync.Mutex
 	id           string // the metis turn id, once submitted
@@ -70,7 +71,7 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	}
 	defer a.inflight.Done()
 	sid := string(p.SessionId)
-	text, err := promptText(p.Prompt)
+	text, imgs, err := promptText(p.Prompt)
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
@@ -78,7 +79,7 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	t := &turn{a: a, sid: sid, workspace: sess.WorkspacePath, text: text,
+	t := &turn{a: a, sid: sid, workspace: sess.WorkspacePath, text: text, images: imgs,
 		sent: map[blockKey]string{}, started: map[string]bool{}, complete: map[string]bool{}, held: map[string]bool{},
 		tools: map[string]*toolState{}, workers: map[string]string{}, progress: map[string]*progress{}}
 	a.mu.Lock()
@@ -213,7 +214,8 @@ func (t *turn) onUpdate(ctx context.Context, u client.Update) {
 			// Not cut short by a cancel: the turn id is needed to cancel
 			// the turn the server may already have started.
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpTimeout)
-			id, err := t.a.c.Submit(sctx, t.sid, t.text)
+			acc, err := t.a.c.SubmitTurn(sctx, t.sid, client.TurnRequest{Content: t.text, Images: t.images})
+			id := acc.TurnID
 			cancel()
 			if err != nil {
 				t.err = apiError("submit the turn", err)
