@@ -38,6 +38,19 @@ import (
 // "go" (release): the builtin demo model calls the shell tool with it.
 const holdCmd = `/tool shell {"command": "while [ ! -f go ]; do sleep 0.05; done; echo released"}`
 
+// holding starts a server (with opts), creates a session, subscribes a
+// client over tr to preset:chat, and starts a turn that holds (holdCmd):
+// it returns once the turn's command runs.
+func holding(t *testing.T, tr streamtest.Transport, opts ...servertest.Option) (*servertest.Harness, string, streamtest.Conn, string) {
+	t.Helper()
+	h := servertest.Start(t, "", opts...)
+	sid := h.CreateSession()
+	c := subscribed(t, tr, h, sid)
+	running := h.Submit(sid, holdCmd)
+	c.Events(wait, streamtest.UntilType(event.ToolCalled, running))
+	return h, sid, c, running
+}
+
 func release(t *testing.T, h *servertest.Harness) {
 	t.Helper()
 	servertest.Must(t, os.WriteFile(filepath.Join(h.Workspace, "go"), nil, 0o644))
@@ -102,11 +115,7 @@ func startedTurns(evs []*protocol.EventEnvelope) []string {
 func TestQueuedTurnsRunInOrderOverBothTransports(t *testing.T) {
 	for _, tr := range streamtest.Transports {
 		t.Run(tr.Name, func(t *testing.T) {
-			h := servertest.Start(t, "")
-			sid := h.CreateSession()
-			c := subscribed(t, tr, h, sid)
-			running := h.Submit(sid, holdCmd)
-			c.Events(wait, streamtest.UntilType(event.ToolCalled, running))
+			h, sid, c, running := holding(t, tr)
 
 			if st, _, e := postTurn(t, h, sid, protocol.TurnRequest{Content: "not queued"}); st != http.StatusConflict || e.Error.Code != "turn_in_flight" {
 				t.Fatalf("without queue: %d %+v", st, e)
@@ -179,11 +188,7 @@ func TestQueuedTurnsRunInOrderOverBothTransports(t *testing.T) {
 // dequeued; it ends with turn.cancelled (phase queued) and never starts,
 // and the turn after it runs.
 func TestQueuedTurnCancelledBeforeItStarts(t *testing.T) {
-	h := servertest.Start(t, "")
-	sid := h.CreateSession()
-	c := attach(t, h, sid)
-	running := h.Submit(sid, holdCmd)
-	c.Events(wait, streamtest.UntilType(event.ToolCalled, running))
+	h, sid, c, _ := holding(t, streamtest.WebSocket)
 	_, q1, _ := postTurn(t, h, sid, protocol.TurnRequest{Content: "/echo dropped", Queue: true})
 	_, q2, _ := postTurn(t, h, sid, protocol.TurnRequest{Content: "/echo kept", Queue: true})
 	var res struct{ TurnID, Status string }
@@ -223,11 +228,7 @@ func TestQueuedTurnCancelledBeforeItStarts(t *testing.T) {
 // second queued turn is refused with queue_full and nothing of it is
 // stored or announced.
 func TestQueueLongerThanTheSettingIsRefused(t *testing.T) {
-	h := servertest.Start(t, "", func(c *config.Config) { c.MaxQueuedTurns = 1 })
-	sid := h.CreateSession()
-	c := attach(t, h, sid)
-	running := h.Submit(sid, holdCmd)
-	c.Events(wait, streamtest.UntilType(event.ToolCalled, running))
+	h, sid, _, _ := holding(t, streamtest.WebSocket, func(c *config.Config) { c.MaxQueuedTurns = 1 })
 	if st, _, _ := postTurn(t, h, sid, protocol.TurnRequest{Content: "one", Queue: true}); st != http.StatusAccepted {
 		t.Fatalf("first: %d", st)
 	}
@@ -254,11 +255,7 @@ func TestQueueLongerThanTheSettingIsRefused(t *testing.T) {
 func TestSteerEntersAtTheNextModelCall(t *testing.T) {
 	for _, tr := range streamtest.Transports {
 		t.Run(tr.Name, func(t *testing.T) {
-			h := servertest.Start(t, "")
-			sid := h.CreateSession()
-			c := subscribed(t, tr, h, sid)
-			running := h.Submit(sid, holdCmd)
-			first := c.Events(wait, streamtest.UntilType(event.ToolCalled, running))
+			h, sid, c, running := holding(t, tr)
 			st, acc, e := postTurn(t, h, sid, protocol.TurnRequest{Content: "/echo bananas too", Steer: true, ExpectedTurnID: running})
 			if st != http.StatusAccepted || !acc.Steered || acc.TurnID != running || acc.Queued {
 				t.Fatalf("steer: %d %+v %+v", st, acc, e)
@@ -268,7 +265,7 @@ func TestSteerEntersAtTheNextModelCall(t *testing.T) {
 				t.Errorf("steer into another turn: %d %+v", st, e)
 			}
 			release(t, h)
-			evs := append(first, c.Events(wait, streamtest.UntilType(event.TurnCompleted, running))...)
+			evs := c.Events(wait, streamtest.UntilType(event.TurnCompleted, running)) // after tool.called
 			steered := find(evs, event.TurnSteered)
 			if len(steered) != 1 {
 				t.Fatalf("turn.steered: %d in %v", len(steered), types(evs))
@@ -282,7 +279,7 @@ func TestSteerEntersAtTheNextModelCall(t *testing.T) {
 			// It comes after the tool's end and before the second call.
 			at := slices.Index(evs, steered[0])
 			calls := find(evs, event.LLMCallStarted)
-			if len(calls) != 2 || slices.Index(evs, calls[1]) < at || slices.Index(evs, find(evs, event.ToolCompleted)[0]) > at {
+			if len(calls) != 1 || slices.Index(evs, calls[0]) < at || slices.Index(evs, find(evs, event.ToolCompleted)[0]) > at {
 				t.Errorf("order: %v", types(evs))
 			}
 			var page struct {
@@ -310,11 +307,7 @@ func TestSteerEntersAtTheNextModelCall(t *testing.T) {
 // takes it) becomes a queued turn of its own (turn.queued, source steer,
 // the same message id), which runs next.
 func TestSteerIntoATurnThatEndsFirstBecomesTheNextQueuedTurn(t *testing.T) {
-	h := servertest.Start(t, "")
-	sid := h.CreateSession()
-	c := attach(t, h, sid)
-	running := h.Submit(sid, holdCmd)
-	c.Events(wait, streamtest.UntilType(event.ToolCalled, running))
+	h, sid, c, running := holding(t, streamtest.WebSocket)
 	_, acc, _ := postTurn(t, h, sid, protocol.TurnRequest{Content: "/echo after all", Steer: true})
 	if !acc.Steered {
 		t.Fatalf("steer: %+v", acc)
@@ -376,11 +369,7 @@ func TestSteerIntoACancellingTurnIsRefused(t *testing.T) {
 // TestQueueSurvivesARestart: the server stops while a turn runs and two
 // wait in its queue; the next server runs the two, in order.
 func TestQueueSurvivesARestart(t *testing.T) {
-	h := servertest.Start(t, "")
-	sid := h.CreateSession()
-	c := attach(t, h, sid)
-	running := h.Submit(sid, holdCmd)
-	c.Events(wait, streamtest.UntilType(event.ToolCalled, running))
+	h, sid, _, running := holding(t, streamtest.WebSocket)
 	_, q1, _ := postTurn(t, h, sid, protocol.TurnRequest{Content: "/echo one", Queue: true})
 	_, q2, _ := postTurn(t, h, sid, protocol.TurnRequest{Content: "/echo two", Queue: true})
 	h.Stop()
