@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"image"
 	"image/color"
@@ -21,6 +22,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
@@ -128,6 +131,16 @@ func TestQueuedTurnsRunInOrderOverBothTransports(t *testing.T) {
 				}
 				queued = append(queued, acc)
 			}
+			// A client attaching now finds the queue in its snapshot.
+			late := tr.Connect(t, h.URL, sid, nil)
+			late.Subscribe("preset:chat", nil, true)
+			late.Read(wait) // subscribe_ack
+			var snapSum protocol.SessionSummary
+			if f := late.Read(wait); f.Snap == nil || json.Unmarshal(f.Snap.Session, &snapSum) != nil || len(snapSum.QueuedTurns) != 2 ||
+				snapSum.QueuedTurns[0].MessageID != queued[0].MessageID || snapSum.QueuedTurns[1].Source != protocol.QueueSourceQueue {
+				t.Fatalf("snapshot's queue: %+v (%s)", snapSum.QueuedTurns, f.Raw)
+			}
+			late.Close()
 			sum := summaryOf(t, h, sid)
 			if len(sum.QueuedTurns) != 2 || sum.QueuedTurns[0].TurnID != queued[0].TurnID || sum.QueuedTurns[1].Preview != "/echo second follow-up" {
 				t.Fatalf("summary's queue: %+v", sum.QueuedTurns)
@@ -688,4 +701,89 @@ func summaryOf(t *testing.T, h *servertest.Harness, sid string) protocol.Session
 		t.Fatalf("GET session: %d", st)
 	}
 	return info.Session
+}
+
+// TestQueueOrderProperty: whatever turns are queued behind a running
+// one and whichever of them are cancelled before they start, the others
+// start in the order they were queued, each after the one before ended,
+// and a cancelled one never starts (its only events turn.queued and
+// turn.cancelled, phase queued).
+func TestQueueOrderProperty(t *testing.T) {
+	if f := flag.Lookup("rapid.checks"); f != nil && f.Value.String() == f.DefValue {
+		// Each check runs real turns: a handful by default.
+		servertest.Must(t, flag.Set("rapid.checks", "6"))
+		t.Cleanup(func() { _ = flag.Set("rapid.checks", f.DefValue) })
+	}
+	h := servertest.Start(t, "")
+	ctx := context.Background()
+	n := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		n++
+		sid := h.CreateSession()
+		gate := fmt.Sprintf("gate-%d", n)
+		running := h.Submit(sid, fmt.Sprintf(`/tool shell {"command": "while [ ! -f %s ]; do sleep 0.05; done"}`, gate))
+		servertest.WaitFor(t, "the command to run", func() bool {
+			return slices.Contains(servertest.Types(h.Live.Events(sid)), event.ToolCalled)
+		})
+		var kept, dropped []string
+		for i := range rapid.IntRange(1, 5).Draw(rt, "queued") {
+			st, acc, e := postTurn(t, h, sid, protocol.TurnRequest{Content: fmt.Sprintf("/echo %d", i), Queue: true})
+			if st != http.StatusAccepted {
+				rt.Fatalf("queue %d: %d %+v", i, st, e)
+			}
+			kept = append(kept, acc.TurnID)
+		}
+		for _, id := range slices.Clone(kept) {
+			if rapid.Bool().Draw(rt, "cancel "+id) {
+				var res struct{ Status string }
+				h.Do("POST", "/sessions/"+sid+"/turns/"+id+"/cancel", map[string]string{}, &res)
+				if res.Status != string(protocol.CancelDequeued) {
+					rt.Fatalf("cancel %s: %+v", id, res)
+				}
+				kept = slices.DeleteFunc(kept, func(k string) bool { return k == id })
+				dropped = append(dropped, id)
+			}
+		}
+		servertest.Must(t, os.WriteFile(filepath.Join(h.Workspace, gate), nil, 0o644))
+		servertest.WaitFor(t, "the queue to run", func() bool {
+			for _, id := range append([]string{running}, kept...) {
+				if row, err := h.Server.Store.Turn(ctx, id); err != nil || row.Status == store.TurnInFlight {
+					return false
+				}
+			}
+			s := summaryOf(t, h, sid)
+			return s.CurrentTurnID == nil && len(s.QueuedTurns) == 0
+		})
+		evs, err := h.Server.Store.Events(ctx, store.EventQuery{SessionIDs: []string{sid}})
+		servertest.Must(t, err)
+		var started []string
+		ended := map[string]int{}
+		for i, e := range evs {
+			switch e.Type {
+			case event.TurnStarted:
+				started = append(started, e.TurnID)
+				if len(started) > 1 {
+					if end, ok := ended[started[len(started)-2]]; !ok || end > i {
+						rt.Fatalf("turn %s started before the one before it ended", e.TurnID)
+					}
+				}
+			case event.TurnCompleted, event.TurnCancelled:
+				ended[e.TurnID] = i
+			}
+		}
+		if want := append([]string{running}, kept...); !slices.Equal(started, want) {
+			rt.Fatalf("started %v, want %v", started, want)
+		}
+		for _, id := range dropped {
+			var types []event.Type
+			for _, e := range evs {
+				if e.TurnID == id {
+					types = append(types, e.Type)
+				}
+			}
+			if !slices.Equal(types, []event.Type{event.TurnQueued, event.TurnCancelled}) {
+				rt.Fatalf("events of the cancelled %s: %v", id, types)
+			}
+		}
+	})
 }
