@@ -154,10 +154,10 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 			m = &Message{ID: p.MessageID, Role: string(protocol.RoleAssistant), SessionID: ev.SessionID, TurnID: turnID}
 			v.addMessage(m)
 		}
-		if !sameContent(m.Blocks, p.FinalContent) {
+		if !m.StartMissing && !sameContent(m.Blocks, p.FinalContent) {
 			v.Mismatches++
 		}
-		m.Blocks, m.StopReason, m.Usage = p.FinalContent, p.StopReason, p.Usage
+		m.Blocks, m.StopReason, m.Usage, m.StartMissing = p.FinalContent, p.StopReason, p.Usage, false
 		switch p.StopReason {
 		case "cancelled":
 			m.Status = "cancelled"

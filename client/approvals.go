@@ -66,27 +66,6 @@ func (c *Client) SetMode(ctx context.Context, sessionID, mode string) (Session, 
 	return s, err
 }
 
-// CreateOptions are the fields of POST /sessions.
-type CreateOptions struct {
-	Workspace string // absolute path of an existing directory
-	Model     string // "": the server's default
-	Mode      string // "": the server's --default-mode
-}
-
-// Create creates a session.
-func (c *Client) Create(ctx context.Context, o CreateOptions) (Session, error) {
-	var s Session
-	body := map[string]string{"workspace_path": o.Workspace}
-	if o.Model != "" {
-		body["model"] = o.Model
-	}
-	if o.Mode != "" {
-		body["mode"] = o.Mode
-	}
-	err := c.do(ctx, http.MethodPost, "/sessions", body, &s)
-	return s, err
-}
-
 // PendingApprovals returns the requests waiting for an answer, oldest
 // first.
 func (v *View) PendingApprovals() []PendingApproval {

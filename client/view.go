@@ -53,6 +53,10 @@ type Message struct {
 	Status     string   `json:"status"` // streaming, complete, cancelled, failed
 	StopReason string   `json:"stop_reason,omitempty"`
 	Usage      *Usage   `json:"usage,omitempty"`
+	// StartMissing: the snapshot carried this streaming message without
+	// its start (the server no longer held it): Blocks hold only what
+	// followed. Render it as incomplete; message.complete clears it.
+	StartMissing bool `json:"start_missing,omitempty"`
 }
 
 // Block is one content block.
@@ -142,7 +146,10 @@ func (v *View) Clone() *View {
 	return c
 }
 
-// ApplySnapshot replaces the view with a snapshot (spec §3.4).
+// ApplySnapshot replaces the view with a snapshot (spec §3.4). A
+// snapshot taken while an assistant message streamed holds it with
+// status streaming and its content so far (tool inputs so far as
+// PartialInput): the deltas that follow continue it.
 func (v *View) ApplySnapshot(s *protocol.Snapshot) {
 	v.Reset()
 	v.Session = s.Session
@@ -195,13 +202,14 @@ func (v *View) decodeMessage(raw json.RawMessage) *Message {
 		Status    string   `json:"status"`
 		Content   []*Block `json:"content"`
 		Usage     *Usage   `json:"usage"`
+		Missing   bool     `json:"start_missing"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil || m.ID == "" {
 		v.log.Debug("message not decoded", "err", err)
 		return nil
 	}
 	return &Message{ID: m.ID, Role: m.Role, SessionID: m.SessionID, TurnID: m.TurnID, Model: m.Model,
-		Status: m.Status, Blocks: nonNil(m.Content), Usage: m.Usage}
+		Status: m.Status, Blocks: nonNil(m.Content), Usage: m.Usage, StartMissing: m.Missing}
 }
 
 // nonNil replaces the null entries of decoded content with empty blocks,

@@ -33,10 +33,12 @@ type Agent struct {
 	ctx  context.Context
 	conn *sdk.AgentSideConnection
 
-	mu       sync.Mutex
-	turns    map[string]*turn // session id → prompt in flight
-	stopping bool
-	inflight sync.WaitGroup // prompts and loads running
+	mu    sync.Mutex
+	turns map[string]*turn // session id → prompt in flight
+	// mcpSessions are the sessions this agent gave MCP servers (mcp.go).
+	mcpSessions map[string]bool
+	stopping    bool
+	inflight    sync.WaitGroup // prompts and loads running
 }
 
 var (
@@ -46,7 +48,7 @@ var (
 
 // newAgent returns an agent over c; conn is set by serve.
 func newAgent(ctx context.Context, c *client.Client, model string, log *slog.Logger) *Agent {
-	return &Agent{c: c, log: log, model: model, ctx: ctx, turns: map[string]*turn{}}
+	return &Agent{c: c, log: log, model: model, ctx: ctx, turns: map[string]*turn{}, mcpSessions: map[string]bool{}}
 }
 
 // httpTimeout bounds each API call a handler makes.
@@ -60,7 +62,8 @@ func (a *Agent) Initialize(_ context.Context, _ sdk.InitializeRequest) (sdk.Init
 	return sdk.InitializeResponse{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		AgentCapabilities: sdk.AgentCapabilities{
-			LoadSession: true,
+			LoadSession:     true,
+			McpCapabilities: mcpCapabilities, // mcp.go
 			// Images go to the model as images (or a line of text to a
 			// model without vision); audio and embedded binaries do not.
 			PromptCapabilities: sdk.PromptCapabilities{Image: true},
@@ -93,11 +96,15 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 		return sdk.NewSessionResponse{}, apiError("create a session", err)
 	}
 	a.log.Info("session created", "session", s.ID, "workspace", s.WorkspacePath, "model", s.ActiveModel)
+	if err := a.setMCP(ctx, s.ID, p.Cwd, p.McpServers, true); err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.ID)}, nil
 }
 
-// LoadSession replays a stored session's whole conversation as
-// session/update notifications, then answers.
+// LoadSession replays a session's whole conversation as session/update
+// notifications, then answers; a turn running meanwhile is replayed as
+// far as it has streamed and followed live until it ends (see load).
 func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	if !a.enter() {
 		return sdk.LoadSessionResponse{}, errStopping
@@ -107,7 +114,10 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	if _, err := a.session(ctx, sid); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	if err := a.replay(ctx, sid); err != nil {
+	if err := a.setMCP(ctx, sid, p.Cwd, p.McpServers, false); err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	if err := a.load(ctx, sid); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
 	return sdk.LoadSessionResponse{}, nil
@@ -119,16 +129,24 @@ func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 	if _, err := a.session(ctx, string(p.SessionId)); err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
+	// mcpServers is optional here: absent, the session keeps its servers.
+	if err := a.setMCP(ctx, string(p.SessionId), p.Cwd, p.McpServers, p.McpServers == nil); err != nil {
+		return sdk.ResumeSessionResponse{}, err
+	}
 	return sdk.ResumeSessionResponse{}, nil
 }
 
 // CloseSession cancels the session's turn if this agent runs one, and
-// forgets it. The session stays on the server.
+// forgets it; a turn it only follows (after session/load) is left
+// running. The session stays on the server.
 func (a *Agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
 	a.mu.Lock()
 	t := a.turns[string(p.SessionId)]
 	a.mu.Unlock()
-	if t != nil {
+	switch {
+	case t != nil && t.text == "":
+		t.stop()
+	case t != nil:
 		t.requestCancel()
 	}
 	return sdk.CloseSessionResponse{}, nil

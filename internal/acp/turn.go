@@ -33,6 +33,9 @@ type turn struct {
 	cancelOnce   sync.Once
 
 	ctx context.Context // the follow's: the agent's lifetime, until the turn ends
+	// loaded, for a turn followed after session/load rather than
+	// submitted, takes the result of the replay (then it is nil).
+	loaded chan<- error
 
 	stop      context.CancelFunc // ends the follow
 	submitted bool
@@ -79,9 +82,8 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	t := &turn{a: a, sid: sid, workspace: sess.WorkspacePath, text: text, images: imgs,
-		sent: map[blockKey]string{}, started: map[string]bool{}, complete: map[string]bool{}, held: map[string]bool{},
-		tools: map[string]*toolState{}, workers: map[string]string{}, progress: map[string]*progress{}}
+	t := newTurn(a, sid, sess.WorkspacePath, text)
+	t.images = imgs
 	a.mu.Lock()
 	if a.turns[sid] != nil {
 		a.mu.Unlock()
@@ -205,6 +207,11 @@ func (t *turn) onUpdate(ctx context.Context, u client.Update) {
 	switch u.Kind {
 	case client.Subscribed:
 		t.last = max(t.last, u.View.LastEventID)
+		if !t.submitted && t.loaded != nil {
+			t.submitted = true
+			t.loadedFrom(ctx, u.View)
+			return
+		}
 		if !t.submitted {
 			t.submitted = true
 			if !t.startSubmit() {

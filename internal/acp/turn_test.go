@@ -12,6 +12,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/metis-agent/metis/client"
+	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/protocol"
@@ -345,5 +346,88 @@ func TestFailedTurnIsError(t *testing.T) {
 	_, err = s.prompt(ctx, sid, "hello")
 	if !errors.As(err, &re) || re.Code != codeInvalidRequest {
 		t.Errorf("prompt during another client's turn: %v", err)
+	}
+}
+
+// session/load while a turn runs replays the answer as far as it has
+// streamed, answers, then goes on sending the answer's later chunks
+// live: the editor ends with exactly the stored text, nothing twice,
+// and the turn's tool calls and usage as a prompt would show them.
+func TestLoadWhileATurnRuns(t *testing.T) {
+	leakCheck(t)
+	h := servertest.Start(t, "", func(c *config.Config) { c.DemoDelay = 5 * time.Millisecond })
+	sid := h.CreateSession()
+	h.Submit(sid, "/long 120")
+	servertest.WaitFor(t, "the answer to stream", func() bool {
+		n := 0
+		for _, e := range h.Live.Events(sid) {
+			if e.Type == "text.delta" {
+				n++
+			}
+		}
+		return n >= 40
+	})
+
+	s := serveAgent(t, h.URL)
+	s.initialize(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(sid), Cwd: h.Workspace, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	atLoad := agentText(s.ed.all())
+	if !strings.HasPrefix(atLoad, "Sentence 1 of 120. Sentence 2 of 120.") {
+		t.Fatalf("session/load answered with the answer so far %.60q…", atLoad)
+	}
+	h.WaitTurn(sid)
+	want := storedText(t, h.URL, sid)
+	s.ed.waitFor(t, "the rest of the answer", func(us []sdk.SessionUpdate) bool { return len(agentText(us)) >= len(want) })
+	us := s.ed.all()
+	if got := agentText(us); got != want {
+		t.Fatalf("the editor holds %d bytes (%.40q…), the stored answer is %d bytes", len(got), got, len(want))
+	}
+	if len(atLoad) >= len(want) {
+		t.Fatalf("the turn had ended by the load (%d of %d bytes): the test did not load mid-answer", len(atLoad), len(want))
+	}
+	if n := count(us, func(u sdk.SessionUpdate) bool { return u.UserMessageChunk != nil }); n != 1 {
+		t.Fatalf("%d user message chunks: %s", n, describe(us))
+	}
+	if n := count(us, func(u sdk.SessionUpdate) bool { return u.UsageUpdate != nil }); n != 1 {
+		t.Fatalf("%d usage updates after the model call ended: %s", n, describe(us))
+	}
+}
+
+// session/load while a turn runs whose answer's start the server no
+// longer holds (a small ring): the answer is not sent from its middle;
+// it is sent whole once it completes, exactly once.
+func TestLoadWhenTheAnswersStartIsGone(t *testing.T) {
+	leakCheck(t)
+	h := servertest.Start(t, "", func(c *config.Config) { c.DemoDelay = 5 * time.Millisecond; c.StreamRing = 10 })
+	sid := h.CreateSession()
+	h.Submit(sid, "/long 60")
+	servertest.WaitFor(t, "the answer to stream past the ring", func() bool {
+		n := 0
+		for _, e := range h.Live.Events(sid) {
+			if e.Type == "text.delta" {
+				n++
+			}
+		}
+		return n >= 30
+	})
+	s := serveAgent(t, h.URL)
+	s.initialize(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(sid), Cwd: h.Workspace, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	if got := agentText(s.ed.all()); got != "" {
+		t.Fatalf("session/load sent the answer from its middle: %.60q…", got)
+	}
+	h.WaitTurn(sid)
+	want := storedText(t, h.URL, sid)
+	s.ed.waitFor(t, "the whole answer", func(us []sdk.SessionUpdate) bool { return len(agentText(us)) >= len(want) })
+	if got := agentText(s.ed.all()); got != want {
+		t.Fatalf("the editor holds %d bytes (%.40q…), the stored answer is %d bytes", len(got), got, len(want))
 	}
 }

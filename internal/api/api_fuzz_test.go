@@ -20,6 +20,7 @@ import (
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/session"
+	"github.com/metis-agent/metis/internal/workspace"
 )
 
 // Endpoints FuzzAPIRequest drives (op % len).
@@ -34,7 +35,7 @@ const (
 
 // codesByStatus are the error codes each status may carry.
 var codesByStatus = map[int][]string{
-	400: {api.CodeInvalidJSON, api.CodeInvalidRequest},
+	400: {api.CodeInvalidJSON, api.CodeInvalidRequest, api.CodeWorkspaceForbidden, api.CodeWorkspaceHome},
 	403: {api.CodeForbiddenHost, api.CodeForbiddenOrigin},
 	404: {api.CodeNotFound, api.CodeSessionNotFound, api.CodeTurnNotFound, api.CodeMessageNotFound},
 	405: {api.CodeMethodNotAllowed},
@@ -390,12 +391,21 @@ func (fx *fuzzFixture) oracle(endpoint int, method string, target *url.URL, sid,
 		var r struct {
 			WorkspacePath string `json:"workspace_path"`
 			Model         string `json:"model"`
+			AllowHome     bool   `json:"allow_home"`
 		}
 		if !obj(&r) || !filepath.IsAbs(r.WorkspacePath) || r.Model != "" && r.Model != "builtin:demo" {
 			return false, 0
 		}
 		st, err := os.Stat(r.WorkspacePath)
-		return err == nil && st.IsDir(), http.StatusCreated
+		if err != nil || !st.IsDir() {
+			return false, 0
+		}
+		// The root, system directories and the home are refused by the
+		// workspace policy (tested in internal/workspace).
+		if _, err := workspace.DefaultPolicy().Check(r.WorkspacePath, r.AllowHome); err != nil {
+			return true, http.StatusBadRequest
+		}
+		return true, http.StatusCreated
 	case opSubmit:
 		var r struct {
 			Content *string `json:"content"`

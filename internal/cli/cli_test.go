@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/metis-agent/metis/internal/cli"
+	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/servertest"
 )
 
@@ -89,5 +90,74 @@ func TestSendErrors(t *testing.T) {
 	}
 	if code := cli.Sessions(context.Background(), []string{"--server", "http://127.0.0.1:1"}, env); code != 1 {
 		t.Fatalf("no server: exit %d", code)
+	}
+}
+
+// TestTailJoinsMidAnswer: `metis tail` started while an answer streams
+// prints the answer so far first (one in_flight_message line, from the
+// snapshot), then the deltas that continue it: together, the whole
+// answer, nothing twice.
+func TestTailJoinsMidAnswer(t *testing.T) {
+	h := servertest.Start(t, "", func(c *config.Config) { c.DemoDelay = 5 * time.Millisecond })
+	sid := h.CreateSession()
+	h.Submit(sid, "/long 100")
+	servertest.WaitFor(t, "the answer to stream", func() bool {
+		n := 0
+		for _, e := range h.Live.Events(sid) {
+			if e.Type == "text.delta" {
+				n++
+			}
+		}
+		return n >= 40
+	})
+	var out, errOut servertest.SyncBuffer
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		done <- cli.Tail(ctx, []string{sid, "--server", h.URL, "--json", "--filter", "preset:chat"}, cli.Env{Stdout: &out, Stderr: &errOut})
+	}()
+	servertest.WaitFor(t, "tail to see the answer complete", func() bool { return strings.Contains(out.String(), `"message.complete"`) })
+	stop()
+	if code := <-done; code != 0 {
+		t.Fatalf("tail exit %d: %s", code, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var first struct {
+		InFlight struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+			Blocks []struct {
+				Text string `json:"text"`
+			} `json:"blocks"`
+		} `json:"in_flight_message"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.InFlight.Status != "streaming" || len(first.InFlight.Blocks) != 1 {
+		t.Fatalf("tail's first line is not the answer so far: %s (%v)", lines[0], err)
+	}
+	text := first.InFlight.Blocks[0].Text
+	var final string
+	for _, l := range lines[1:] {
+		var e struct {
+			Type    string
+			Payload struct {
+				MessageID    string `json:"message_id"`
+				Text         string `json:"text"`
+				FinalContent []struct {
+					Text string `json:"text"`
+				} `json:"final_content"`
+			}
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("tail line %q: %v", l, err)
+		}
+		switch {
+		case e.Type == "text.delta" && e.Payload.MessageID == first.InFlight.ID:
+			text += e.Payload.Text
+		case e.Type == "message.complete" && e.Payload.MessageID == first.InFlight.ID:
+			final = e.Payload.FinalContent[0].Text
+		}
+	}
+	if !strings.HasPrefix(text, "Sentence 1 of 100. ") || text != final {
+		t.Fatalf("the answer so far and the deltas after it make %d bytes (%.40q…), the answer is %d bytes", len(text), text, len(final))
 	}
 }

@@ -52,8 +52,16 @@ func Tail(ctx context.Context, args []string, env Env) int {
 	if !ok {
 		return 1
 	}
-	err = c.Follow(ctx, pos[0], client.FollowOptions{Filter: f, Since: *since, NoSnapshot: *since == "", OnUpdate: func(u client.Update) {
+	streams := wantsStreaming(f)
+	// Without --since, tail starts from now: from a snapshot, so that an
+	// answer streaming at that moment is printed so far (its deltas
+	// then continue it) rather than joined mid-sentence.
+	err = c.Follow(ctx, pos[0], client.FollowOptions{Filter: f, Since: *since, OnUpdate: func(u client.Update) {
 		switch u.Kind {
+		case client.Subscribed:
+			if !u.Resumed && streams {
+				printInFlight(env, u.View, *asJSON)
+			}
 		case client.Reconnecting:
 			fmt.Fprintf(env.Stderr, "[reconnecting (%d): %v]\n", u.Attempt, u.Err)
 		case client.Resynced:
@@ -80,4 +88,44 @@ func compact(p json.RawMessage) string {
 		s = s[:160] + "…"
 	}
 	return s
+}
+
+// wantsStreaming reports whether a tail filter (a preset name or a
+// protocol.Filter) includes a streaming event type.
+func wantsStreaming(f any) bool {
+	var types []string
+	switch x := f.(type) {
+	case string:
+		r, err := (&protocol.Subscribe{Preset: x}).Resolve()
+		if err != nil {
+			return false
+		}
+		types = r.EventTypes
+	case protocol.Filter:
+		types = x.EventTypes
+	}
+	for _, t := range types {
+		if protocol.FamilyOf(protocol.EventType(t)) == protocol.FamilyStreaming {
+			return true
+		}
+	}
+	return false
+}
+
+// printInFlight prints the assistant message a snapshot caught
+// streaming, as it was so far: one line before the events that continue
+// it ({"in_flight_message": …, "snapshot_at_event_id": …} with --json).
+func printInFlight(env Env, v *client.View, asJSON bool) {
+	for _, m := range v.Messages {
+		if m.Status != string(protocol.StatusStreaming) {
+			continue
+		}
+		b, _ := json.Marshal(m)
+		if asJSON {
+			line, _ := json.Marshal(map[string]any{"in_flight_message": json.RawMessage(b), "snapshot_at_event_id": v.LastEventID})
+			fmt.Fprintln(env.Stdout, string(line))
+			continue
+		}
+		fmt.Fprintf(env.Stdout, "%s %-22s %s %s\n", v.LastEventID, "(so far)", m.SessionID, compact(b))
+	}
 }

@@ -82,6 +82,12 @@ type Plan struct {
 
 	stored []message.Message
 	fixed  int
+	// estBefore is the view's size before, estimated from its bytes as
+	// tokensAfter is: progress is judged on one basis (the provider's
+	// count of the last request, which before may be, can be smaller
+	// than the byte estimate, and would make every compaction look like
+	// no progress).
+	estBefore int
 }
 
 // NewPlan plans a compaction of stored (whose view is view, of size
@@ -114,7 +120,7 @@ func NewPlan(stored, view []message.Message, lim Limits, trigger string, before 
 		return Plan{}, ErrNoProgress
 	}
 	through := view[cut-1].ID
-	p := Plan{stored: stored, fixed: lim.Fixed, Kept: len(view) - cut}
+	p := Plan{stored: stored, fixed: lim.Fixed, Kept: len(view) - cut, estBefore: Tokens(view, lim.Fixed)}
 	for _, m := range view[start:cut] {
 		if m.Role == message.RoleTool && hasLongResult(m) {
 			p.Stubbed++
@@ -130,7 +136,7 @@ func NewPlan(stored, view []message.Message, lim Limits, trigger string, before 
 		}
 		sp := p
 		sp.Block = b
-		if after := sp.tokensAfter(); p.Stubbed > 0 && after < before && after <= lim.Target() {
+		if after := sp.tokensAfter(); p.Stubbed > 0 && after < p.estBefore && after <= lim.Target() {
 			sp.Block.TokensBefore, sp.Block.TokensAfter = int64(before), int64(after)
 			return sp, nil
 		}
@@ -158,13 +164,13 @@ const (
 
 // Finish completes a summary plan with the summary text and returns the
 // block to store. It fails with ErrNoProgress if the view would not get
-// smaller.
+// smaller (both sizes estimated from the view's bytes).
 func (p Plan) Finish(summary string) (message.Compaction, error) {
 	b := p.Block
 	b.Summary = summary
 	p.Block = b
 	after := p.tokensAfter()
-	if int64(after) >= b.TokensBefore {
+	if after >= p.estBefore {
 		return message.Compaction{}, ErrNoProgress
 	}
 	b.TokensAfter = int64(after)

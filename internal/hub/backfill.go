@@ -27,7 +27,8 @@ import (
 //     a replay from a cursor after from has no streaming gap;
 //   - each session's turn in flight as of asOf, read from the store, is
 //     the one a snapshot names, as if its turn.started had been
-//     delivered here.
+//     delivered here; so is its model call in flight, whose streaming
+//     message a snapshot builds from the backfilled ring.
 //
 // Each session's ring keeps its backfilled events merged in id order
 // with what it held; held items older than from and than the session's
@@ -50,6 +51,10 @@ func (h *Hub) Backfill(ctx context.Context, tree, from, asOf string, evs []*even
 		if err != nil {
 			return fmt.Errorf("hub: backfill %s: %w", tree, err)
 		}
+		call, err := h.callAsOf(ctx, sid, asOf)
+		if err != nil {
+			return fmt.Errorf("hub: backfill %s: %w", tree, err)
+		}
 		items := bySession[sid]
 		slices.SortFunc(items, func(x, y *Item) int { return strings.Compare(x.ID, y.ID) })
 		held := from
@@ -60,6 +65,7 @@ func (h *Hub) Backfill(ctx context.Context, tree, from, asOf string, evs []*even
 		grown := st.ring.merge(held, items, h.cfg.RingSize)
 		st.heldFrom = held
 		st.currentTurn = turn // what it held may be stale: its feed stopped
+		st.call = call
 		st.mu.Unlock()
 		if grown != 0 {
 			h.ringGrew(grown)

@@ -117,6 +117,7 @@ type sessionState struct {
 	// was pushed to the ring in this process (older ones are unknown).
 	heldFrom    string
 	currentTurn string    // as of the last delivered event
+	call        *openCall // the model call in flight, as of the last delivered event
 	lastActive  time.Time // emission time of the last event, for Sweep
 	// swept is set, under mu, when Sweep removes the state from the hub:
 	// whoever locks it afterwards must look the session up again
@@ -221,6 +222,7 @@ func (h *Hub) Publish(ev *event.Event) {
 			st.currentTurn = ""
 		}
 	}
+	st.track(ev)
 	clients := st.clients
 	st.mu.Unlock()
 	if grown != 0 {

@@ -17,6 +17,9 @@ type ring struct {
 	start   int
 	bytes   int64             // the cost of the held items
 	evicted map[gapKey]string // newest id let go, per type and actor
+	// hole is the newest id of streaming events of unknown type and
+	// actor that never reached this process (Hub.Gap).
+	hole string
 }
 
 // gapKey is the kind of a streaming event, as filters see it.
@@ -85,6 +88,9 @@ func (r *ring) forget(typ event.Type, actor, id string) {
 // none).
 func (r *ring) lost(f *filter) string {
 	newest := ""
+	if r.hole != "" && f.wantsStreaming() {
+		newest = r.hole
+	}
 	for k, id := range r.evicted {
 		if f.types[k.typ] && (f.actors == nil || f.actors[k.actor]) {
 			newest = max(newest, id)
@@ -102,4 +108,26 @@ func (r *ring) after(since, upTo string, f *filter) []*Item {
 		}
 	}
 	return out
+}
+
+// between returns every held item with lo < id <= hi, in order.
+func (r *ring) between(lo, hi string) []*Item {
+	var out []*Item
+	for _, it := range r.items[r.start:] {
+		if it.ID > lo && it.ID <= hi {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// lostAfter reports whether an event with an id after lo was let go
+// (or never held).
+func (r *ring) lostAfter(lo string) bool {
+	for _, id := range r.evicted {
+		if id > lo {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/protocol"
@@ -130,11 +131,14 @@ func TestStreamingGapAfterRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			old.em = em
-			old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+			held := old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
 			old.barrier()
 			full := matcher{preset: event.PresetFull}
 			sameEvents(t, "live after restart", drain(t, att), expect(old.all(), full, att.Seam, ""))
-			sub = protocol.Subscribe{Preset: event.PresetFull, Since: &att.Seam}
+			// (A cursor at the old process's last event is not one: when
+			// a model call was open there, what that process streamed
+			// after it is gone, a gap; TestCursorAtAnOpenCallAfterARestart.)
+			sub = protocol.Subscribe{Preset: event.PresetFull, Since: &held.ID}
 			att2, serr := h.Subscribe(ctx, old.sid, &sub)
 			if serr != nil {
 				t.Fatalf("subscribe: %+v", serr)
@@ -146,7 +150,7 @@ func TestStreamingGapAfterRestart(t *testing.T) {
 				t.Fatal("streaming_gap for a cursor the new process holds")
 			}
 			old.barrier()
-			sameEvents(t, "replay in the new process", att2.Replay, expect(old.all(), full, att.Seam, att2.Seam))
+			sameEvents(t, "replay in the new process", att2.Replay, expect(old.all(), full, held.ID, att2.Seam))
 		})
 	}
 }
@@ -197,6 +201,50 @@ func TestCursorFromBeforeARestart(t *testing.T) {
 	}
 	if att.Ack.StreamingGap {
 		t.Fatalf("ack %+v: streaming_gap for a filter with no streaming type", att.Ack)
+	}
+}
+
+// TestCursorAtAnOpenCallAfterARestart (issue 20, item 5): after a
+// crash the new process delivers events of its own (recovery ends the
+// turn), so a cursor from the old process is before what it holds;
+// when a model call was open at that cursor, the deltas the old process
+// streamed after it died with its ring, and the ack says so, whatever
+// the new process stored since (here a turn.cancelled, no llm.call_*).
+// A cursor before the call has one too: the call came after it.
+func TestCursorAtAnOpenCallAfterARestart(t *testing.T) {
+	st := openStore(t)
+	old := newEnv(t, st, hub.Config{RingSize: 64})
+	before := old.mustEmit(event.TurnStarted, event.ActorSession, "turn_1")
+	started := old.mustEmit(event.LLMCallStarted, event.ActorAgent, "turn_1")
+	delta := old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+	old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+	old.barrier()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := old.b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, h := startHub(t, st, hub.Config{RingSize: 64})
+	em, err := b.Emitter(ctx, old.sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnCancelled, Actor: event.ActorSession, TurnID: "turn_1", Payload: map[string]string{"reason": "server_restart"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		cursor string
+		gap    bool
+	}{{"a delta of the open call", delta.ID, true}, {"the open call's start", started.ID, true}, {"before the call", before.ID, true}} {
+		att, serr := h.Subscribe(ctx, old.sid, &protocol.Subscribe{Preset: event.PresetChat, Since: &c.cursor})
+		if serr != nil {
+			t.Fatalf("%s: subscribe: %+v", c.name, serr)
+		}
+		h.Unsubscribe(att.Client)
+		if att.Ack.StreamingGap != c.gap {
+			t.Errorf("cursor at %s: streaming_gap %v, want %v (ack %+v)", c.name, att.Ack.StreamingGap, c.gap, att.Ack)
+		}
 	}
 }
 

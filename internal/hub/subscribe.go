@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -108,6 +109,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	var tree []string    // the session, and its workers if the client wants them
 	var workers []string // its workers, whose approval events only the client wants
 	var lost, heldFrom string
+	var fl *inflight // the session's model call in flight at the seam, for a snapshot
 	// The seam: register and read the last delivered id with delivery held
 	// (for the whole delegation tree: planner and workers share the lock).
 	em.WithDelivered(func(last string) {
@@ -124,6 +126,9 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 			if i == 0 {
 				st.clients = append(st.clients[:len(st.clients):len(st.clients)], c)
 				currentTurn = st.currentTurn
+				if sub.Snapshot {
+					fl = st.inflightAt(id, last)
+				}
 			}
 			if since != "" {
 				ringItems = append(ringItems, st.ring.after(since, last, &c.filter)...)
@@ -140,7 +145,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 
 	switch {
 	case sub.Snapshot:
-		snap, err := h.snapshot(ctx, sess, a.Seam, currentTurn)
+		snap, err := h.snapshot(ctx, sess, a.Seam, currentTurn, fl)
 		if err != nil {
 			h.detach(c)
 			return nil, h.internal(err)
@@ -202,8 +207,12 @@ func (h *Hub) internal(err error) *protocol.SubscribeError {
 // streamingGap reports whether streaming events the filter asks for,
 // after since, may be missing from the replay: let go from a ring (lost
 // is the newest such id), or emitted before this process held the
-// session (a restart) while a model call was running. A filter with no
-// streaming type never has a gap.
+// session (a restart, a swept ring) while a model call was running: one
+// ran in the unheld range after the cursor, or one was open at the
+// cursor itself (the client holds deltas of a call whose later deltas
+// died with an earlier process's ring; the call may have no stored end
+// before what this process holds). A filter with no streaming type
+// never has a gap.
 func (h *Hub) streamingGap(ctx context.Context, f *filter, sessions []string, since, seam, lost, heldFrom string) (bool, error) {
 	if !f.wantsStreaming() {
 		return false, nil
@@ -219,24 +228,41 @@ func (h *Hub) streamingGap(ctx context.Context, f *filter, sessions []string, si
 	upTo := min(heldFrom, seam)
 	n, err := h.store.CountEvents(ctx, store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: upTo,
 		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}})
-	return n > 0, err
+	if err != nil || n > 0 {
+		return n > 0, err
+	}
+	last, err := h.lastModelCallEvent(ctx, sessions, since)
+	return last.Type == event.LLMCallStarted, err
 }
 
 // openModelCall reports whether the tree's stored history, up to seam,
-// ends inside a model call: its last llm.call_* event is a start.
+// ends inside a model call of an earlier process: its last llm.call_*
+// event is a start, or the llm.call_failed that crash recovery (or a
+// cluster failover) stores, actor session, for a call a process left
+// open.
 func (h *Hub) openModelCall(ctx context.Context, sessions []string, seam string) (bool, error) {
-	var last event.Type
-	err := h.store.ScanEvents(ctx, store.EventQuery{SessionIDs: sessions, UpToID: seam,
-		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}},
-		func(r store.EventRow) error {
-			last = r.Type
-			return nil
-		})
-	return last == event.LLMCallStarted, err
+	last, err := h.lastModelCallEvent(ctx, sessions, seam)
+	recovered := last.Type == event.LLMCallFailed && last.Actor == event.ActorSession
+	return last.Type == event.LLMCallStarted || recovered, err
 }
 
-// snapshot builds the snapshot frame as of seam (spec §3.4).
-func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTurn string) ([]byte, error) {
+// lastModelCallEvent returns the tree's last stored llm.call_* event at
+// or before event id at (a zero row when there is none).
+func (h *Hub) lastModelCallEvent(ctx context.Context, sessions []string, at string) (store.EventRow, error) {
+	var last store.EventRow
+	err := h.store.ScanEvents(ctx, store.EventQuery{SessionIDs: sessions, UpToID: at,
+		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}},
+		func(r store.EventRow) error {
+			last = r
+			return nil
+		})
+	return last, err
+}
+
+// snapshot builds the snapshot frame as of seam (spec §3.4). fl, if not
+// nil, is the session's model call in flight at the seam: its message
+// follows the stored ones (see inflight.go).
+func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTurn string, fl *inflight) ([]byte, error) {
 	n := h.cfg.SnapshotMessages
 	if n == 0 {
 		n = 1 // read one to tell whether there are any (has_more_messages)
@@ -288,6 +314,11 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 	summary, err := json.Marshal(sum)
 	if err != nil {
 		return nil, err
+	}
+	if fl != nil {
+		if m := fl.message(); m != nil && !slices.ContainsFunc(msgs, func(s message.Message) bool { return s.ID == m.ID }) {
+			msgs = append(msgs, *m)
+		}
 	}
 	raw := make([]json.RawMessage, 0, len(msgs))
 	for _, m := range msgs {

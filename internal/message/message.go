@@ -58,6 +58,10 @@ type Block struct {
 	ID    string          // tool_use
 	Name  string          // tool_use
 	Input json.RawMessage // tool_use: a JSON object
+	// PartialInput (tool_use) is the raw input streamed so far, on a
+	// block of a streaming message in a snapshot only (Input is then {}
+	// until the block ends); encoded as partial_input when not empty.
+	PartialInput string
 
 	ToolUseID string // tool_result
 	Content   string // tool_result
@@ -122,11 +126,12 @@ func (b Block) MarshalJSON() ([]byte, error) {
 			in = json.RawMessage("{}")
 		}
 		return json.Marshal(struct {
-			Type  string          `json:"type"`
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		}{b.Type, b.ID, b.Name, in})
+			Type         string          `json:"type"`
+			ID           string          `json:"id"`
+			Name         string          `json:"name"`
+			Input        json.RawMessage `json:"input"`
+			PartialInput string          `json:"partial_input,omitempty"`
+		}{b.Type, b.ID, b.Name, in, b.PartialInput})
 	case BlockToolResult:
 		return json.Marshal(struct {
 			Type      string  `json:"type"`
@@ -163,6 +168,7 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 		ID        string          `json:"id"`
 		Name      string          `json:"name"`
 		Input     json.RawMessage `json:"input"`
+		Partial   string          `json:"partial_input"`
 		ToolUseID string          `json:"tool_use_id"`
 		Content   string          `json:"content"`
 		IsError   bool            `json:"is_error"`
@@ -177,7 +183,7 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*b = Block{Type: w.Type, Text: w.Text, Thinking: w.Thinking, ID: w.ID, Name: w.Name,
-		Input: w.Input, ToolUseID: w.ToolUseID, Content: w.Content, IsError: w.IsError, Images: w.Images,
+		Input: w.Input, PartialInput: w.Partial, ToolUseID: w.ToolUseID, Content: w.Content, IsError: w.IsError, Images: w.Images,
 		MediaType: w.MediaType, SHA256: w.SHA256, Size: w.Size, Width: w.Width, Height: w.Height}
 	if w.Signature != nil {
 		b.Signature = *w.Signature
@@ -247,6 +253,10 @@ type Message struct {
 	Model     string    `json:"model,omitempty"`
 	Usage     *Usage    `json:"usage,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// StartMissing marks a streaming message of a snapshot whose first
+	// streaming events the server no longer held: Content is only what
+	// followed them (protocol.FieldStartMissing). Never stored.
+	StartMissing bool `json:"start_missing,omitempty"`
 }
 
 // Images returns the image blocks of m: its own and those of its tool

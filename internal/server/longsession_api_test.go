@@ -17,6 +17,7 @@ import (
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/internal/price"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
@@ -260,7 +261,9 @@ func TestCompactionWithWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("40 delegations")
 	}
-	h := servertest.Start(t, "", smallWindow)
+	h := servertest.Start(t, "", func(c *config.Config) { // a window 40 delegations outgrow
+		c.Models = map[string]price.Limits{"builtin:demo": {ContextWindow: 6000, MaxOutputTokens: 400}}
+	})
 	sid := h.CreateSession()
 	for i := range 40 {
 		id := h.Submit(sid, delegateCmd(fmt.Sprintf("turn %d: list the workspace and say what is there", i)))

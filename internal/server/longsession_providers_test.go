@@ -186,7 +186,9 @@ func TestOpenAIOverflowIsCompactedAndRetried(t *testing.T) {
 		c.Providers = config.Providers{"openai": {APIKey: "sk-test", BaseURL: api.URL + "/v1"}}
 	})
 	sid := createWithModel(t, h, "openai:gpt-4.1")
-	completeTurns(t, h, sid, 4, "question %d")
+	// Questions long enough that a summary of three is shorter than
+	// they are (the refusal's 130,417 tokens are the fake's words).
+	completeTurns(t, h, sid, 4, "question %d: "+strings.Repeat("what does this long paragraph say? ", 60))
 	compacted := liveEvents(t, h, sid, event.ContextCompacted)
 	if len(compacted) != 1 || compacted[0]["trigger"] != "overflow" || compacted[0]["method"] != "summary" {
 		t.Fatalf("context.compacted %v", compacted)

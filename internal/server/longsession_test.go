@@ -108,10 +108,16 @@ func wire(t *testing.T, req model.Request) string {
 	return string(b)
 }
 
-// smallWindow gives builtin:demo a 6,000-token window and a 400-token
-// output limit.
+// smallWindowTokens is the small window the long-session tests give
+// builtin:demo: room for its system prompt and every tool's definition
+// (about 1,900 tokens, an eighth of it), the recent turns kept
+// verbatim and the stubbed results before them.
+const smallWindowTokens = 16000
+
+// smallWindow gives builtin:demo a window of smallWindowTokens and a
+// 400-token output limit.
 func smallWindow(c *config.Config) {
-	c.Models = map[string]price.Limits{"builtin:demo": {ContextWindow: 6000, MaxOutputTokens: 400}}
+	c.Models = map[string]price.Limits{"builtin:demo": {ContextWindow: smallWindowTokens, MaxOutputTokens: 400}}
 }
 
 // longTurn is the user text of turn i: a file read (a tool result of
@@ -149,7 +155,7 @@ func runTurns(t *testing.T, h *servertest.Harness, sid string, from, to int) {
 }
 
 // TestLongSessionOnASmallWindowNeverFails: a builtin:demo session with a
-// 6,000-token window runs 200 turns that read a 3 KB file or list the
+// small window (smallWindowTokens) runs 200 turns that read a 3 KB file or list the
 // workspace. Every turn completes; every model request (the turns' and
 // the summaries') fits the window with its max_tokens; the conversation
 // was compacted (by stubs and by summaries); every stored message is
@@ -191,7 +197,7 @@ func TestLongSessionOnASmallWindowNeverFails(t *testing.T) {
 	// The summary shows the context's size against the window.
 	var info protocol.AttachInfo
 	h.Do("GET", "/sessions/"+sid, nil, &info)
-	if sum := info.Session; sum.ContextWindow != 6000 || sum.ContextTokens <= 0 || sum.ContextTokens > 6000 {
+	if sum := info.Session; sum.ContextWindow != smallWindowTokens || sum.ContextTokens <= 0 || sum.ContextTokens > smallWindowTokens {
 		t.Errorf("summary context %d of %d tokens", info.Session.ContextTokens, info.Session.ContextWindow)
 	}
 
@@ -202,8 +208,8 @@ func TestLongSessionOnASmallWindowNeverFails(t *testing.T) {
 		if req.Task == model.TaskSummary {
 			summaries++
 		}
-		if size := model.EstimateTokens(req) + req.MaxTokens; size > 6000 {
-			t.Errorf("request %d (%q) is %d tokens with its max_tokens, over the 6,000-token window", i, req.Task, size)
+		if size := model.EstimateTokens(req) + req.MaxTokens; size > smallWindowTokens {
+			t.Errorf("request %d (%q) is %d tokens with its max_tokens, over the %d-token window", i, req.Task, size, smallWindowTokens)
 		}
 	}
 

@@ -1,6 +1,10 @@
 package session
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/metis-agent/metis/internal/workspace"
+)
 
 // Errors the manager returns (wrapped); the HTTP API maps them to codes.
 var (
@@ -22,6 +26,12 @@ var (
 	// ErrApprovalElsewhere: the approval waits on a turn another server
 	// runs (cluster mode: the answer belongs to the tree's owner).
 	ErrApprovalElsewhere = errors.New("approval waits elsewhere")
+	// ErrWorkspaceForbidden: the workspace is the filesystem root, a
+	// system directory or inside a pseudo-filesystem.
+	ErrWorkspaceForbidden = workspace.ErrForbidden
+	// ErrWorkspaceHome: the workspace is the user's home directory (or
+	// holds it) and the request did not confirm it.
+	ErrWorkspaceHome = workspace.ErrHome
 )
 
 // Errors of follow-ups and images (docs/conversation.md).

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/metis-agent/metis/internal/permission"
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/store"
+	"github.com/metis-agent/metis/internal/workspace"
 )
 
 // Config wires a Manager.
@@ -31,6 +30,9 @@ type Config struct {
 	DefaultModel string
 	TurnTimeout  time.Duration // 0: none
 	Logger       *slog.Logger
+	// Workspaces decides which directories may be workspaces; nil is
+	// the policy of the process's user (workspace.DefaultPolicy).
+	Workspaces *workspace.Policy
 	// MaxTurnCostUSD and MaxSessionCostUSD are the cost limits new
 	// sessions start with (0: none; docs/context.md, "Budgets").
 	MaxTurnCostUSD, MaxSessionCostUSD float64
@@ -126,21 +128,26 @@ type CreateRequest struct {
 	Model         string `json:"model"`
 	// Mode is the session's permission mode ("": the server's default;
 	// a worker gets its planner's).
-	Mode            string `json:"mode"`
+	Mode string `json:"mode"`
+	// AllowHome confirms a workspace that is the user's home directory
+	// (or holds it), which is refused otherwise.
+	AllowHome       bool   `json:"allow_home"`
 	ParentSessionID string `json:"-"` // set by delegation only
 }
 
 // Create validates the request and creates a session; it returns once
-// the session and its session.created event are committed.
+// the session and its session.created event are committed. The
+// workspace must pass the workspace policy (internal/workspace): the
+// session's workspace is the directory it resolves to, symbolic links
+// followed. A worker inherits its planner's workspace, home confirmed
+// with it.
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (Summary, error) {
-	ws := req.WorkspacePath
-	if ws == "" || !filepath.IsAbs(ws) {
-		return Summary{}, fmt.Errorf("%w: workspace_path must be an absolute path", ErrInvalid)
+	ws, err := m.workspaces().Check(req.WorkspacePath, req.AllowHome || req.ParentSessionID != "")
+	if errors.Is(err, workspace.ErrInvalid) {
+		return Summary{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	ws = filepath.Clean(ws)
-	st, err := os.Stat(ws)
-	if err != nil || !st.IsDir() {
-		return Summary{}, fmt.Errorf("%w: workspace_path %q is not an existing directory", ErrInvalid, ws)
+	if err != nil {
+		return Summary{}, err
 	}
 	modelID := req.Model
 	if modelID == "" {
@@ -191,6 +198,14 @@ func (m *Manager) summaryOf(ctx context.Context, s store.Session) (Summary, erro
 		return Summary{}, err
 	}
 	return out[0], nil
+}
+
+// workspaces is the workspace policy in force.
+func (m *Manager) workspaces() workspace.Policy {
+	if m.cfg.Workspaces != nil {
+		return *m.cfg.Workspaces
+	}
+	return workspace.DefaultPolicy()
 }
 
 // Get returns a session's summary.

@@ -14,7 +14,8 @@ import (
 
 // Recover closes the turns a crash left in flight (single-node mode,
 // once at start): each gets turn.cancelled with reason server_restart
-// and phase interrupted, after tool.failed (cancelled) for each of its
+// and phase interrupted, after llm.call_failed (cancelled) for the model
+// call it left open, if any, and tool.failed (cancelled) for each of its
 // unfinished tool calls. A delegation the turn had started and not
 // finished first gets delegate.failed (failure mode interrupted): the
 // worker's own turn is closed the same way, before its planner's.
@@ -47,7 +48,8 @@ func (m *Manager) RecoverTree(ctx context.Context, tree string) ([]string, error
 
 // recoverTurns ends every open turn in the store whose session match
 // selects with turn.cancelled(reason, phase interrupted), committing
-// the turn row with it. Before it, the turn's unfinished delegations
+// the turn row with it. Before it, the model call it left open gets
+// llm.call_failed (cancelled), the turn's unfinished delegations
 // get delegate.failed, and each of its pending or running tool calls
 // tool.failed (error class cancelled, note as the message), its row
 // marked cancelled in the same commit; turn.cancelled lists them in
@@ -75,6 +77,9 @@ func (m *Manager) recoverTurns(ctx context.Context, match func(sessionID string)
 		}
 		calls, err := m.cfg.Store.ToolCalls(ctx, t.ID)
 		if err != nil {
+			return closed, fmt.Errorf("recover turn %s: %w", t.ID, err)
+		}
+		if err := m.failOpenCall(ctx, em, t, note); err != nil {
 			return closed, fmt.Errorf("recover turn %s: %w", t.ID, err)
 		}
 		if err := m.failDelegations(ctx, em, t, note); err != nil {
@@ -112,6 +117,43 @@ func (m *Manager) recoverTurns(ctx context.Context, match func(sessionID string)
 		m.log.Warn("closed a turn left open", "session", t.SessionID, "turn", t.ID, "reason", reason)
 	}
 	return closed, nil
+}
+
+// failOpenCall emits llm.call_failed (error class cancelled, note as
+// its message, actor session) for the model call turn t left open, if
+// any: its last llm.call_* event is llm.call_started. The trace then
+// shows how every call ended, and a client resuming from one of the
+// call's deltas learns that the rest of them are gone (its replay
+// reports a streaming gap). The message the call was streaming was
+// never stored, and is not: its deltas died with the process.
+func (m *Manager) failOpenCall(ctx context.Context, em *bus.Emitter, t store.Turn, note string) error {
+	var open *event.Event
+	err := m.cfg.Store.ScanEvents(ctx, store.EventQuery{SessionIDs: []string{t.SessionID},
+		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}},
+		func(r store.EventRow) error {
+			ev, err := event.Decode(r.Body)
+			if err != nil || ev.TurnID != t.ID {
+				return err
+			}
+			open = nil
+			if ev.Type == event.LLMCallStarted {
+				open = ev
+			}
+			return nil
+		})
+	if err != nil || open == nil {
+		return err
+	}
+	var p protocol.LLMCallStartedPayload
+	if err := open.DecodePayload(&p); err != nil {
+		return fmt.Errorf("llm.call_started %s: %w", open.ID, err)
+	}
+	if _, err := em.EmitWait(ctx, bus.Spec{Type: event.LLMCallFailed, TurnID: t.ID, Actor: event.ActorSession,
+		Payload: protocol.LLMCallFailedPayload{MessageID: p.MessageID, Model: p.Model, ErrorClass: "cancelled",
+			Message: note + "; the model call was not resumed"}}); err != nil {
+		return fmt.Errorf("model call %s: %w", p.MessageID, err)
+	}
+	return nil
 }
 
 // failDelegations emits delegate.failed (failure mode interrupted, note

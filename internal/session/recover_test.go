@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/store"
@@ -82,6 +83,57 @@ func TestRecoverCancelsEveryLostCall(t *testing.T) {
 		}
 		if tr, _ := h2.Server.Store.Turn(ctx, "turn_crashed_"+sid); tr.Status != store.TurnCancelled {
 			t.Errorf("turn %+v", tr)
+		}
+	}
+}
+
+// TestRecoverEndsTheOpenModelCall (issue 20, item 5): a turn that a
+// crash left inside a model call gets llm.call_failed (cancelled, actor
+// session, the call's message id and model) before its turn.cancelled,
+// so the trace shows how every call ended; a call that had ended gets
+// nothing more, and neither does another session's turn.
+func TestRecoverEndsTheOpenModelCall(t *testing.T) {
+	h := servertest.Start(t, "")
+	a, b := h.CreateSession(), h.CreateSession()
+	ctx := context.Background()
+	emit := func(sid string, typ event.Type, turn string, p any, ops ...store.Op) {
+		t.Helper()
+		em, err := h.Server.Bus.Emitter(ctx, sid)
+		servertest.Must(t, err)
+		_, err = em.EmitWait(ctx, bus.Spec{Type: typ, TurnID: turn, Actor: event.ActorAgent, Payload: p, Ops: ops})
+		servertest.Must(t, err)
+	}
+	for _, sid := range []string{a, b} {
+		turn := "turn_crashed_" + sid
+		emit(sid, event.TurnStarted, turn, map[string]any{}, store.PutTurn{Turn: store.Turn{ID: turn, SessionID: sid, Status: store.TurnInFlight, StartedAt: time.Now()}})
+		emit(sid, event.LLMCallStarted, turn, protocol.LLMCallStartedPayload{MessageID: "msg_first_" + sid, Model: "builtin:demo"})
+		emit(sid, event.LLMCallCompleted, turn, protocol.LLMCallCompletedPayload{MessageID: "msg_first_" + sid, Model: "builtin:demo", StopReason: "tool_use"})
+		if sid == a { // b's turn crashed between calls
+			emit(sid, event.LLMCallStarted, turn, protocol.LLMCallStartedPayload{MessageID: "msg_open", Model: "builtin:demo", CallIndex: 1})
+		}
+	}
+	h.Stop()
+
+	h2 := servertest.Start(t, h.Home)
+	for _, sid := range []string{a, b} {
+		evs, err := h2.Server.Store.Events(ctx, store.EventQuery{SessionIDs: []string{sid},
+			Types: []event.Type{event.LLMCallFailed, event.TurnCancelled}})
+		servertest.Must(t, err)
+		var types []event.Type
+		for _, ev := range evs {
+			types = append(types, ev.Type)
+		}
+		want := []event.Type{event.TurnCancelled}
+		if sid == a {
+			want = []event.Type{event.LLMCallFailed, event.TurnCancelled}
+			var p protocol.LLMCallFailedPayload
+			servertest.Must(t, evs[0].DecodePayload(&p))
+			if p.MessageID != "msg_open" || p.Model != "builtin:demo" || p.ErrorClass != "cancelled" || evs[0].Actor != event.ActorSession || evs[0].TurnID != "turn_crashed_"+sid {
+				t.Errorf("llm.call_failed %s by %s, want the open call msg_open cancelled, by the session manager", evs[0].Payload, evs[0].Actor)
+			}
+		}
+		if !slices.Equal(types, want) {
+			t.Errorf("%s: recovery stored %v, want %v", sid, types, want)
 		}
 	}
 }

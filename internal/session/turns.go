@@ -215,7 +215,17 @@ func (m *Manager) start(ctx context.Context, t *activeTurn, in turnInput, extra 
 		t.out = out
 		late := t.inbox // steered messages the turn ended before taking
 		t.inbox = nil
+		moved := t.reason == ReasonOwnerLost
 		m.mu.Unlock()
+		if moved {
+			// Cluster mode: this node lost the turn's tree to another
+			// node, which ends the turn (turn.cancelled, owner_lost); its
+			// events here could not be written, and there is nothing to
+			// wait for. Messages steered into it were never stored.
+			m.log.Info("turn left to the tree's new owner: this node lost the tree", "session", sessionID, "turn", t.id,
+				"reason", ReasonOwnerLost, "steered_messages_lost", len(late))
+			return
+		}
 		m.queueLate(sessionID, late)
 		bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := em.Barrier(bctx); err != nil {

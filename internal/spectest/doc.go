@@ -8,8 +8,9 @@
 // needs a costly setup (a 15,000-event gap), the transports share it.
 // The package has no code of its own: it is tests only. Its tests import
 // servertest and streamtest, and what they check the server against:
-// event, store, message, protocol, the API's error codes, config, and
-// stream (to mount a WebSocket server with a short subscribe timeout).
+// event, store, message, protocol, the API's error codes, config,
+// stream (to mount a WebSocket server with a short subscribe timeout),
+// and server (to run one in a child process that a test kills).
 //
 // WebSocket-only, because SSE has no such thing:
 //   - client frames: malformed, unknown and binary frames, the 1 MiB
@@ -31,6 +32,14 @@
 // close event that ends an SSE response (overflow, shutdown, resync) is
 // checked in the sse halves of the tests of those ends, and the client
 // resumes from it with Last-Event-ID in TestSpec11_1_11_SlowClientClosed.
+//
+// Besides §11.1: TestContract11_MidStreamSnapshot is the mid-stream
+// snapshot of the contract's §11 (a snapshot taken while an answer
+// streams carries it so far, and the deltas after the seam continue it
+// exactly), a rapid property over both transports; and
+// TestCrashMidCallReportsStreamingGap kills a server running in a child
+// process (this test binary again, see TestMain) mid-answer and checks
+// that a client resuming from one of its deltas is told of the gap.
 //
 // §11.1 items 7, 8, 8b and 9 (cancellation sequences) do not depend on
 // the transport and are tested in internal/agent and internal/server.

@@ -22,12 +22,12 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// careful starts a server as users get it: default mode; the sandbox's
-// state is as the wiring leaves it until the sandbox is connected
-// (unknown, so shell commands ask in every mode).
+// careful starts a server as users get it (default mode) on a machine
+// whose kernel cannot confine shell commands, whatever this machine's
+// can: shell commands ask in every mode.
 func careful(opts ...servertest.Option) []servertest.Option {
 	return append([]servertest.Option{func(c *config.Config) {
-		c.DefaultMode, c.ShellSandbox = permission.ModeDefault, permission.SandboxUnknown
+		c.DefaultMode, c.ShellSandbox = permission.ModeDefault, permission.SandboxUnavailable
 	}}, opts...)
 }
 

@@ -2,10 +2,12 @@ package spectest_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/streamtest"
 	"github.com/metis-agent/metis/protocol"
@@ -119,6 +121,7 @@ func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {
 	type snapRecord struct {
 		snap *protocol.Snapshot
 		it   int
+		evs  []*protocol.EventEnvelope // what the client read after it
 	}
 	var snaps []snapRecord
 	midTurn := 0
@@ -189,7 +192,7 @@ func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {
 					t.Fatalf("iteration %d client %d: want snapshot, got %s", it, i, s.Raw)
 				}
 				lower = s.Snap.SnapshotAtEventID
-				snaps = append(snaps, snapRecord{s.Snap, it})
+				snaps = append(snaps, snapRecord{snap: s.Snap, it: it})
 				if lower > started && lower < end {
 					midTurn++
 				}
@@ -229,6 +232,9 @@ func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {
 					streamtest.SameIDs(t, what+": replay", evs[:len(replayed)], replayed)
 				}
 			}
+			if k.snapshot {
+				snaps[len(snaps)-1].evs = evs
+			}
 			c.close()
 		}
 	}
@@ -240,9 +246,15 @@ func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {
 	final := messages(t, h, sid)
 	anchor := anchors(t, h, sid, final)
 	for _, r := range snaps {
+		stored, inFlight := streamtest.InFlight(t, r.snap, anchor)
 		want := streamtest.AsOf(final, anchor, r.snap.SnapshotAtEventID, h.Config.SnapshotMessages)
-		if !streamtest.SameJSON(r.snap.Messages, want) {
-			t.Fatalf("iteration %d: snapshot as of %s:\n got %s\nwant %s", r.it, r.snap.SnapshotAtEventID, streamtest.MessageIDs(r.snap.Messages), streamtest.MessageIDs(want))
+		if !streamtest.SameJSON(stored, want) {
+			t.Fatalf("iteration %d: snapshot as of %s:\n got %s\nwant %s", r.it, r.snap.SnapshotAtEventID, streamtest.MessageIDs(stored), streamtest.MessageIDs(want))
+		}
+		if inFlight != nil {
+			// The message in flight at the seam, continued by the events
+			// after it, is the message as stored (contract §11).
+			checkInFlight(t, r.it, inFlight, r.evs, final)
 		}
 		n := 0
 		for _, m := range final {
@@ -253,5 +265,27 @@ func testSnapshotReplaySeam(t *testing.T, tr streamtest.Transport) {
 		if r.snap.HasMoreMessages != (n > h.Config.SnapshotMessages) {
 			t.Fatalf("iteration %d: has_more_messages %v with %d messages as of the seam", r.it, r.snap.HasMoreMessages, n)
 		}
+	}
+}
+
+// checkInFlight checks a snapshot's message in flight: streaming (or
+// already complete, its model call not yet stored), never flagged
+// start_missing with the default ring, and, folded with the events the
+// client read after the seam, the message as stored.
+func checkInFlight(t *testing.T, it int, m *message.Message, evs []*protocol.EventEnvelope, final []message.Message) {
+	t.Helper()
+	i := slices.IndexFunc(final, func(f message.Message) bool { return f.ID == m.ID })
+	if i < 0 || m.StartMissing {
+		t.Fatalf("iteration %d: message in flight %+v: not stored, or flagged start_missing", it, m)
+	}
+	got := m.Content
+	if m.Status == protocol.StatusStreaming {
+		var done bool
+		if got, _, done = streamtest.Continue(t, m, m.ID, evs); !done {
+			t.Fatalf("iteration %d: no message.complete of %s after the seam", it, m.ID)
+		}
+	}
+	if d := streamtest.SameContent(got, final[i].Content); d != "" {
+		t.Fatalf("iteration %d: message %s in flight, continued: %s", it, m.ID, d)
 	}
 }

@@ -242,27 +242,34 @@ func testSnapshotConsistency(t *testing.T, tr streamtest.Transport) {
 
 	final := messages(t, h, sid)
 	anchor := anchors(t, h, sid, final)
-	for _, s := range []*protocol.Snapshot{snap1, snap2} {
+	var inFlight [2]*message.Message
+	for i, s := range []*protocol.Snapshot{snap1, snap2} {
+		var stored []json.RawMessage
+		stored, inFlight[i] = streamtest.InFlight(t, s, anchor)
 		want := streamtest.AsOf(final, anchor, s.SnapshotAtEventID, h.Config.SnapshotMessages)
-		if !streamtest.SameJSON(s.Messages, want) {
-			t.Fatalf("snapshot as of %s:\n got %s\nwant %s", s.SnapshotAtEventID, streamtest.MessageIDs(s.Messages), streamtest.MessageIDs(want))
+		if !streamtest.SameJSON(stored, want) {
+			t.Fatalf("snapshot as of %s:\n got %s\nwant %s", s.SnapshotAtEventID, streamtest.MessageIDs(stored), streamtest.MessageIDs(want))
 		}
 	}
-	if len(snap1.Messages) != 4 || len(snap2.Messages) != 5 {
-		t.Fatalf("snapshots hold %d and %d messages, want 4 and 5 (the long answer's user message only)", len(snap1.Messages), len(snap2.Messages))
+	if len(snap1.Messages) != 4 || len(snap2.Messages) != 6 || inFlight[0] != nil {
+		t.Fatalf("snapshots hold %d and %d messages, want 4 and 6 (the long answer's user message and the answer so far)", len(snap1.Messages), len(snap2.Messages))
 	}
 
-	// The mid-turn client completes the in-flight message from the
-	// deltas after the seam: they are the tail of the final text.
+	// The mid-turn snapshot holds the answer streamed so far (contract
+	// §11), and the deltas after the seam complete it: they are the
+	// rest of the final text.
 	last := final[len(final)-1]
+	if m := inFlight[1]; m == nil || m.ID != last.ID || m.Status != protocol.StatusStreaming || m.StartMissing || m.TurnID != long {
+		t.Fatalf("the mid-turn snapshot's message in flight: %+v, want the long answer %s streaming", m, last.ID)
+	}
 	var tail strings.Builder
 	for _, e := range ev2 {
 		if e.Type == string(event.TextDelta) {
 			tail.WriteString(streamtest.PayloadOf[streamtest.DeltaPayload](t, e).Text)
 		}
 	}
-	if full := last.PlainText(); tail.Len() == 0 || tail.Len() >= len(full) || !strings.HasSuffix(full, tail.String()) {
-		t.Fatalf("deltas after the mid-turn seam (%d bytes) are not a proper tail of the answer (%d bytes)", tail.Len(), len(full))
+	if head, full := inFlight[1].PlainText(), last.PlainText(); head == "" || tail.Len() == 0 || head+tail.String() != full {
+		t.Fatalf("the snapshot's %d bytes and the %d bytes of deltas after the mid-turn seam do not make the answer's %d bytes", len(head), tail.Len(), len(full))
 	}
 	var mc streamtest.CompletePayload
 	for _, e := range ev2 {

@@ -19,7 +19,9 @@
 // harness: subscribing and reading the answer (subscribe.go),
 // comparing what a client saw with what the server delivered
 // (compare.go, delivered.go), payloads (payload.go), what a snapshot as
-// of an event holds (asof.go), JSON equality (jsoncmp.go), filter
+// of an event holds (asof.go), the message in flight a snapshot carries
+// and how the deltas after it continue it (inflight.go), JSON equality
+// (jsoncmp.go), filter
 // presets (preset.go), builtin:demo prompts (demo.go) and a client with
 // a narrow socket (narrow_linux.go).
 //

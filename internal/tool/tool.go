@@ -21,6 +21,9 @@ const (
 	ClassTimeout          = "timeout"
 	ClassCancelled        = "cancelled"
 	ClassExecution        = "execution_error"
+	// ClassUnavailable: the server behind the tool (an MCP server) is
+	// not running, or its process or connection ended during the call.
+	ClassUnavailable = "unavailable"
 )
 
 // Error is a classified tool failure.
@@ -76,6 +79,25 @@ type Result struct {
 	// Images are image blocks with their bytes (read_file of an image):
 	// the agent loop stores them and puts them in the tool result.
 	Images []message.Block
+	// Output is what a tool returned beyond its text (MCP tools), nil
+	// for none; the call's tool.completed event carries it.
+	Output *Output
+}
+
+// Output is a tool's output beyond its text.
+type Output struct {
+	// Structured is a tool's structured output (an MCP tool's
+	// structuredContent).
+	Structured json.RawMessage
+	// Images are the images a tool returned, kept for the models that
+	// take images in tool results; Content describes each.
+	Images []Image
+}
+
+// Image is an image a tool returned.
+type Image struct {
+	MediaType string // image/png, …
+	Data      []byte
 }
 
 // Previewer is implemented by the tools that change files: Preview
@@ -99,6 +121,9 @@ type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]Tool
 	offer func(modelID, name string) bool
+	// more, in a registry made by ForSession, holds the registry it
+	// extends and the tools of a Source (source.go).
+	more *sourced
 }
 
 // NewRegistry returns a registry holding tools.
@@ -120,18 +145,24 @@ func (r *Registry) Register(t Tool) {
 // Get returns a tool by name.
 func (r *Registry) Get(name string) (Tool, bool) {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
 	t, ok := r.tools[name]
+	r.mu.RUnlock()
+	if !ok && r.more != nil {
+		return r.more.get(name)
+	}
 	return t, ok
 }
 
 // Specs returns every tool's spec, sorted by name.
 func (r *Registry) Specs() []model.ToolSpec {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
 	out := make([]model.ToolSpec, 0, len(r.tools))
 	for _, t := range r.tools {
 		out = append(out, t.Spec())
+	}
+	r.mu.RUnlock()
+	if r.more != nil {
+		out = append(out, r.more.specs()...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -516,3 +516,52 @@ func TestSnapshotWorkersFillTheCard(t *testing.T) {
 	h.key(ctrlO)
 	h.contains("⧉ worker sess_w1 (builtin:demo)", "cost: $0.0021")
 }
+
+// TestJoiningMidAnswerShowsItSoFarAndContinues: a snapshot taken while
+// an answer streams holds it so far (contract §11): the TUI shows its
+// text and the tool input streamed so far at once, then the deltas
+// continue it without repeating anything.
+func TestJoiningMidAnswerShowsItSoFarAndContinues(t *testing.T) {
+	h := newHarness(t)
+	v := client.NewView(nil)
+	v.ApplySnapshot(&protocol.Snapshot{
+		Session: []byte(`{"id":"` + testSession + `","active_model":"builtin:demo","current_turn_id":"turn_1","current_turn_status":"in_flight"}`),
+		Messages: []json.RawMessage{
+			json.RawMessage(`{"id":"msg_user","role":"user","turn_id":"turn_1","status":"complete","content":[{"type":"text","text":"/long 400"}]}`),
+			json.RawMessage(`{"id":"msg_a","role":"assistant","turn_id":"turn_1","status":"streaming","content":[{"type":"text","text":"Sentence 1 of 400. Sentence 2 of 400."},{"type":"tool_use","id":"tu1","name":"read_file","input":{},"partial_input":"{\"path\": \"READ"}]}`),
+		},
+		SnapshotAtEventID: "evt_00000000000000000000000000",
+	})
+	h.update(client.Update{Kind: client.Subscribed, View: v})
+	h.frame()
+	h.contains("Sentence 1 of 400. Sentence 2 of 400.", `▸ read_file {"path": "READ …`)
+	h.lacks("{}")
+	h.event("tool.use_input_delta", "turn_1", map[string]any{"message_id": "msg_a", "content_block_index": 1, "tool_use_id": "tu1", "partial_json": `ME.md"}`})
+	h.frame()
+	h.contains(`▸ read_file {"path": "README.md"} …`)
+	if n := strings.Count(h.screen(), "Sentence 1 of 400."); n != 1 {
+		t.Fatalf("text shown %d times:\n%s", n, h.screen())
+	}
+}
+
+// TestAnswerWhoseStartIsGoneSaysSo: a snapshot's streaming answer
+// flagged start_missing is shown with a note that its start is not
+// held, until message.complete brings it whole.
+func TestAnswerWhoseStartIsGoneSaysSo(t *testing.T) {
+	h := newHarness(t)
+	v := client.NewView(nil)
+	v.ApplySnapshot(&protocol.Snapshot{
+		Session: []byte(`{"id":"` + testSession + `","active_model":"builtin:demo","current_turn_id":"turn_1","current_turn_status":"in_flight"}`),
+		Messages: []json.RawMessage{
+			json.RawMessage(`{"id":"msg_a","role":"assistant","turn_id":"turn_1","status":"streaming","start_missing":true,"content":[{"type":"text","text":" of 400. Sentence 60 of 400."}]}`),
+		},
+		SnapshotAtEventID: "evt_00000000000000000000000000",
+	})
+	h.update(client.Update{Kind: client.Subscribed, View: v})
+	h.frame()
+	h.contains("the start of this answer is no longer held", "Sentence 60 of 400.")
+	h.complete("turn_1", "msg_a", "end_turn", textBlock("Sentence 1 of 400. … Sentence 60 of 400."))
+	h.frame()
+	h.lacks("no longer held")
+	h.contains("Sentence 1 of 400.")
+}

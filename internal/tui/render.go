@@ -138,6 +138,11 @@ func (r *renderer) user(msg *client.Message) string {
 func (r *renderer) assistant(msg *client.Message) string {
 	st := r.m.st
 	var out []string
+	if msg.StartMissing {
+		// Joined mid-answer after the server let its start go: what
+		// follows is only the end so far; message.complete brings all.
+		out = append(out, st.faint.Render("… (the start of this answer is no longer held; it is shown whole once it completes)"))
+	}
 	for i, b := range msg.Blocks {
 		var s string
 		switch b.Type {
@@ -200,7 +205,8 @@ func (r *renderer) text(msg *client.Message, i int, b *client.Block) string {
 func (r *renderer) toolUse(msg *client.Message, b *client.Block) string {
 	st := r.m.st
 	input := compactJSON(b.Input)
-	if input == "" && b.PartialInput != "" {
+	if b.PartialInput != "" {
+		// Still streaming (a snapshot's block has input {} meanwhile).
 		input = strings.Join(strings.Fields(b.PartialInput), " ") + " …"
 	}
 	if input == "" && msg.Status == "streaming" {

@@ -39,7 +39,7 @@ type Started struct {
 }
 
 // Run runs `metis` / `metis chat [--server URL] [--session ID] [--home DIR]
-// [--demo-delay D] [--token-file F]`: find the server (starting one in-process when the
+// [--demo-delay D] [--token-file F] [--allow-home]`: find the server (starting one in-process when the
 // default address does not answer), create a session in the current
 // directory or resume --session, and run the chat screen until the user
 // quits. It returns the exit code.
@@ -51,6 +51,7 @@ func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 	home := fs.String("home", "", "state directory of an in-process server (default $METIS_HOME, else ~/.metis)")
 	demoDelay := fs.Duration("demo-delay", 0, "pause between builtin:demo deltas of an in-process server (default the server's)")
 	tokenFile := cli.TokenFlag(fs)
+	allowHome := fs.Bool("allow-home", false, "use the current directory as the workspace even when it is your home directory")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -58,7 +59,7 @@ func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(env.Stderr, "usage: metis [chat] [--server URL] [--session ID] [--home DIR] [--demo-delay D] [--token-file F]")
+		fmt.Fprintln(env.Stderr, "usage: metis [chat] [--server URL] [--session ID] [--home DIR] [--demo-delay D] [--token-file F] [--allow-home]")
 		return 2
 	}
 	var serveArgs []string
@@ -107,7 +108,7 @@ func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 		base = strings.TrimRight(srv.URL, "/")
 	}
 
-	sess, err := openSession(ctx, c, *sessionID)
+	sess, err := openSession(ctx, c, *sessionID, *allowHome)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "metis:", err)
 		return 1
@@ -144,8 +145,10 @@ func probe(ctx context.Context, c *client.Client) error {
 	return err
 }
 
-// openSession resumes id, or creates a session in the working directory.
-func openSession(ctx context.Context, c *client.Client, id string) (client.Session, error) {
+// openSession resumes id, or creates a session in the working directory
+// (allowHome confirms it when it is the home directory). A directory the
+// server refuses as a workspace is explained.
+func openSession(ctx context.Context, c *client.Client, id string, allowHome bool) (client.Session, error) {
 	if id != "" {
 		a, err := c.Attach(ctx, id)
 		if client.IsNotFound(err) {
@@ -160,11 +163,26 @@ func openSession(ctx context.Context, c *client.Client, id string) (client.Sessi
 	if err != nil {
 		return client.Session{}, err
 	}
-	s, err := c.CreateSession(ctx, wd, "")
-	if err != nil {
+	s, err := c.CreateSessionWith(ctx, wd, client.CreateOptions{AllowHome: allowHome})
+	switch {
+	case client.IsCode(err, protocol.CodeWorkspaceHome):
+		return client.Session{}, fmt.Errorf("%s is your home directory: a session here would let the agent's tools read and change every file in it.\n"+
+			"Start metis in a project directory (cd ~/some-project && metis), or run `metis --allow-home` to use your home anyway", wd)
+	case client.IsCode(err, protocol.CodeWorkspaceForbidden):
+		return client.Session{}, fmt.Errorf("%s cannot be a workspace (%s).\nStart metis in a project directory", wd, apiMessage(err))
+	case err != nil:
 		return client.Session{}, fmt.Errorf("create a session in %s: %w", wd, err)
 	}
 	return s, nil
+}
+
+// apiMessage is the server's message of an API error.
+func apiMessage(err error) string {
+	var e *client.APIError
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
 }
 
 // hostPort is the host:port of a base URL.

@@ -21,14 +21,14 @@ func TestOpenSession(t *testing.T) {
 	if err := probe(ctx, c); err != nil {
 		t.Fatalf("the server does not answer: %v", err)
 	}
-	s, err := openSession(ctx, c, "")
+	s, err := openSession(ctx, c, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := openSession(ctx, c, s.ID); err != nil || r.ID != s.ID {
+	if r, err := openSession(ctx, c, s.ID, false); err != nil || r.ID != s.ID {
 		t.Fatalf("resume: %v %v", r.ID, err)
 	}
-	if _, err := openSession(ctx, c, "sess_missing"); err == nil || !strings.Contains(err.Error(), "not found") {
+	if _, err := openSession(ctx, c, "sess_missing", false); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("resuming a missing session: %v", err)
 	}
 }
@@ -69,5 +69,37 @@ func TestHostPort(t *testing.T) {
 		if got := hostPort(in); got != want {
 			t.Errorf("hostPort(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestStartedInTheHomeDirectory (issue 20, item 8): `metis` started in
+// the home directory does not create a session there: it says why and
+// how to go on (a project directory, or --allow-home), and exits 1;
+// with --allow-home the session is created. In / it says / cannot be a
+// workspace.
+func TestStartedInTheHomeDirectory(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	srv := servertest.Start(t, "")
+	t.Chdir(home)
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"--server", srv.URL}, cli.Env{Stdout: &out, Stderr: &errb}, Options{}); code != 1 {
+		t.Fatalf("exit %d in the home directory; stderr %s", code, errb.String())
+	}
+	if msg := errb.String(); !strings.Contains(msg, "is your home directory") || !strings.Contains(msg, "--allow-home") {
+		t.Fatalf("stderr: %s", msg)
+	}
+	c := client.New(srv.URL)
+	if all, err := c.Sessions(context.Background()); err != nil || len(all) != 0 {
+		t.Fatalf("sessions after the refusal: %d, %v", len(all), err)
+	}
+	s, err := openSession(context.Background(), c, "", true)
+	if err != nil || s.WorkspacePath != home {
+		t.Fatalf("--allow-home: %+v, %v", s, err)
+	}
+	t.Chdir("/")
+	errb.Reset()
+	if code := Run(context.Background(), []string{"--server", srv.URL}, cli.Env{Stdout: &out, Stderr: &errb}, Options{}); code != 1 || !strings.Contains(errb.String(), "/ cannot be a workspace") {
+		t.Fatalf("exit %d in /; stderr %s", code, errb.String())
 	}
 }

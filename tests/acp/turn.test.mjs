@@ -17,36 +17,43 @@ const workspace = join(home, "workspace");
 mkdirSync(workspace);
 writeFileSync(join(workspace, "README.md"), "hello\n");
 
-// A metis server on a free loopback port; its first stdout line names
-// its URL.
-const server = spawn(bin, ["serve", "--addr", "127.0.0.1:0", "--home", home, "--demo-delay", "0s", "--log-level", "warn"], {
-  stdio: ["ignore", "pipe", "inherit"],
-});
-const serverURL = await new Promise((ok, fail) => {
-  let buf = "";
-  const timer = setTimeout(() => fail(new Error("metis serve did not start")), 30000);
-  server.stdout.on("data", (d) => {
-    buf += d;
-    const m = buf.match(/http:\/\/[0-9.:]+/);
-    if (m) {
-      clearTimeout(timer);
-      ok(m[0]);
-    }
+// A metis server on a free loopback port (its first stdout line names
+// its URL), stopped when the tests end.
+const servers = [];
+async function startServer(demoDelay) {
+  const server = spawn(bin, ["serve", "--addr", "127.0.0.1:0", "--home", join(home, `home-${servers.length}`), "--demo-delay", demoDelay, "--log-level", "warn"], {
+    stdio: ["ignore", "pipe", "inherit"],
   });
-  server.on("exit", (code) => fail(new Error(`metis serve exited with ${code}`)));
-});
+  servers.push(server);
+  return new Promise((ok, fail) => {
+    let buf = "";
+    const timer = setTimeout(() => fail(new Error("metis serve did not start")), 30000);
+    server.stdout.on("data", (d) => {
+      buf += d;
+      const m = buf.match(/http:\/\/[0-9.:]+/);
+      if (m) {
+        clearTimeout(timer);
+        ok(m[0]);
+      }
+    });
+    server.on("exit", (code) => fail(new Error(`metis serve exited with ${code}`)));
+  });
+}
+const serverURL = await startServer("0s");
 
 after(async () => {
-  server.kill("SIGTERM");
-  await new Promise((ok) => server.once("exit", ok));
+  for (const server of servers) {
+    server.kill("SIGTERM");
+    await new Promise((ok) => server.once("exit", ok));
+  }
   rmSync(home, { recursive: true, force: true });
 });
 
 // runAgent starts `metis acp` and runs op with the SDK's client context;
 // it checks that stdout carried only JSON-RPC lines and that the agent
 // exits 0 once its stdin closes.
-async function runAgent(op) {
-  const child = spawn(bin, ["acp", "--server", serverURL], { stdio: ["pipe", "pipe", "pipe"] });
+async function runAgent(op, url = serverURL) {
+  const child = spawn(bin, ["acp", "--server", url], { stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
   const lines = [];
@@ -87,8 +94,8 @@ const text = (updates, kind) =>
     .map((u) => u.content.text)
     .join("");
 
-async function storedText(sessionId) {
-  const r = await fetch(`${serverURL}/sessions/${sessionId}/messages?limit=100`);
+async function storedText(sessionId, url = serverURL) {
+  const r = await fetch(`${url}/sessions/${sessionId}/messages?limit=100`);
   const body = await r.json();
   return body.messages
     .filter((m) => m.role === "assistant")
@@ -141,6 +148,29 @@ test("session/load replays the conversation", async () => {
     const calls = updates.filter((u) => u.sessionUpdate === "tool_call");
     assert.equal(calls.length, 1);
   });
+});
+
+test("session/load while a turn runs replays the answer so far, then streams the rest: nothing twice", async () => {
+  const url = await startServer("5ms");
+  const post = async (path, body) => (await fetch(url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
+  const s = await post("/sessions", { workspace_path: workspace });
+  await post(`/sessions/${s.id}/turns`, { content: "/long 150" });
+  await new Promise((ok) => setTimeout(ok, 700)); // part of the answer streams
+  await runAgent(async (agent, updates) => {
+    await agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    await agent.request(acp.methods.agent.session.load, { sessionId: s.id, cwd: workspace, mcpServers: [] });
+    const atLoad = text(updates, "agent_message_chunk");
+    assert.match(atLoad, /^Sentence 1 of 150\. Sentence 2 of 150\./);
+    for (let i = 0; i < 300; i++) {
+      const r = await (await fetch(`${url}/sessions/${s.id}`)).json();
+      if (!r.session.current_turn_id) break;
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+    const want = await storedText(s.id, url);
+    for (let i = 0; i < 100 && text(updates, "agent_message_chunk").length < want.length; i++) await new Promise((ok) => setTimeout(ok, 50));
+    assert.ok(atLoad.length < want.length, "the turn had ended before the load");
+    assert.equal(text(updates, "agent_message_chunk"), want);
+  }, url);
 });
 
 test("an unknown method is a JSON-RPC error and the agent goes on", async () => {

@@ -260,8 +260,8 @@ func (g *gen) structs() {
 	g.p("export interface TextBlock { type: %q; text: string }", message.BlockText)
 	g.p("/** signature is null except on a complete thinking block that has one. */")
 	g.p("export interface ThinkingBlock { type: %q; thinking: string; signature: string | null }", message.BlockThinking)
-	g.p("/** input is a JSON object. */")
-	g.p("export interface ToolUseBlock { type: %q; id: string; name: string; input: unknown }", message.BlockToolUse)
+	g.p("/** input is a JSON object; partial_input, on a streaming message of a snapshot, is the raw input streamed so far (input is then {}). */")
+	g.p("export interface ToolUseBlock { type: %q; id: string; name: string; input: unknown; partial_input?: string }", message.BlockToolUse)
 	g.p("/** images: the images a tool returned (read_file of an image). */")
 	g.p("export interface ToolResultBlock { type: %q; tool_use_id: string; content: string; is_error: boolean; images?: ImageBlock[] }", message.BlockToolResult)
 	g.p("/** An image, by reference (docs/conversation.md): GET /sessions/{id}/images/{sha256} serves its bytes. */")
@@ -272,8 +272,8 @@ func (g *gen) structs() {
 		"tokens_before: number; tokens_after: number }", message.BlockCompaction)
 	g.p("/** A message's role. */")
 	g.p("export type Role = %q | %q | %q;", message.RoleUser, message.RoleAssistant, message.RoleTool)
-	g.p("/** A stored message's status (spec §6.2.6). */")
-	g.p("export type MessageStatus = %q | %q | %q;", message.StatusComplete, message.StatusCancelled, message.StatusFailed)
+	g.p("/** A message's status (spec §6.2.6); streaming only for the message in flight a snapshot carries. */")
+	g.p("export type MessageStatus = %q | %q | %q | %q;", message.StatusComplete, message.StatusCancelled, message.StatusFailed, protocol.StatusStreaming)
 	g.p("/** A session's permission mode (contract §7). */")
 	g.p("export type Mode = %q | %q | %q | %q;", protocol.ModeDefault, protocol.ModeAcceptEdits, protocol.ModePlan, protocol.ModeAuto)
 	g.p("/** An answer's decision. */")
@@ -321,6 +321,13 @@ func (g *gen) structs() {
 			map[string]string{"type": "'ping' | 'pong'"}},
 		{"CloseReason", reflect.TypeFor[protocol.CloseReason](), "The JSON body of a close frame's reason.", nil},
 		{"CancelFrame", reflect.TypeFor[protocol.Cancel](), "The cancel frame (client to server).", nil},
+		{"ToolImage", reflect.TypeFor[protocol.ToolImage](), "An image a tool returned, in tool.completed (data is base64).",
+			map[string]string{"data": "string"}},
+		{"MCPStatus", reflect.TypeFor[protocol.MCPStatus](), "The answer of GET /mcp and of /sessions/{id}/mcp_servers (docs/protocol.md).", nil},
+		{"MCPServerStatus", reflect.TypeFor[protocol.MCPServerStatus](), "One MCP server in an MCPStatus.", nil},
+		{"MCPToolStatus", reflect.TypeFor[protocol.MCPToolStatus](), "One tool of an MCP server.", nil},
+		{"MCPServerConfig", reflect.TypeFor[protocol.MCPServerConfig](), "One MCP server of a session (PUT /sessions/{id}/mcp_servers).", nil},
+		{"MCPSessionServers", reflect.TypeFor[protocol.MCPSessionServers](), "The body of PUT /sessions/{id}/mcp_servers.", nil},
 		{"RawEnvelope", reflect.TypeFor[protocol.EventEnvelope](), "An event envelope as decoded, of any type (contract §4).",
 			map[string]string{"payload": "unknown"}},
 		{"TurnBudget", reflect.TypeFor[protocol.TurnBudget](), "The limit a turn stopped at (turn.completed's budget; docs/context.md).",

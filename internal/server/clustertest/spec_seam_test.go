@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/metis-agent/metis/internal/config"
@@ -39,6 +40,7 @@ func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
 		type snapRecord struct {
 			snap *protocol.Snapshot
 			what string
+			evs  []*protocol.EventEnvelope // what its client read after it
 		}
 		var snaps []snapRecord
 		midTurn := 0
@@ -68,6 +70,7 @@ func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
 				set   map[string]bool
 				what  string
 				named string // the turn a snapshot names in flight
+				snap  int    // its snapshot's index in snaps, or -1
 			}
 			var subs []sub
 			for i, k := range kinds {
@@ -77,7 +80,7 @@ func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
 				}
 				h := tri.nodes[k.node]
 				c, ack, snap := subscribe(t, tr, h, sid, k.filter, since, k.snapshot)
-				s := sub{c: c, ack: ack, lower: k.since, what: fmt.Sprintf("round %d client %d (%s, %s, snapshot %v, since %q)", round, i, h.Config.Node, k.filter, k.snapshot, k.since)}
+				s := sub{c: c, ack: ack, lower: k.since, snap: -1, what: fmt.Sprintf("round %d client %d (%s, %s, snapshot %v, since %q)", round, i, h.Config.Node, k.filter, k.snapshot, k.since)}
 				if k.filter == "preset:chat" {
 					s.set = chat
 				}
@@ -86,7 +89,8 @@ func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
 					if ack.SeamEventID != s.lower {
 						t.Fatalf("%s: seam_event_id %s, snapshot_at_event_id %s", s.what, ack.SeamEventID, s.lower)
 					}
-					snaps = append(snaps, snapRecord{snap, s.what})
+					s.snap = len(snaps)
+					snaps = append(snaps, snapRecord{snap: snap, what: s.what})
 					s.named = snapshotTurn(t, snap)
 				} else if ack.StreamingGap {
 					t.Fatalf("%s: streaming_gap with a recent cursor: %+v", s.what, ack)
@@ -110,6 +114,9 @@ func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
 					continue
 				}
 				evs, _ := readUntil(t, s.c, event.TurnCompleted, turn)
+				if s.snap >= 0 {
+					snaps[s.snap].evs = evs
+				}
 				streamtest.CheckIncreasing(t, s.what, evs, s.lower)
 				tri.sameAsOwner(s.what, sid, s.lower, evs, s.set)
 				if s.ack.Since != nil {
@@ -134,17 +141,41 @@ func TestCluster11_1_16_SnapshotReplaySeamOnNonOwners(t *testing.T) {
 
 		final := messagesOf(t, owner, sid)
 		anchor := anchors(t, owner, sid, final)
+		inFlight := 0
 		for _, r := range snaps {
+			stored, m := streamtest.InFlight(t, r.snap, anchor)
 			want := streamtest.AsOf(final, anchor, r.snap.SnapshotAtEventID, owner.Config.SnapshotMessages)
-			if len(r.snap.Messages) != len(want) {
-				t.Fatalf("%s: snapshot as of %s holds %d messages, want %d", r.what, r.snap.SnapshotAtEventID, len(r.snap.Messages), len(want))
+			if len(stored) != len(want) {
+				t.Fatalf("%s: snapshot as of %s holds %d stored messages, want %d", r.what, r.snap.SnapshotAtEventID, len(stored), len(want))
 			}
 			for i := range want {
-				if !streamtest.JSONEqual(r.snap.Messages[i], want[i]) {
-					t.Fatalf("%s: snapshot message %d:\n%s\nwant\n%s", r.what, i, r.snap.Messages[i], want[i])
+				if !streamtest.JSONEqual(stored[i], want[i]) {
+					t.Fatalf("%s: snapshot message %d:\n%s\nwant\n%s", r.what, i, stored[i], want[i])
 				}
 			}
+			if m == nil {
+				continue
+			}
+			// The answer in flight at the seam (contract §11): its content
+			// so far, continued by the deltas after the seam, is the
+			// stored answer.
+			inFlight++
+			got := m.Content
+			if m.Status == protocol.StatusStreaming {
+				var done bool
+				if got, _, done = streamtest.Continue(t, m, m.ID, r.evs); !done {
+					t.Fatalf("%s: no message.complete of %s after the seam", r.what, m.ID)
+				}
+			}
+			i := slices.IndexFunc(final, func(f message.Message) bool { return f.ID == m.ID })
+			if i < 0 || m.StartMissing {
+				t.Fatalf("%s: message in flight %+v is not stored, or flagged start_missing", r.what, m)
+			}
+			if d := streamtest.SameContent(got, final[i].Content); d != "" {
+				t.Fatalf("%s: message %s in flight, continued: %s", r.what, m.ID, d)
+			}
 		}
+		t.Logf("%d of %d snapshots held the answer in flight", inFlight, len(snaps))
 	})
 }
 

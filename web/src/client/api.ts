@@ -147,9 +147,15 @@ export class Api {
     }
   }
 
-  /** POST /sessions: a session on an existing absolute directory; model '' or omitted: the server's default. */
-  createSession(req: { workspace_path: string; model?: string }): Promise<SessionSummary> {
-    return this.call('POST', '/sessions', { workspace_path: req.workspace_path, model: req.model ?? '' });
+  /**
+   * POST /sessions: a session on an existing absolute directory; model '' or omitted: the server's default.
+   * The root and system directories are refused (400 workspace_forbidden), the home directory unless
+   * allow_home (400 workspace_home).
+   */
+  createSession(req: { workspace_path: string; model?: string; allow_home?: boolean }): Promise<SessionSummary> {
+    const body: Record<string, unknown> = { workspace_path: req.workspace_path, model: req.model ?? '' };
+    if (req.allow_home) body['allow_home'] = true; // the home directory is refused without it (code workspace_home)
+    return this.call('POST', '/sessions', body);
   }
 
   /** GET /sessions/{id}: the summary and a single-use attach token (404: code session_not_found). */

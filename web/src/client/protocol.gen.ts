@@ -368,6 +368,10 @@ export const ReasonHeartbeatTimeout = { code: "heartbeat_timeout", message: "No 
 export const ReasonSubscribeTimeout = { code: "subscribe_timeout", message: "No subscribe frame after connecting." } as const;
 export const ReasonShutdown = { code: "server_shutdown", message: "The server is shutting down; reconnect later." } as const;
 export const ReasonWriteTimeout = { code: "write_timeout", message: "A write did not complete in time; reconnect with replay." } as const;
+/** ReasonResync closes (1008), in cluster mode, a client that missed events this node cannot send it live: events its owner published never reached the log (the replay then says streaming_gap). */
+export const ReasonResync = { code: "resync", message: "Events could not be delivered live; reconnect with replay." } as const;
+/** ReasonOwnerChanged closes (1008), in cluster mode, the clients of a node that lost the session's delegation tree to another node: they reconnect (to any node) and follow the tree from the log. */
+export const ReasonOwnerChanged = { code: "owner_changed", message: "Another node runs this session now; reconnect with replay." } as const;
 export const CodeTurnNotFound = "turn_not_found";
 export const CodeMessageNotFound = "message_not_found";
 export const CodeTurnInFlight = "turn_in_flight";
@@ -392,6 +396,29 @@ export const CodeInvalidMode = "invalid_mode";
 export const CodeApprovalNotFound = "approval_not_found";
 /** CodeApprovalResolved answers (409) an approval already decided; the body's resolution (ApprovalConflict) is the one that won. */
 export const CodeApprovalResolved = "approval_resolved";
+export const CodeInvalidMCPServers = "invalid_mcp_servers";
+export const MCPTransportStdio = "stdio";
+/** streamable HTTP */
+export const MCPTransportHTTP = "http";
+export const MCPScopeConfig = "config";
+export const MCPScopeSession = "session";
+/** MCPStateIdle: configured, not started yet; it starts when a turn of a session that has it builds its tool list. */
+export const MCPStateIdle = "idle";
+/** MCPStateStarting: its process is starting or it is being connected to, initialized and asked for its tools. */
+export const MCPStateStarting = "starting";
+/** MCPStateRunning: connected; its tools are offered. */
+export const MCPStateRunning = "running";
+/** MCPStateRestarting: it exited, its connection broke or its start failed; it is started again at RetryAt. */
+export const MCPStateRestarting = "restarting";
+/** MCPStateFailed: it failed to start several times in a row; it is tried again when a turn next needs it, not before RetryAt. */
+export const MCPStateFailed = "failed";
+/** MCPStateStopped: stopped (the server is shutting down, or the configuration changed and the entry is being replaced). */
+export const MCPStateStopped = "stopped";
+/** MCPStateDisabled: configured with enabled: false. */
+export const MCPStateDisabled = "disabled";
+/** MCPStateInvalid: its configuration entry is invalid (LastError says why); the other servers are unaffected. */
+export const MCPStateInvalid = "invalid";
+export const MaxMCPSessionServers = 32;
 export const RoleUser = "user";
 export const RoleAssistant = "assistant";
 /** RoleTool carries tool_result blocks fed back to the model. */
@@ -438,6 +465,16 @@ export const TurnStatusCancelling = "cancelling";
 export const CancelAlreadyCancelling = "already_cancelling";
 /** CancelAlreadyEnded: the turn had ended before the cancel arrived. */
 export const CancelAlreadyEnded = "already_ended";
+/** StatusStreaming is the status of an assistant message whose model call was still streaming at the snapshot's seam: its content is what streamed so far. Only a snapshot carries it; a stored message never has it (clients also use it for a message they build from deltas). */
+export const StatusStreaming = "streaming";
+/** FieldStartMissing (true) marks a streaming message whose start the server no longer holds (its memory ring let the first events of the call go): content holds only what streamed after them, blocks it knows nothing of are empty text blocks, and the message must be shown as incomplete until message.complete brings the whole. */
+export const FieldStartMissing = "start_missing";
+/** FieldPartialInput, on a tool_use block of a streaming message, is the raw input JSON streamed so far (the concatenated tool.use_input_delta fragments; not parseable while incomplete); input stays {} until tool.use_end. Later fragments append to it. */
+export const FieldPartialInput = "partial_input";
+/** CodeWorkspaceForbidden: the filesystem root, a system directory (/etc, /usr, /var, …), or a path inside /proc, /sys or /dev, judged after following symbolic links. Choose a project directory. */
+export const CodeWorkspaceForbidden = "workspace_forbidden";
+/** CodeWorkspaceHome: the user's home directory itself (or a directory that holds it). Send "allow_home": true to confirm it. */
+export const CodeWorkspaceHome = "workspace_home";
 
 // ---- Structures (by reflection over their json tags) ----
 
@@ -446,8 +483,8 @@ export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock |
 export interface TextBlock { type: "text"; text: string }
 /** signature is null except on a complete thinking block that has one. */
 export interface ThinkingBlock { type: "thinking"; thinking: string; signature: string | null }
-/** input is a JSON object. */
-export interface ToolUseBlock { type: "tool_use"; id: string; name: string; input: unknown }
+/** input is a JSON object; partial_input, on a streaming message of a snapshot, is the raw input streamed so far (input is then {}). */
+export interface ToolUseBlock { type: "tool_use"; id: string; name: string; input: unknown; partial_input?: string }
 /** images: the images a tool returned (read_file of an image). */
 export interface ToolResultBlock { type: "tool_result"; tool_use_id: string; content: string; is_error: boolean; images?: ImageBlock[] }
 /** An image, by reference (docs/conversation.md): GET /sessions/{id}/images/{sha256} serves its bytes. */
@@ -456,8 +493,8 @@ export interface ImageBlock { type: "image"; media_type: string; sha256: string;
 export interface CompactionBlock { type: "compaction"; summary: string; compacted_through: string; stubbed_through: string; trigger: 'auto' | 'overflow' | 'manual' | (string & {}); method: 'stub' | 'summary' | 'drop' | (string & {}); tokens_before: number; tokens_after: number }
 /** A message's role. */
 export type Role = "user" | "assistant" | "tool";
-/** A stored message's status (spec §6.2.6). */
-export type MessageStatus = "complete" | "cancelled" | "failed";
+/** A message's status (spec §6.2.6); streaming only for the message in flight a snapshot carries. */
+export type MessageStatus = "complete" | "cancelled" | "failed" | "streaming";
 /** A session's permission mode (contract §7). */
 export type Mode = "default" | "accept_edits" | "plan" | "auto";
 /** An answer's decision. */
@@ -489,6 +526,7 @@ export interface Message {
   model?: string;
   usage?: Usage | null;
   created_at: string;
+  start_missing?: boolean;
 }
 
 /** A session summary (contract §3, spec §3.4). */
@@ -633,6 +671,69 @@ export interface CancelFrame {
   type: 'cancel';
   turn_id: string;
   reason: string;
+}
+
+/** An image a tool returned, in tool.completed (data is base64). */
+export interface ToolImage {
+  media_type: string;
+  bytes: number;
+  data?: string;
+}
+
+/** The answer of GET /mcp and of /sessions/{id}/mcp_servers (docs/protocol.md). */
+export interface MCPStatus {
+  version: number;
+  config_error?: string;
+  servers: MCPServerStatus[];
+}
+
+/** One MCP server in an MCPStatus. */
+export interface MCPServerStatus {
+  name: string;
+  scope: string;
+  session_ids?: string[];
+  transport: string;
+  command?: string;
+  url?: string;
+  state: string;
+  tools: MCPToolStatus[];
+  last_error?: string;
+  last_error_at?: string | null;
+  pid?: number;
+  restarts: number;
+  started_at?: string | null;
+  retry_at?: string | null;
+  server_name?: string;
+  server_version?: string;
+  protocol_version?: string;
+  trust_read_only_hints?: boolean;
+}
+
+/** One tool of an MCP server. */
+export interface MCPToolStatus {
+  name?: string;
+  tool: string;
+  description?: string;
+  read_only_hint?: boolean;
+  kind?: string;
+  problem?: string;
+  skipped?: boolean;
+}
+
+/** One MCP server of a session (PUT /sessions/{id}/mcp_servers). */
+export interface MCPServerConfig {
+  name: string;
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  url?: string;
+  headers?: Record<string, string>;
+}
+
+/** The body of PUT /sessions/{id}/mcp_servers. */
+export interface MCPSessionServers {
+  servers: MCPServerConfig[];
 }
 
 /** An event envelope as decoded, of any type (contract §4). */
@@ -832,6 +933,9 @@ export interface ToolCompletedPayload {
   paths?: string[];
   diff?: string;
   diff_truncated?: boolean;
+  structured_content?: unknown;
+  structured_content_bytes?: number;
+  images?: ToolImage[];
 }
 
 /** The payload of tool.failed. */

@@ -59,6 +59,12 @@ export interface ViewMessage {
   status: string;
   stop_reason: string;
   usage?: ViewUsage;
+  /**
+   * The snapshot carried this streaming message without its start (the
+   * server no longer held it): blocks hold only what followed. Render it
+   * as incomplete; message.complete clears it.
+   */
+  start_missing: boolean;
 }
 
 /** A tool call's state. A changed call is a new object. */
@@ -292,7 +298,12 @@ export class View {
     }
   }
 
-  /** Replaces the view with a snapshot (spec §3.4). */
+  /**
+   * Replaces the view with a snapshot (spec §3.4). A snapshot taken while
+   * an assistant message streamed holds it with status streaming and its
+   * content so far (tool input so far as partial_input); the deltas that
+   * follow continue it.
+   */
   applySnapshot(s: Snapshot): void {
     this.fresh = new Set();
     this.clear();
@@ -378,6 +389,7 @@ export class View {
     const m: ViewMessage = {
       id: r.str('id'), role: r.str('role'), session_id: r.str('session_id'), turn_id: r.str('turn_id'),
       model: r.str('model'), status: r.str('status'), blocks: readBlocks(r, 'content'), stop_reason: '',
+      start_missing: r.bool('start_missing'),
     };
     const u = readUsage(r, 'usage');
     if (u) m.usage = u;
@@ -466,7 +478,7 @@ export class View {
   }
 
   private newMessage(id: string, role: string, ev: RawEnvelope, turnId: string, status: string, model = ''): ViewMessage {
-    return { id, role, session_id: str(ev.session_id), turn_id: turnId, model, blocks: [], status, stop_reason: '' };
+    return { id, role, session_id: str(ev.session_id), turn_id: turnId, model, blocks: [], status, stop_reason: '', start_missing: false };
   }
 
   private fold(ev: RawEnvelope): void {
@@ -683,7 +695,8 @@ export class View {
       m = this.newMessage(mid, 'assistant', ev, turnId, '');
       this.addMessage(m);
     }
-    if (!sameContent(m.blocks, final)) this._mismatches++;
+    if (!m.start_missing && !sameContent(m.blocks, final)) this._mismatches++;
+    m.start_missing = false;
     m.blocks = final;
     this.fresh.add(final);
     m.stop_reason = stop;
@@ -744,6 +757,7 @@ function messageJSON(m: ViewMessage): Record<string, unknown> {
     blocks: m.blocks.map(blockJSON), status: m.status, stop_reason: m.stop_reason,
   };
   if (m.usage) o['usage'] = { ...m.usage };
+  if (m.start_missing) o['start_missing'] = true;
   return omitEmpty(o, ['session_id', 'turn_id', 'model', 'stop_reason']);
 }
 

@@ -39,7 +39,9 @@ function ToolCard(p: { block: ViewBlock; tool: ToolCall | undefined; streaming: 
   const { block, tool } = p;
   const status = tool?.status ?? (p.streaming ? 'streaming' : 'pending');
   const cancelled = status === 'cancelled' || tool?.error_class === 'cancelled';
-  const input = block.input !== undefined && block.input !== null ? pretty(block.input) : '';
+  // While the input streams, partial_input holds it so far (a snapshot's
+  // block then also has input {}).
+  const input = !block.partial_input && block.input !== undefined && block.input !== null ? pretty(block.input) : '';
   return html`<div class=${'tool tool-' + status + (cancelled ? ' tool-cancelled' : '')} data-tool-id=${block.id}>
     <div class="tool-head">
       <span class="tool-name">${block.name || tool?.name || 'tool'}</span>
@@ -139,7 +141,12 @@ function MessageView(p: MessageProps): VNode {
         ? html`<span class="usage" title="input / output tokens, cost">${tokens(u.input_tokens)} in · ${tokens(u.output_tokens)} out · ${usd(u.cost_usd)}</span>`
         : null}
     </header>
-    <div class="msg-body">${m.blocks.map((b, i) => html`<${Block} key=${i} b=${b} m=${m} tools=${p.tools} />`)}</div>
+    <div class="msg-body">
+      ${m.start_missing
+        ? html`<div class="start-missing" title="The server no longer held the first part of this answer when this page attached.">… the start of this answer is no longer held; it is shown whole once it completes</div>`
+        : null}
+      ${m.blocks.map((b, i) => html`<${Block} key=${i} b=${b} m=${m} tools=${p.tools} />`)}
+    </div>
   </article>`;
 }
 

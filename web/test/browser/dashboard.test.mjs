@@ -151,6 +151,48 @@ test('a page whose main thread is blocked is closed as too slow (1008) and recov
   }
 });
 
+test('a page opened mid-answer shows the answer from its start, then streams the rest; so does a worker opened mid-answer', async () => {
+  const srv = await new Server(['--demo-delay', '10ms']).start();
+  try {
+    const s = await srv.createSession();
+    /** The streaming answer's text on a page, as soon as it is live. */
+    const answerOn = async (url) => {
+      const { page } = await open(url);
+      await live(page);
+      const el = await page.waitForSelector('.msg-assistant.msg-streaming .text', { timeout: 15_000 });
+      return { page, first: (await el.innerText()).replace(/\s+/g, ' ').trim() };
+    };
+    // The session itself.
+    const turn = (await srv.submit(s.id, '/long 2000')).turn_id;
+    const a = await answerOn(`${srv.url}/#/s/${s.id}`);
+    await a.page.waitForSelector('.msg-assistant .text:has-text("Sentence 12 of 2000.")', { timeout: 15_000 });
+    const b = await answerOn(`${srv.url}/#/s/${s.id}`);
+    assert.ok(b.first.startsWith('Sentence 1 of 2000. Sentence 2 of 2000.'), `the page opened mid-answer first showed: ${b.first.slice(0, 80)}`);
+    assert.equal(await b.page.$('.start-missing'), null, 'the answer is said to have lost its start');
+    await srv.req('POST', `/sessions/${s.id}/turns/${turn}/cancel`, {});
+    await srv.idle(s.id);
+    await b.page.waitForSelector('#turn-status.st-cancelled');
+    await assertPageEqualsStore(srv, s.id, b.page, 'the page opened mid-answer');
+    // A worker's live stream, opened while its answer streams.
+    await srv.submit(s.id, '/tool delegate {"task": "/long 2000", "model": "builtin:demo"}');
+    const { page } = await open(`${srv.url}/#/s/${s.id}/workers`);
+    await live(page);
+    const worker = await (await page.waitForSelector('[data-worker]', { timeout: 15_000 })).getAttribute('data-worker');
+    const w1 = await answerOn(`${srv.url}/#/s/${worker}`);
+    await w1.page.waitForSelector('.msg-assistant .text:has-text("Sentence 12 of 2000.")', { timeout: 15_000 });
+    const w2 = await answerOn(`${srv.url}/#/s/${worker}`);
+    assert.ok(w2.first.startsWith('Sentence 1 of 2000. Sentence 2 of 2000.'), `the worker page opened mid-answer first showed: ${w2.first.slice(0, 80)}`);
+    // Cancelling the planner's turn cancels the worker's.
+    const planner = (await srv.req('GET', `/sessions/${s.id}`)).session.current_turn_id;
+    await srv.req('POST', `/sessions/${s.id}/turns/${planner}/cancel`, {});
+    await srv.idle(s.id);
+    await w2.page.waitForSelector('#turn-status.st-cancelled', { timeout: 30_000 });
+    await assertPageEqualsStore(srv, worker, w2.page, 'the worker page opened mid-answer');
+  } finally {
+    await srv.close();
+  }
+});
+
 test('worker drill-down opens the worker live; the inline toggle interleaves worker events in id order', async () => {
   const srv = await new Server(['--demo-delay', '10ms']).start();
   try {

@@ -121,6 +121,33 @@ test('a forced disconnect mid-turn resumes with the cursor: no text duplicated o
   }
 });
 
+test('a follower that starts mid-answer gets it so far from the snapshot, then the rest: nothing missing, no mismatch', async () => {
+  const s = await api.createSession({ workspace_path: srv.workspace });
+  const early = new Follower({ api, sessionId: s.id });
+  early.start();
+  let late: Follower | undefined;
+  try {
+    await until(() => early.state === 'live', 'live');
+    const { turn_id } = await api.submitTurn(s.id, '/long 60');
+    await until(() => viewText(early.view, turn_id).includes('Sentence 5 of 60.'), 'a few sentences');
+    late = new Follower({ api, sessionId: s.id });
+    let first: string | undefined; // the answer as the late follower first held it
+    late.onChange(() => {
+      const m = late!.view.messages.find((x) => x.turn_id === turn_id && x.role === 'assistant');
+      if (first === undefined && m) first = m.blocks.map((b) => b.text).join('');
+    });
+    late.start();
+    await until(() => turnDone(late!.view, turn_id) && turnDone(early.view, turn_id), 'the turn to end');
+    assert.ok(first?.startsWith('Sentence 1 of 60. Sentence 2 of 60.'), `the late follower first held ${JSON.stringify(first)}`);
+    const stored = await storedText(api, s.id, turn_id);
+    assert.equal(viewText(late.view, turn_id), stored);
+    assert.equal(late.view.mismatches, 0, 'the snapshot and the deltas after it disagreed with the final content');
+  } finally {
+    early.stop();
+    late?.stop();
+  }
+});
+
 test('resync from a snapshot on cursor_expired', async () => {
   const s = await api.createSession({ workspace_path: srv.workspace });
   // A cursor from 1970: older than any retention.
