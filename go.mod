@@ -27,6 +27,7 @@ require (
 	github.com/tmaxmax/go-sse v0.12.0
 	github.com/yuin/goldmark v1.7.8
 	go.uber.org/goleak v1.3.0
+	golang.org/x/image v0.47.0
 	golang.org/x/net v0.60.0
 	golang.org/x/sys v0.49.0
 	gopkg.in/yaml.v3 v3.0.1

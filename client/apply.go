@@ -62,6 +62,7 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 			return err
 		}
 		v.Turn = Turn{ID: turnID, Status: protocol.TurnStatusInFlight}
+		v.dequeue(turnID)
 		u := p.UserMessage
 		v.addMessage(&Message{ID: u.ID, Role: string(protocol.RoleUser), SessionID: ev.SessionID, TurnID: turnID, Blocks: nonNil(u.Content), Status: "complete"})
 	case protocol.EventTurnCompleted:
@@ -78,8 +79,13 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 	case protocol.EventTurnCancelled:
 		var p struct {
 			Reason string `json:"reason"`
+			Phase  string `json:"phase"`
 		}
 		_ = json.Unmarshal(ev.Payload, &p)
+		if p.Phase == protocol.TurnPhaseQueued {
+			v.dequeue(turnID) // it never ran: the turn in flight is another's
+			break
+		}
 		v.Turn = Turn{ID: turnID, Status: "cancelled", Reason: p.Reason}
 		for _, m := range v.Messages {
 			if m.TurnID == turnID && m.Status == "streaming" {
@@ -243,6 +249,8 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		}
 	case protocol.EventApprovalRequested, protocol.EventApprovalResolved, protocol.EventSessionModeChanged:
 		return v.applyApproval(ev, turnID)
+	case protocol.EventTurnQueued, protocol.EventTurnSteered:
+		return v.applyFollowUp(ev, turnID) // queue.go
 	case protocol.EventFeedbackSubmitted:
 		var p struct {
 			Rating string `json:"rating"`

@@ -123,9 +123,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("metis: %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		var e protocol.HTTPError
-		_ = json.Unmarshal(raw, &e)
-		return &APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message, Body: raw}
+		return apiErrorOf(resp.StatusCode, raw)
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
@@ -201,4 +199,11 @@ func IsUnauthorized(err error) bool {
 func IsNotFound(err error) bool {
 	var e *APIError
 	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// apiErrorOf decodes an error answer.
+func apiErrorOf(status int, raw []byte) *APIError {
+	var e protocol.HTTPError
+	_ = json.Unmarshal(raw, &e)
+	return &APIError{Status: status, Code: e.Error.Code, Message: e.Error.Message, Body: raw}
 }

@@ -34,8 +34,12 @@ type View struct {
 	// them, its workers' (SessionID tells). PendingApprovals lists them
 	// in order; Client.Approve answers one.
 	Pending map[string]*PendingApproval `json:"pending_approvals,omitempty"`
-	index   map[string]*Message         // by message id
-	log     *slog.Logger
+	// Queued are the turns waiting in the session's queue, the next
+	// first, as the snapshot and turn.queued tell them; a turn leaves it
+	// at its turn.started or turn.cancelled (queue.go).
+	Queued []protocol.QueuedTurn `json:"queued_turns,omitempty"`
+	index  map[string]*Message   // by message id
+	log    *slog.Logger
 }
 
 // Message is a canonical message being rendered.
@@ -70,6 +74,14 @@ type Block struct {
 	ToolUseID    string `json:"tool_use_id,omitempty"`
 	Content      string `json:"content,omitempty"`
 	IsError      bool   `json:"is_error,omitempty"`
+	// An image block's reference (type "image"; Client.Image fetches
+	// the bytes), and a tool result's images.
+	MediaType string   `json:"media_type,omitempty"`
+	SHA256    string   `json:"sha256,omitempty"`
+	Size      int64    `json:"size,omitempty"`
+	Width     int      `json:"width,omitempty"`
+	Height    int      `json:"height,omitempty"`
+	Images    []*Block `json:"images,omitempty"`
 }
 
 // Usage of a model call.
@@ -142,14 +154,15 @@ func (v *View) ApplySnapshot(s *protocol.Snapshot) {
 	v.Reset()
 	v.Session = s.Session
 	var sum struct {
-		CostSoFarUSD      float64            `json:"cost_so_far_usd"`
-		CurrentTurnID     *string            `json:"current_turn_id"`
-		CurrentTurnStatus *string            `json:"current_turn_status"`
-		Mode              string             `json:"mode"`
-		PendingApprovals  []*PendingApproval `json:"pending_approvals"`
+		CostSoFarUSD      float64               `json:"cost_so_far_usd"`
+		CurrentTurnID     *string               `json:"current_turn_id"`
+		CurrentTurnStatus *string               `json:"current_turn_status"`
+		Mode              string                `json:"mode"`
+		PendingApprovals  []*PendingApproval    `json:"pending_approvals"`
+		QueuedTurns       []protocol.QueuedTurn `json:"queued_turns"`
 	}
 	_ = json.Unmarshal(s.Session, &sum)
-	v.CostUSD, v.Mode = sum.CostSoFarUSD, sum.Mode
+	v.CostUSD, v.Mode, v.Queued = sum.CostSoFarUSD, sum.Mode, sum.QueuedTurns
 	for _, p := range sum.PendingApprovals {
 		if p != nil && p.ApprovalID != "" {
 			if v.Pending == nil {

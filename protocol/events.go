@@ -111,6 +111,8 @@ var catalog = []EventInfo{
 	{EventTurnStarted, FamilyCatalog, "session manager", true},
 	{EventTurnCompleted, FamilyCatalog, "agent loop", true},
 	{EventTurnCancelled, FamilyCatalog, "agent loop", true},
+	{EventTurnQueued, FamilyCatalog, "session manager", true},
+	{EventTurnSteered, FamilyCatalog, "agent loop", true},
 	{EventRouteDecided, FamilyCatalog, "router (via agent loop)", true},
 	{EventRoutingPolicyReloaded, FamilyCatalog, "routing engine (server)", false},
 	{EventLLMCallStarted, FamilyCatalog, "agent loop", true},

@@ -320,6 +320,10 @@ func NewPayload(t EventType) any {
 		return new(TurnCompletedPayload)
 	case EventTurnCancelled:
 		return new(TurnCancelledPayload)
+	case EventTurnQueued:
+		return new(TurnQueuedPayload)
+	case EventTurnSteered:
+		return new(TurnSteeredPayload)
 	case EventRouteDecided:
 		return new(RouteDecidedPayload)
 	case EventRoutingPolicyReloaded:

@@ -40,6 +40,9 @@ type SessionSummary struct {
 	// ForkedFrom is the session and message a fork was made from (POST
 	// /sessions/{id}/fork); null unless a fork.
 	ForkedFrom *ForkedFrom `json:"forked_from"`
+	// QueuedTurns are the turns waiting in the session's queue, the
+	// next first (omitted when none; docs/conversation.md).
+	QueuedTurns []QueuedTurn `json:"queued_turns,omitempty"`
 	// Mode is the session's permission mode (ModeDefault, …).
 	Mode string `json:"mode"`
 	// PendingApprovals are the tool calls waiting for an answer, this

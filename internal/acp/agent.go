@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/metis-agent/metis/client"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Version is what initialize reports as the agent's version.
@@ -53,8 +55,8 @@ func newAgent(ctx context.Context, c *client.Client, model string, log *slog.Log
 const httpTimeout = 30 * time.Second
 
 // Initialize reports protocol version 1 and what metis supports: loading
-// sessions, listing, resuming and closing them; prompts of text and
-// resource links (the baseline every agent takes).
+// sessions, listing, resuming and closing them; prompts of text,
+// resource links (the baseline every agent takes) and images.
 func (a *Agent) Initialize(_ context.Context, _ sdk.InitializeRequest) (sdk.InitializeResponse, error) {
 	title := "metis"
 	return sdk.InitializeResponse{
@@ -62,6 +64,9 @@ func (a *Agent) Initialize(_ context.Context, _ sdk.InitializeRequest) (sdk.Init
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession:     true,
 			McpCapabilities: mcpCapabilities, // mcp.go
+			// Images go to the model as images (or a line of text to a
+			// model without vision); audio and embedded binaries do not.
+			PromptCapabilities: sdk.PromptCapabilities{Image: true},
 			SessionCapabilities: sdk.SessionCapabilities{
 				List:   &sdk.SessionListCapabilities{},
 				Resume: &sdk.SessionResumeCapabilities{},
@@ -237,12 +242,18 @@ func apiError(what string, err error) error {
 	return sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("%s: %v", what, err)})
 }
 
-// promptText flattens a prompt into the text of a metis turn: text
-// blocks as they are, resource links as markdown links, embedded text
-// resources as fenced blocks. Images, audio and binary resources are
-// refused (initialize does not offer them).
-func promptText(blocks []sdk.ContentBlock) (string, error) {
-	var parts []string
+// promptText flattens a prompt into the text and images of a metis
+// turn: text blocks as they are, resource links as markdown links,
+// embedded text resources as fenced blocks, image blocks (base64 data,
+// as initialize's promptCapabilities.image offers) as the turn's images,
+// checked by the server. Audio, binary resources and images given only
+// by a URI are refused. A prompt of images alone is sent with a line of
+// text saying so (a metis turn needs text).
+func promptText(blocks []sdk.ContentBlock) (string, []protocol.ImageInput, error) {
+	var (
+		parts []string
+		imgs  []protocol.ImageInput
+	)
 	for _, b := range blocks {
 		switch {
 		case b.Text != nil:
@@ -256,13 +267,25 @@ func promptText(blocks []sdk.ContentBlock) (string, error) {
 		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
 			r := b.Resource.Resource.TextResourceContents
 			parts = append(parts, fmt.Sprintf("%s:\n```\n%s\n```", r.Uri, r.Text))
+		case b.Image != nil:
+			data, err := base64.StdEncoding.DecodeString(b.Image.Data)
+			if err != nil || len(data) == 0 {
+				return "", nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("image %d: data must be base64 (metis does not fetch an image's uri)", len(imgs)+1)})
+			}
+			imgs = append(imgs, protocol.ImageInput{MediaType: b.Image.MimeType, Data: data})
 		default:
-			return "", sdk.NewInvalidParams(map[string]any{"error": "metis takes text and resource links only"})
+			return "", nil, sdk.NewInvalidParams(map[string]any{"error": "metis takes text, images and resource links only"})
 		}
 	}
 	text := strings.Join(parts, "\n")
 	if strings.TrimSpace(text) == "" {
-		return "", sdk.NewInvalidParams(map[string]any{"error": "the prompt is empty"})
+		if len(imgs) == 0 {
+			return "", nil, sdk.NewInvalidParams(map[string]any{"error": "the prompt is empty"})
+		}
+		text = imagesOnly
 	}
-	return text, nil
+	return text, imgs, nil
 }
+
+// imagesOnly is the text of a prompt of images alone.
+const imagesOnly = "(images attached)"

@@ -56,14 +56,25 @@ func TestFinishMapping(t *testing.T) {
 }
 
 func TestPromptText(t *testing.T) {
-	got, err := promptText([]sdk.ContentBlock{sdk.TextBlock("look at"), sdk.ResourceLinkBlock("main.go", "file:///ws/main.go")})
-	if err != nil || got != "look at\n[main.go](file:///ws/main.go)" {
+	got, imgs, err := promptText([]sdk.ContentBlock{sdk.TextBlock("look at"), sdk.ResourceLinkBlock("main.go", "file:///ws/main.go")})
+	if err != nil || got != "look at\n[main.go](file:///ws/main.go)" || len(imgs) != 0 {
 		t.Errorf("%q, %v", got, err)
 	}
-	if _, err := promptText([]sdk.ContentBlock{sdk.TextBlock("  ")}); err == nil {
+	if _, _, err := promptText([]sdk.ContentBlock{sdk.TextBlock("  ")}); err == nil {
 		t.Error("an empty prompt was taken")
 	}
-	if _, err := promptText([]sdk.ContentBlock{sdk.ImageBlock("AA==", "image/png")}); err == nil {
-		t.Error("an image was taken")
+	// Images are taken, their bytes decoded (the server checks them).
+	got, imgs, err = promptText([]sdk.ContentBlock{sdk.TextBlock("what is this?"), sdk.ImageBlock("AAEC", "image/png")})
+	if err != nil || got != "what is this?" || len(imgs) != 1 || imgs[0].MediaType != "image/png" || string(imgs[0].Data) != "\x00\x01\x02" {
+		t.Errorf("with an image: %q %+v %v", got, imgs, err)
+	}
+	if got, imgs, err = promptText([]sdk.ContentBlock{sdk.ImageBlock("AAEC", "image/png")}); err != nil || got != imagesOnly || len(imgs) != 1 {
+		t.Errorf("an image alone: %q %+v %v", got, imgs, err)
+	}
+	if _, _, err := promptText([]sdk.ContentBlock{sdk.ImageBlock("not base64!", "image/png")}); err == nil {
+		t.Error("an image that is not base64 was taken")
+	}
+	if _, _, err := promptText([]sdk.ContentBlock{sdk.AudioBlock("AA==", "audio/wav")}); err == nil {
+		t.Error("audio was taken")
 	}
 }

@@ -104,7 +104,7 @@ func TestMalformedInput(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":5,"method":"no/such_method","params":{}}`, -32601, float64(5)},
 		{`{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":"one"}}`, -32602, float64(6)},
 		{`{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"sess_nope","prompt":[{"type":"text","text":"hi"}]}}`, codeResourceNotFound, float64(7)},
-		{`{"jsonrpc":"2.0","id":8,"method":"session/prompt","params":{"sessionId":"sess_nope","prompt":[{"type":"image","data":"AA==","mimeType":"image/png"}]}}`, -32602, float64(8)},
+		{`{"jsonrpc":"2.0","id":8,"method":"session/prompt","params":{"sessionId":"sess_nope","prompt":[{"type":"audio","data":"AA==","mimeType":"audio/wav"}]}}`, -32602, float64(8)},
 		{`{"jsonrpc":"2.0","id":9,"method":"session/new","params":{"cwd":"relative/dir","mcpServers":[]}}`, -32602, float64(9)},
 		{`{"jsonrpc":"2.0","id":10,"method":"session/new","params":{"cwd":"/no/such/dir","mcpServers":[]}}`, -32602, float64(10)},
 		{`{"jsonrpc":"2.0","id":11,"method":"session/set_mode","params":{"sessionId":"s","modeId":"m"}}`, -32601, float64(11)},

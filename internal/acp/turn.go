@@ -24,6 +24,7 @@ type turn struct {
 	sid       string
 	workspace string
 	text      string
+	images    []protocol.ImageInput
 
 	mu           sync.Mutex
 	id           string // the metis turn id, once submitted
@@ -73,7 +74,7 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	}
 	defer a.inflight.Done()
 	sid := string(p.SessionId)
-	text, err := promptText(p.Prompt)
+	text, imgs, err := promptText(p.Prompt)
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
@@ -82,6 +83,7 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		return sdk.PromptResponse{}, err
 	}
 	t := newTurn(a, sid, sess.WorkspacePath, text)
+	t.images = imgs
 	a.mu.Lock()
 	if a.turns[sid] != nil {
 		a.mu.Unlock()
@@ -219,7 +221,8 @@ func (t *turn) onUpdate(ctx context.Context, u client.Update) {
 			// Not cut short by a cancel: the turn id is needed to cancel
 			// the turn the server may already have started.
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpTimeout)
-			id, err := t.a.c.Submit(sctx, t.sid, t.text)
+			acc, err := t.a.c.SubmitTurn(sctx, t.sid, client.TurnRequest{Content: t.text, Images: t.images})
+			id := acc.TurnID
 			cancel()
 			if err != nil {
 				t.err = apiError("submit the turn", err)

@@ -35,7 +35,7 @@ func (r *run) prepare(modelID string) prepared {
 		maxTokens = lim.MaxOutputTokens
 	}
 	tools, note := r.offered(modelID) // permissions.go
-	req := model.Request{Model: modelID, System: r.prompt.Text + note, Messages: viewOf(r.conv), Tools: tools,
+	req := model.Request{Model: modelID, System: r.prompt.Text + note, Messages: r.withImages(r.ctx, viewOf(r.conv), lim.Sees()), Tools: tools,
 		MaxTokens: maxTokens, ThinkingBudget: r.cfg.ThinkingBudget, PromptCache: !r.cfg.PromptCacheOff}
 	fixed := fixedTokens(req)
 	return prepared{req: req, est: compact.Estimate(r.conv, req.Messages, fixed),

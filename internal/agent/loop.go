@@ -10,6 +10,7 @@ import (
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/checkpoint"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/images"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/price"
@@ -99,10 +100,19 @@ type Config struct {
 	// mean checkpoints were turned off, and nothing is said.
 	Checkpoints            Checkpointer
 	CheckpointsUnavailable string
+	// Images reads the bytes of the images a conversation holds (nil:
+	// none can be read, and a model reads a text in place of each).
+	Images ImageSource
+	// ImageCacheBytes bounds the image bytes the loop keeps between
+	// calls (0: DefaultImageCacheBytes).
+	ImageCacheBytes int64
 }
 
 // Loop runs turns.
-type Loop struct{ cfg Config }
+type Loop struct {
+	cfg    Config
+	images *images.Cache
+}
 
 // New returns a loop.
 func New(cfg Config) *Loop {
@@ -127,7 +137,10 @@ func New(cfg Config) *Loop {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Loop{cfg: cfg}
+	if cfg.ImageCacheBytes <= 0 {
+		cfg.ImageCacheBytes = DefaultImageCacheBytes
+	}
+	return &Loop{cfg: cfg, images: images.NewCache(cfg.ImageCacheBytes)}
 }
 
 // SetBeforeTools installs Config.BeforeTools. Call it before any turn
@@ -166,6 +179,9 @@ type Turn struct {
 	// wins. The session manager serializes it with its cancels: a cancel
 	// after it is answered with the turn's actual end.
 	Ending func(status store.TurnStatus) (cancelReason string)
+	// Steer, if set, is called before each model call (steer.go): it
+	// returns the messages steered into the turn since the last call.
+	Steer func() []Steered
 	// Permissions, if set, decides each tool call before it starts and
 	// asks the user where the policy says so (docs/permissions.md); nil
 	// runs every call.
@@ -401,6 +417,9 @@ func (r *run) do() Outcome {
 	for r.calls = 0; r.calls < r.cfg.MaxCalls; {
 		if r.ctx.Err() != nil {
 			return r.cancelled("between_calls", "", nil)
+		}
+		if r.takeSteered(); r.emitErr != nil {
+			return Outcome{Status: store.TurnFailed, Reason: ClassInternal, Usage: r.usage}
 		}
 		p, fit := r.fit(adapter, dec.Model, r.prepare(dec.Model))
 		if out, stop := r.unfit(fit); stop {

@@ -86,10 +86,10 @@ func (r *run) dispatch(c callResult, uses []message.Block) (message.Message, []s
 	// finish records a call's result and emits its terminal event,
 	// carrying the results message if it is the last.
 	rd.finish = func(i int, payload any, typ event.Type, row *store.ToolCall, block message.Block) {
+		ops := append([]store.Op{store.PutToolCall{Call: *row}}, r.storeImages(&block)...)
 		results.Content[i] = block
 		remaining--
 		rd.st[i] = stDone
-		ops := []store.Op{store.PutToolCall{Call: *row}}
 		if remaining == 0 {
 			ops = append(ops, store.PutMessage{Message: results})
 		}
@@ -363,7 +363,7 @@ func (r *run) finishTool(d toolDone, u message.Block, finish func(int, any, even
 	block := message.Block{Type: message.BlockToolResult, ToolUseID: u.ID}
 	if d.err == nil {
 		row.Status, row.Result = store.ToolCompleted, d.res.Content
-		block.Content = d.res.Content
+		block.Content, block.Images = d.res.Content, d.res.Images
 		preview, truncated := d.res.Content, false
 		if len(preview) > resultPreviewBytes {
 			preview, truncated = truncateUTF8(preview, resultPreviewBytes), true

@@ -40,6 +40,7 @@ func New(m *session.Manager, tokens *attach.Registry, log *slog.Logger) *API {
 	a.route("/sessions/{id}/compact", map[string]http.HandlerFunc{"POST": a.compact})
 	a.route("/sessions/{id}/system-prompt", map[string]http.HandlerFunc{"GET": a.systemPrompt})
 	a.checkpointRoutes() // checkpoints.go
+	a.route("/sessions/{id}/images/{sha256}", map[string]http.HandlerFunc{"GET": a.image})
 	a.route("/sessions/{id}/approvals/{approval_id}", map[string]http.HandlerFunc{"POST": a.approve})
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.URL.Path)
@@ -70,14 +71,20 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTT
 // jsonSpace is the whitespace JSON allows around a value (RFC 8259).
 const jsonSpace = " \t\r\n"
 
-// decode reads a JSON object body into v. An empty body is allowed only
-// if emptyOK. It writes the error response itself and reports false.
+// decode reads a JSON object body of at most MaxBodyBytes into v. An
+// empty body is allowed only if emptyOK. It writes the error response
+// itself and reports false.
 func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	return decodeLimit(w, r, v, emptyOK, MaxBodyBytes)
+}
+
+// decodeLimit is decode with a body limit of its own.
+func decodeLimit(w http.ResponseWriter, r *http.Request, v any, emptyOK bool, limit int64) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			WriteError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+			WriteError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, fmt.Sprintf("body exceeds %d bytes", limit))
 			return false
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {

@@ -59,6 +59,16 @@ func (a *API) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, http.StatusNotFound, CodeMessageNotFound, err.Error())
 	case errors.Is(err, session.ErrTurnInFlight):
 		WriteError(w, http.StatusConflict, CodeTurnInFlight, err.Error())
+	case errors.Is(err, session.ErrQueueFull):
+		WriteError(w, http.StatusConflict, protocol.CodeQueueFull, err.Error())
+	case errors.Is(err, session.ErrTurnCancelling):
+		WriteError(w, http.StatusConflict, protocol.CodeTurnCancelling, err.Error())
+	case errors.Is(err, session.ErrTurnMismatch):
+		WriteError(w, http.StatusConflict, protocol.CodeTurnMismatch, err.Error())
+	case errors.Is(err, session.ErrInvalidImage):
+		WriteError(w, http.StatusBadRequest, protocol.CodeInvalidImage, err.Error())
+	case errors.Is(err, session.ErrImageNotFound):
+		WriteError(w, http.StatusNotFound, protocol.CodeImageNotFound, err.Error())
 	case errors.Is(err, session.ErrInvalidMode):
 		WriteError(w, http.StatusBadRequest, protocol.CodeInvalidMode, err.Error())
 	case errors.Is(err, session.ErrApprovalNotFound):

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/api"
+	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/session"
@@ -127,7 +128,9 @@ func TestUnknownSession(t *testing.T) {
 // TestSubmitTurnErrors covers the 400s of POST /sessions/{id}/turns; none
 // of them starts a turn or stores a message.
 func TestSubmitTurnErrors(t *testing.T) {
-	h := servertest.Start(t, "")
+	// One image of at most 1,000 bytes: the turn body's limit is then
+	// 2 MiB plus 1,400 bytes (docs/conversation.md).
+	h := servertest.Start(t, "", func(c *config.Config) { c.MaxImages, c.MaxImageBytes = 1, 1000 })
 	sid := h.CreateSession()
 	p := "/sessions/" + sid + "/turns"
 	cases := []struct {
@@ -153,7 +156,7 @@ func TestSubmitTurnErrors(t *testing.T) {
 		{name: "empty content", body: `{"content":""}`, status: 400, code: api.CodeInvalidRequest},
 		{name: "whitespace content", body: `{"content":" \n\t\r "}`, status: 400, code: api.CodeInvalidRequest},
 		{name: "content over the limit", body: `{"content":"` + strings.Repeat("a", session.MaxTurnContent+1) + `"}`, status: 400, code: api.CodeInvalidRequest},
-		{name: "body over 2 MiB", body: `{"content":"` + strings.Repeat("a", api.MaxBodyBytes) + `"}`, status: 413, code: api.CodeBodyTooLarge},
+		{name: "body over 2 MiB and the images' room", body: `{"content":"` + strings.Repeat("a", api.MaxBodyBytes+1400) + `"}`, status: 413, code: api.CodeBodyTooLarge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

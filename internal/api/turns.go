@@ -5,25 +5,31 @@ import (
 	"strconv"
 
 	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/protocol"
 )
 
+// submitTurn is POST /sessions/{id}/turns: a turn, queued or steered
+// with images (docs/conversation.md). Its body may be larger than
+// others' to carry the images (turnBodyLimit).
 func (a *API) submitTurn(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Content *string `json:"content"`
+		protocol.TurnRequest
 	}
-	if !decode(w, r, &req, false) {
+	if !decodeLimit(w, r, &req, false, a.turnBodyLimit()) {
 		return
 	}
 	if req.Content == nil {
 		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, `"content" is required`)
 		return
 	}
-	id, err := a.sessions.Submit(r.Context(), r.PathValue("id"), *req.Content)
+	req.TurnRequest.Content = *req.Content
+	acc, err := a.sessions.SubmitTurn(r.Context(), r.PathValue("id"), req.TurnRequest)
 	if err != nil {
 		a.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"turn_id": id})
+	writeJSON(w, http.StatusAccepted, acc)
 }
 
 func (a *API) cancelTurn(w http.ResponseWriter, r *http.Request) {

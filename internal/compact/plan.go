@@ -219,7 +219,7 @@ func later(stored []message.Message, a, b string) bool {
 
 func hasLongResult(m message.Message) bool {
 	for _, b := range m.Content {
-		if b.Type == message.BlockToolResult && len(b.Content) >= StubMinBytes {
+		if stubbable(b) {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -81,7 +82,7 @@ func Transcript(fold []message.Message, maxTokens int) (text string, dropped int
 				continue
 			}
 			if strings.TrimSpace(t) != "" {
-				entries = append(entries, "[user] "+clip(t, entryBytes))
+				entries = append(entries, "[user] "+clip(t, entryBytes)+imageNote(m.Images()))
 			}
 		case message.RoleAssistant:
 			for _, b := range m.Content {
@@ -108,7 +109,7 @@ func Transcript(fold []message.Message, maxTokens int) (text string, dropped int
 				if b.IsError {
 					what = " error] "
 				}
-				entries = append(entries, "["+name+what+clip(b.Content, toolResultBytes))
+				entries = append(entries, "["+name+what+clip(b.Content, toolResultBytes)+imageNote(b.Images))
 			}
 		}
 	}
@@ -139,4 +140,16 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "… [" + strconv.Itoa(len(s)-n) + " more bytes]"
+}
+
+// imageNote tells the summariser, in a transcript, of the images a
+// message held (it reads text only).
+func imageNote(imgs []message.Block) string {
+	switch len(imgs) {
+	case 0:
+		return ""
+	case 1:
+		return " [1 image]"
+	}
+	return fmt.Sprintf(" [%d images]", len(imgs))
 }

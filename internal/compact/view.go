@@ -133,13 +133,14 @@ func toolNames(stored []message.Message, i int) map[string]string {
 	return names
 }
 
-// stubbed returns m with its long tool results replaced by stubs.
+// stubbed returns m with its long tool results, and those holding
+// images, replaced by stubs.
 func stubbed(m message.Message, names map[string]string) message.Message {
 	changed := false
 	content := make([]message.Block, len(m.Content))
 	for i, b := range m.Content {
-		if b.Type == message.BlockToolResult && len(b.Content) >= StubMinBytes {
-			b.Content = Stub(names[b.ToolUseID], len(b.Content))
+		if stubbable(b) {
+			b.Content, b.Images = Stub(names[b.ToolUseID], len(b.Content)+imageBytes(b.Images)), nil
 			changed = true
 		}
 		content[i] = b
@@ -157,4 +158,19 @@ func Stub(tool string, size int) string {
 		tool = "tool"
 	}
 	return fmt.Sprintf("[metis removed this %s result (%d bytes) from the context to save space; call the tool again if you need it]", tool, size)
+}
+
+// stubbable reports whether a block is a tool result worth stubbing:
+// a long one, or one holding images (each counts for up to about 1,600
+// tokens however short its text).
+func stubbable(b message.Block) bool {
+	return b.Type == message.BlockToolResult && (len(b.Content) >= StubMinBytes || len(b.Images) > 0)
+}
+
+func imageBytes(imgs []message.Block) int {
+	n := 0
+	for _, im := range imgs {
+		n += int(im.Size)
+	}
+	return n
 }

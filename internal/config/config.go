@@ -119,8 +119,9 @@ type Config struct {
 	Prices    map[string]price.Price // config.yaml only: overrides of the price table
 	Providers Providers              // config.yaml `providers`, then the environment
 
-	LongSession // windows, compaction, caching, the system prompt, budgets (longsession.go)
-	Checkpoints // workspace checkpoints (checkpoints.go)
+	LongSession  // windows, compaction, caching, the system prompt, budgets (longsession.go)
+	Checkpoints  // workspace checkpoints (checkpoints.go)
+	Conversation // follow-ups and images (conversation.go)
 	// Permissions (docs/permissions.md): the mode of sessions created
 	// without one, how long an approval request waits before it is
 	// denied, and config.yaml's `permissions:` rules (parsed: a rule
@@ -184,6 +185,7 @@ func Defaults() Config {
 		EditTools:         tool.EditToolsAuto,
 		LongSession:       defaultLongSession(),
 		Checkpoints:       defaultCheckpoints(),
+		Conversation:      defaultConversation(),
 		DefaultMode:       permission.ModeDefault,
 		ApprovalTimeout:   5 * time.Minute,
 		ReplayWindowBytes: 32 << 20,

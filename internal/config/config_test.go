@@ -172,7 +172,8 @@ func TestFlagsOverrideFile(t *testing.T) {
 		"--max-calls=23", "--max-turn-cost=2.5", "--max-session-cost=0", "--auto-compact=false", "--compaction-model=builtin:demo",
 		"--prompt-cache=false", "--system-prompt=be brief", "--system-prompt-file=/p", "--max-instruction-bytes=24",
 		"--default-mode=plan", "--approval-timeout=23s", "--mcp-poll=23s",
-		"--checkpoints=false", "--checkpoint-git=/g", "--checkpoint-max-file-bytes=25", "--checkpoint-max-new-files=26"})
+		"--checkpoints=false", "--checkpoint-git=/g", "--checkpoint-max-file-bytes=25", "--checkpoint-max-new-files=26",
+		"--max-queued-turns=25", "--max-images=26", "--max-image-bytes=27"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,8 @@ func TestFlagsOverrideFile(t *testing.T) {
 		DefaultMode: "plan", ApprovalTimeout: 23 * time.Second,
 		LongSession: LongSession{MaxCalls: 23, MaxTurnCost: 2.5, CompactionModel: "builtin:demo", SystemPrompt: "be brief",
 			SystemPromptFile: "/p", MaxInstructionBytes: 24}, MCPPoll: 23 * time.Second,
-		Checkpoints: Checkpoints{CheckpointGit: "/g", CheckpointMaxFileBytes: 25, CheckpointMaxNewFiles: 26}}
+		Checkpoints:  Checkpoints{CheckpointGit: "/g", CheckpointMaxFileBytes: 25, CheckpointMaxNewFiles: 26},
+		Conversation: Conversation{MaxQueuedTurns: 25, MaxImages: 26, MaxImageBytes: 27}}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("\n got %+v\nwant %+v", c, want)
 	}

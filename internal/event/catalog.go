@@ -26,6 +26,8 @@ const (
 	TurnStarted   = protocol.EventTurnStarted
 	TurnCompleted = protocol.EventTurnCompleted
 	TurnCancelled = protocol.EventTurnCancelled
+	TurnQueued    = protocol.EventTurnQueued
+	TurnSteered   = protocol.EventTurnSteered
 
 	RouteDecided          = protocol.EventRouteDecided
 	RoutingPolicyReloaded = protocol.EventRoutingPolicyReloaded

@@ -289,7 +289,7 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 	if err != nil {
 		return nil, err
 	}
-	sess.Title, sess.LastActivityAt = at.Title, at.LastActivityAt
+	sess.Title, sess.LastActivityAt, sess.Queued = at.Title, at.LastActivityAt, at.Queued
 	// The mode and the session rules as read after the seam: a change
 	// committed after it is delivered live and sets the same again.
 	sess.Mode, sess.SessionRules = at.Mode, at.SessionRules

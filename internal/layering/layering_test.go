@@ -30,8 +30,9 @@ var coreRules = []string{
 	"internal/clusternode", // scale-out: a node's runtime (ownership, failover, routing, status)
 	"internal/feed",        // the transport-neutral subscription core
 	"internal/hub",
-	"internal/login", // browser login sessions and the attempts limit
-	"internal/mcp",   // MCP servers and their tools (the MCP Go SDK is the protocol, not a transport of metis's)
+	"internal/images", // image validation by content, the image-bytes cache
+	"internal/login",  // browser login sessions and the attempts limit
+	"internal/mcp",    // MCP servers and their tools (the MCP Go SDK is the protocol, not a transport of metis's)
 	"internal/message",
 	"internal/metrics",
 	"internal/model/...",

@@ -42,6 +42,7 @@ const (
 	BlockToolUse    = protocol.BlockToolUse
 	BlockToolResult = protocol.BlockToolResult
 	BlockCompaction = protocol.BlockCompaction
+	BlockImage      = protocol.BlockImage
 )
 
 // Block is one content block. Which fields are set depends on Type; the
@@ -65,8 +66,37 @@ type Block struct {
 	ToolUseID string // tool_result
 	Content   string // tool_result
 	IsError   bool   // tool_result
+	// Images are a tool result's images (image blocks), omitted from
+	// its JSON when there are none.
+	Images []Block
 
 	Compaction *Compaction // compaction
+
+	// An image (docs/conversation.md, "Images"): its true media type, its
+	// bytes' SHA-256 (its name in the store), size in bytes and pixels.
+	MediaType     string
+	SHA256        string
+	Size          int64
+	Width, Height int
+	// Data is the image's bytes, in memory only: no JSON encoding of a
+	// block carries them (the store keeps them once, by SHA256). The
+	// agent loop fills it in before a model call.
+	Data []byte
+}
+
+// Image returns an image block (without its bytes).
+func Image(mediaType, sha string, size int64, width, height int) Block {
+	return Block{Type: BlockImage, MediaType: mediaType, SHA256: sha, Size: size, Width: width, Height: height}
+}
+
+// imageJSON is an image block's JSON.
+type imageJSON struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	SHA256    string `json:"sha256"`
+	Size      int64  `json:"size"`
+	Width     int    `json:"width"`
+	Height    int    `json:"height"`
 }
 
 // Text returns a text block.
@@ -104,11 +134,14 @@ func (b Block) MarshalJSON() ([]byte, error) {
 		}{b.Type, b.ID, b.Name, in, b.PartialInput})
 	case BlockToolResult:
 		return json.Marshal(struct {
-			Type      string `json:"type"`
-			ToolUseID string `json:"tool_use_id"`
-			Content   string `json:"content"`
-			IsError   bool   `json:"is_error"`
-		}{b.Type, b.ToolUseID, b.Content, b.IsError})
+			Type      string  `json:"type"`
+			ToolUseID string  `json:"tool_use_id"`
+			Content   string  `json:"content"`
+			IsError   bool    `json:"is_error"`
+			Images    []Block `json:"images,omitempty"`
+		}{b.Type, b.ToolUseID, b.Content, b.IsError, b.Images})
+	case BlockImage:
+		return json.Marshal(imageJSON{b.Type, b.MediaType, b.SHA256, b.Size, b.Width, b.Height})
 	case BlockCompaction:
 		c := Compaction{}
 		if b.Compaction != nil {
@@ -120,7 +153,9 @@ func (b Block) MarshalJSON() ([]byte, error) {
 		}{b.Type, c})
 	}
 	type plain Block
-	return json.Marshal(plain(b))
+	p := plain(b)
+	p.Data = nil // never on the wire
+	return json.Marshal(p)
 }
 
 // UnmarshalJSON decodes any block type.
@@ -137,12 +172,19 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 		ToolUseID string          `json:"tool_use_id"`
 		Content   string          `json:"content"`
 		IsError   bool            `json:"is_error"`
+		Images    []Block         `json:"images"`
+		MediaType string          `json:"media_type"`
+		SHA256    string          `json:"sha256"`
+		Size      int64           `json:"size"`
+		Width     int             `json:"width"`
+		Height    int             `json:"height"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
 	*b = Block{Type: w.Type, Text: w.Text, Thinking: w.Thinking, ID: w.ID, Name: w.Name,
-		Input: w.Input, PartialInput: w.Partial, ToolUseID: w.ToolUseID, Content: w.Content, IsError: w.IsError}
+		Input: w.Input, PartialInput: w.Partial, ToolUseID: w.ToolUseID, Content: w.Content, IsError: w.IsError, Images: w.Images,
+		MediaType: w.MediaType, SHA256: w.SHA256, Size: w.Size, Width: w.Width, Height: w.Height}
 	if w.Signature != nil {
 		b.Signature = *w.Signature
 	}
@@ -215,6 +257,21 @@ type Message struct {
 	// streaming events the server no longer held: Content is only what
 	// followed them (protocol.FieldStartMissing). Never stored.
 	StartMissing bool `json:"start_missing,omitempty"`
+}
+
+// Images returns the image blocks of m: its own and those of its tool
+// results, in order.
+func (m *Message) Images() []Block {
+	var out []Block
+	for _, b := range m.Content {
+		switch b.Type {
+		case BlockImage:
+			out = append(out, b)
+		case BlockToolResult:
+			out = append(out, b.Images...)
+		}
+	}
+	return out
 }
 
 // PlainText concatenates the text blocks of m.

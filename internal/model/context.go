@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/metis-agent/metis/internal/images"
 	"github.com/metis-agent/metis/internal/message"
 )
 
@@ -90,15 +91,23 @@ func EstimateTokens(req Request) int {
 }
 
 // EstimateMessageTokens estimates one message's tokens from its blocks.
+// An image counts for what a provider charges for it once scaled
+// (images.Tokens, at most about 1,600 tokens), not for its bytes.
 func EstimateMessageTokens(blocks []message.Block) int {
-	b := 0
+	b, img := 0, 0
 	for _, x := range blocks {
 		b += len(x.Text) + len(x.Thinking) + len(x.Signature) + len(x.Content) + len(x.Input) + len(x.Name) + len(x.ID) + len(x.ToolUseID)
 		if x.Compaction != nil {
 			b += len(x.Compaction.Summary)
 		}
+		if x.Type == message.BlockImage {
+			img += images.Tokens(x.Width, x.Height)
+		}
+		for _, im := range x.Images {
+			img += images.Tokens(im.Width, im.Height)
+		}
 	}
-	return b/bytesPerToken + messageFrameTokens
+	return b/bytesPerToken + img + messageFrameTokens
 }
 
 // EstimateTextTokens estimates the tokens of s.

@@ -16,32 +16,48 @@ type Limits struct {
 	// MaxOutputTokens is the most a model call may ask for (max_tokens);
 	// calls ask for less when it is smaller than max-output-tokens.
 	MaxOutputTokens int `yaml:"max_output_tokens" json:"max_output_tokens"`
+	// Vision says whether the model takes images (nil: unknown, taken as
+	// no: such a model reads a one-line text in place of each image).
+	Vision *bool `yaml:"vision,omitempty" json:"vision,omitempty"`
 }
+
+// Sees reports whether the model takes images.
+func (l Limits) Sees() bool { return l.Vision != nil && *l.Vision }
 
 // DefaultLimits are the published windows and output limits, keyed like
 // DefaultPrices (a model id, or a prefix ending in "*"). builtin:demo has
 // none: it has no window, and a session on it never compacts unless
 // config.yaml gives it one.
+//
+// Vision is the published capability: every Claude model listed and
+// the GPT-4.1, GPT-4o, GPT-5, o3 and o4-mini families take images;
+// gpt-3.5-turbo and claude-3-5-haiku do not. builtin:demo takes them
+// (it describes what it received).
 func DefaultLimits() map[string]Limits {
 	const k = 1000
+	yes, no := ptr(true), ptr(false)
 	return map[string]Limits{
-		"anthropic:claude-opus-4*":     {ContextWindow: 200 * k, MaxOutputTokens: 32 * k},
-		"anthropic:claude-opus-4-5*":   {ContextWindow: 200 * k, MaxOutputTokens: 64 * k},
-		"anthropic:claude-opus-4-6*":   {ContextWindow: 1000 * k, MaxOutputTokens: 128 * k},
-		"anthropic:claude-sonnet-4*":   {ContextWindow: 200 * k, MaxOutputTokens: 64 * k},
-		"anthropic:claude-sonnet-4-6*": {ContextWindow: 1000 * k, MaxOutputTokens: 128 * k},
-		"anthropic:claude-haiku-4*":    {ContextWindow: 200 * k, MaxOutputTokens: 64 * k},
-		"anthropic:claude-3-7-sonnet*": {ContextWindow: 200 * k, MaxOutputTokens: 64 * k},
-		"anthropic:claude-3-5-haiku*":  {ContextWindow: 200 * k, MaxOutputTokens: 8192},
+		"anthropic:claude-opus-4*":     {ContextWindow: 200 * k, MaxOutputTokens: 32 * k, Vision: yes},
+		"anthropic:claude-opus-4-5*":   {ContextWindow: 200 * k, MaxOutputTokens: 64 * k, Vision: yes},
+		"anthropic:claude-opus-4-6*":   {ContextWindow: 1000 * k, MaxOutputTokens: 128 * k, Vision: yes},
+		"anthropic:claude-sonnet-4*":   {ContextWindow: 200 * k, MaxOutputTokens: 64 * k, Vision: yes},
+		"anthropic:claude-sonnet-4-6*": {ContextWindow: 1000 * k, MaxOutputTokens: 128 * k, Vision: yes},
+		"anthropic:claude-haiku-4*":    {ContextWindow: 200 * k, MaxOutputTokens: 64 * k, Vision: yes},
+		"anthropic:claude-3-7-sonnet*": {ContextWindow: 200 * k, MaxOutputTokens: 64 * k, Vision: yes},
+		"anthropic:claude-3-5-haiku*":  {ContextWindow: 200 * k, MaxOutputTokens: 8192, Vision: no},
 
-		"openai:gpt-4.1*":      {ContextWindow: 1_047_576, MaxOutputTokens: 32_768},
-		"openai:gpt-4o*":       {ContextWindow: 128 * k, MaxOutputTokens: 16_384},
-		"openai:gpt-5*":        {ContextWindow: 400 * k, MaxOutputTokens: 128 * k},
-		"openai:o3*":           {ContextWindow: 200 * k, MaxOutputTokens: 100 * k},
-		"openai:o4-mini*":      {ContextWindow: 200 * k, MaxOutputTokens: 100 * k},
-		"openai:gpt-3.5-turbo": {ContextWindow: 16_385, MaxOutputTokens: 4096},
+		"openai:gpt-4.1*":      {ContextWindow: 1_047_576, MaxOutputTokens: 32_768, Vision: yes},
+		"openai:gpt-4o*":       {ContextWindow: 128 * k, MaxOutputTokens: 16_384, Vision: yes},
+		"openai:gpt-5*":        {ContextWindow: 400 * k, MaxOutputTokens: 128 * k, Vision: yes},
+		"openai:o3*":           {ContextWindow: 200 * k, MaxOutputTokens: 100 * k, Vision: yes},
+		"openai:o4-mini*":      {ContextWindow: 200 * k, MaxOutputTokens: 100 * k, Vision: yes},
+		"openai:gpt-3.5-turbo": {ContextWindow: 16_385, MaxOutputTokens: 4096, Vision: no},
+
+		"builtin:demo": {Vision: yes},
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // LimitTable answers a model's limits: config.yaml's `models` first,
 // then what a provider reported (Learn), then DefaultLimits. Exact ids
@@ -78,10 +94,17 @@ func (t *LimitTable) Lookup(model string) Limits {
 	l := t.learned[model]
 	t.mu.RUnlock()
 	d, _ := t.list.lookup(model)
-	return Limits{
+	out := Limits{
 		ContextWindow:   firstPositive(c.ContextWindow, l.ContextWindow, d.ContextWindow),
 		MaxOutputTokens: firstPositive(c.MaxOutputTokens, l.MaxOutputTokens, d.MaxOutputTokens),
 	}
+	for _, v := range []*bool{c.Vision, l.Vision, d.Vision} {
+		if v != nil {
+			out.Vision = ptr(*v)
+			break
+		}
+	}
+	return out
 }
 
 func firstPositive(vs ...int) int {

@@ -21,12 +21,40 @@ func TestLimitsLayers(t *testing.T) {
 		"builtin:demo":                         {},
 		"nobody:knows":                         {},
 	} {
-		if got := l.Lookup(id); got != want {
+		got := l.Lookup(id)
+		got.Vision = nil // TestVisionLayers
+		if got != want {
 			t.Errorf("%s: %+v, want %+v", id, got, want)
 		}
 	}
 	var none *LimitTable
 	if got := none.Lookup("anthropic:claude-sonnet-4-6"); got != (Limits{}) {
 		t.Errorf("a nil table knows %+v", got)
+	}
+}
+
+// TestVisionLayers: whether a model takes images comes from config.yaml
+// first (true or false), then the list; a model nothing knows does not
+// see (it gets a text in place of each image).
+func TestVisionLayers(t *testing.T) {
+	no, yes := false, true
+	l := NewLimits(map[string]Limits{
+		"anthropic:claude-sonnet-4-6": {Vision: &no},
+		"openai:local-llava":          {Vision: &yes},
+		"openai:gpt-4o-mini":          {ContextWindow: 1000}, // sets no vision: the list's stands
+	})
+	for id, want := range map[string]bool{
+		"anthropic:claude-sonnet-4-6": false,
+		"anthropic:claude-opus-4-5":   true,
+		"openai:local-llava":          true,
+		"openai:local-other":          false,
+		"openai:gpt-4o-mini":          true,
+		"openai:gpt-3.5-turbo":        false,
+		"builtin:demo":                true,
+		"nobody:knows":                false,
+	} {
+		if got := l.Lookup(id).Sees(); got != want {
+			t.Errorf("%s sees: %v, want %v", id, got, want)
+		}
 	}
 }

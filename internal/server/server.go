@@ -31,6 +31,7 @@ import (
 	"github.com/metis-agent/metis/internal/delegate"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
+	"github.com/metis-agent/metis/internal/images"
 	"github.com/metis-agent/metis/internal/mcp"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
@@ -207,6 +208,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	lcfg := longSessionConfig(cfg, limits) // windows.go
 	lcfg.Models, lcfg.Tools, lcfg.Prices, lcfg.Logger = s.Models, s.Tools, prices, log
 	lcfg.MaxTokens, lcfg.ThinkingBudget = cfg.MaxOutputTokens, cfg.ThinkingBudget
+	lcfg.Images = st
 	lcfg.ApprovalTimeout = cfg.ApprovalTimeout
 	lcfg.ToolSource = s.MCP
 	lcfg.History = agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
@@ -222,6 +224,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	mgr = session.New(session.Config{Store: st, Bus: s.Bus, Loop: loop, Router: router, Models: s.Models,
 		DefaultModel: s.Config.DefaultModel, TurnTimeout: cfg.TurnTimeout, Logger: log,
 		MaxTurnCostUSD: cfg.MaxTurnCost, MaxSessionCostUSD: cfg.MaxSessionCost,
+		MaxQueuedTurns: cfg.MaxQueuedTurns, MaxImages: cfg.MaxImages, Images: images.Limits{MaxBytes: cfg.MaxImageBytes},
 		Policy: s.Permissions, DefaultMode: cfg.DefaultMode, ApprovalTimeout: cfg.ApprovalTimeout,
 		Checkpoints: cps, CheckpointsUnavailable: why})
 	s.Sessions = mgr

@@ -50,7 +50,7 @@ func (m *Manager) Compact(ctx context.Context, sessionID, instructions string) (
 		return "", fmt.Errorf("%w: workspace %s cannot be opened: %v", ErrInvalid, s.WorkspacePath, err)
 	}
 	t := &activeTurn{id: event.NewID("cmp_"), done: make(chan struct{})}
-	if err := m.admit(ctx, sessionID, t); err != nil {
+	if _, err := m.admit(ctx, sessionID, t, false); err != nil {
 		root.Close()
 		return "", err
 	}

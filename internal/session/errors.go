@@ -33,3 +33,12 @@ var (
 	// holds it) and the request did not confirm it.
 	ErrWorkspaceHome = workspace.ErrHome
 )
+
+// Errors of follow-ups and images (docs/conversation.md).
+var (
+	ErrQueueFull      = errors.New("the session's queue is full")
+	ErrTurnCancelling = errors.New("the turn is being cancelled")
+	ErrTurnMismatch   = errors.New("that turn is not the one running")
+	ErrInvalidImage   = errors.New("invalid image")
+	ErrImageNotFound  = errors.New("image not found")
+)

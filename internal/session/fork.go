@@ -124,7 +124,7 @@ func (m *Manager) Fork(ctx context.Context, sessionID string, req protocol.ForkR
 			return protocol.ForkResult{}, fmt.Errorf("%w: workspace %s cannot be opened: %v", ErrInvalid, src.WorkspacePath, err)
 		}
 		slot = &activeTurn{id: event.NewID("rev_"), done: make(chan struct{})}
-		if err := m.admit(ctx, fork.ID, slot); err != nil {
+		if _, err := m.admit(ctx, fork.ID, slot, false); err != nil {
 			root.Close()
 			return protocol.ForkResult{}, err
 		}

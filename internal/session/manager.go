@@ -12,6 +12,7 @@ import (
 	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/checkpoint"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/images"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/permission"
@@ -41,6 +42,12 @@ type Config struct {
 	// then saying why if they were not turned off.
 	Checkpoints            *checkpoint.Store
 	CheckpointsUnavailable string
+	// MaxQueuedTurns bounds a session's queue (0: DefaultMaxQueuedTurns).
+	MaxQueuedTurns int
+	// MaxImages bounds the images of one message (0: DefaultMaxImages);
+	// Images bounds each image (zero fields: images.DefaultLimits).
+	MaxImages int
+	Images    images.Limits
 	// Policy decides tool calls (docs/permissions.md); nil runs every
 	// call, as before permissions existed (tests of other parts).
 	Policy *permission.Policy
@@ -61,6 +68,10 @@ type Manager struct {
 	mu      sync.Mutex
 	turns   map[string]*activeTurn       // by session id: the turn in flight
 	history map[string][]message.Message // conversations after a completed turn
+	queues  map[string][]*queuedTurn     // by session id: the turns waiting, next first (queue.go)
+	// queueMu serialises the queueing of turns, so that a session's
+	// queue order is the order of its turn.queued events.
+	queueMu sync.Mutex
 	// approvals are the approval requests of the turns in flight, by id,
 	// from Open to Close; rules the "allow for this session" rules of the
 	// delegation trees with a turn in flight, by the tree's top session.
@@ -79,6 +90,7 @@ type activeTurn struct {
 	ended      store.TurnStatus // how the loop ended; "" while it runs
 	out        agent.Outcome    // the loop's outcome, set before done closes
 	done       chan struct{}
+	inbox      []turnInput // messages steered into the turn, not yet taken (steer.go)
 
 	// Permissions: the session, its planners (nearest first) and the
 	// top of its tree, whose rules it follows; its mode now; its open
@@ -96,8 +108,24 @@ func New(cfg Config) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.MaxQueuedTurns <= 0 {
+		cfg.MaxQueuedTurns = DefaultMaxQueuedTurns
+	}
+	if cfg.MaxImages <= 0 {
+		cfg.MaxImages = DefaultMaxImages
+	}
+	def := images.DefaultLimits()
+	if cfg.Images.MaxBytes <= 0 {
+		cfg.Images.MaxBytes = def.MaxBytes
+	}
+	if cfg.Images.MaxSide <= 0 {
+		cfg.Images.MaxSide = def.MaxSide
+	}
+	if cfg.Images.MaxPixels <= 0 {
+		cfg.Images.MaxPixels = def.MaxPixels
+	}
 	return &Manager{cfg: cfg, log: log, turns: map[string]*activeTurn{}, history: map[string][]message.Message{},
-		approvals: map[string]*approval{}, rules: map[string][]permission.Rule{}}
+		queues: map[string][]*queuedTurn{}, approvals: map[string]*approval{}, rules: map[string][]permission.Rule{}}
 }
 
 // CreateRequest is the body of POST /sessions.

@@ -19,10 +19,14 @@ import (
 // unfinished tool calls. A delegation the turn had started and not
 // finished first gets delegate.failed (failure mode interrupted): the
 // worker's own turn is closed the same way, before its planner's.
+// Then the turns that wait in queues are read back and run, each
+// session's in order (docs/conversation.md).
 func (m *Manager) Recover(ctx context.Context) error {
-	_, err := m.recoverTurns(ctx, func(string) (bool, error) { return true, nil },
-		protocol.CancelReasonServerRestart, "server restarted")
-	return err
+	if _, err := m.recoverTurns(ctx, func(string) (bool, error) { return true, nil },
+		protocol.CancelReasonServerRestart, "server restarted"); err != nil {
+		return err
+	}
+	return m.resumeQueues(ctx)
 }
 
 // RecoverTree closes the turns of one delegation tree left in flight by

@@ -118,7 +118,7 @@ func (m *Manager) restoreHeld(ctx context.Context, sessionID string, pick func(s
 		return protocol.RevertResult{}, fmt.Errorf("%w: workspace %s cannot be opened: %v", ErrInvalid, s.WorkspacePath, err)
 	}
 	slot := &activeTurn{id: event.NewID("rev_"), done: make(chan struct{})}
-	if err := m.admit(ctx, sessionID, slot); err != nil {
+	if _, err := m.admit(ctx, sessionID, slot, false); err != nil {
 		root.Close()
 		return protocol.RevertResult{}, err
 	}

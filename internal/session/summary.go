@@ -19,8 +19,11 @@ const (
 	StatusCancelling = protocol.TurnStatusCancelling
 )
 
+// summarize builds a session's summary; m.mu is held (the queue is
+// read).
 func (m *Manager) summarize(s store.Session, t *activeTurn) Summary {
 	s.RoutingPolicyVersion = m.cfg.Router.Version() // the policy in force now
+	s.Queued = m.wireQueueLocked(s.ID)
 	if t == nil {
 		return s.Summary("", false)
 	}

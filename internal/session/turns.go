@@ -25,7 +25,7 @@ const MaxTurnContent = 1 << 20
 // Submit starts a turn with the user's text and returns its id once
 // turn.started (carrying the persisted user message) is committed. Only
 // one turn per session runs at a time: a second fails with
-// ErrTurnInFlight.
+// ErrTurnInFlight. SubmitTurn takes images, queues and steers.
 func (m *Manager) Submit(ctx context.Context, sessionID, content string) (string, error) {
 	t, err := m.submit(ctx, sessionID, content, "")
 	if err != nil {
@@ -57,87 +57,113 @@ func (m *Manager) RunTurn(ctx context.Context, sessionID, content, modelID strin
 }
 
 func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string) (*activeTurn, error) {
+	in, err := m.prepare(ctx, sessionID, content, modelID, nil)
+	if err != nil {
+		return nil, err
+	}
+	t := &activeTurn{id: event.NewID("turn_"), done: make(chan struct{})}
+	if _, err := m.admit(ctx, sessionID, t, false); err != nil {
+		return nil, err
+	}
+	if err := m.start(ctx, t, in); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// turnInput is a user message ready to start (or queue, or steer) a
+// turn: checked, its images validated and read, not yet stored.
+type turnInput struct {
+	session store.Session
+	// text is the message's text, a leading "/model provider:model "
+	// taken off (override names that model).
+	text, override string
+	// user is the user message (its TurnID is set when the turn is
+	// known); images the bytes of its image blocks, stored with the event
+	// that first carries it.
+	user   message.Message
+	images []store.Image
+}
+
+// prepare checks a user message for a turn of sessionID and builds it.
+func (m *Manager) prepare(ctx context.Context, sessionID, content, modelID string, imgs []protocol.ImageInput) (turnInput, error) {
 	if strings.TrimSpace(content) == "" {
-		return nil, fmt.Errorf("%w: content is empty", ErrInvalid)
+		return turnInput{}, fmt.Errorf("%w: content is empty", ErrInvalid)
 	}
 	override, rest, isCommand := routing.ParseCommand(content)
 	if modelID != "" && !isCommand {
 		if err := m.cfg.Models.Check(modelID); err != nil {
 			_, msg := model.Classify(err)
-			return nil, fmt.Errorf("%w: %s", ErrInvalid, msg)
+			return turnInput{}, fmt.Errorf("%w: %s", ErrInvalid, msg)
 		}
 		override = modelID
 	}
 	if isCommand {
 		if rest == "" {
-			return nil, fmt.Errorf("%w: nothing to send after /model %s", ErrInvalid, override)
+			return turnInput{}, fmt.Errorf("%w: nothing to send after /model %s", ErrInvalid, override)
 		}
 		if err := m.cfg.Models.Check(override); err != nil {
 			_, msg := model.Classify(err)
-			return nil, fmt.Errorf("%w: %s", ErrInvalid, msg)
+			return turnInput{}, fmt.Errorf("%w: %s", ErrInvalid, msg)
 		}
 		content = rest
 	}
 	if len(content) > MaxTurnContent {
-		return nil, fmt.Errorf("%w: content is %d bytes; the limit is %d", ErrInvalid, len(content), MaxTurnContent)
+		return turnInput{}, fmt.Errorf("%w: content is %d bytes; the limit is %d", ErrInvalid, len(content), MaxTurnContent)
 	}
-	s, err := m.cfg.Store.Session(ctx, sessionID)
+	blocks, stored, err := m.checkImages(ctx, imgs)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, sessionID)
-		}
-		return nil, err
+		return turnInput{}, err
 	}
+	s, err := m.session(ctx, sessionID)
+	if err != nil {
+		return turnInput{}, err
+	}
+	user := message.Message{ID: event.NewID("msg_"), SessionID: sessionID, Role: message.RoleUser,
+		Content: append([]message.Block{message.Text(content)}, blocks...), Status: message.StatusComplete, CreatedAt: time.Now().UTC()}
+	return turnInput{session: s, text: content, override: override, user: user, images: stored}, nil
+}
+
+// start starts admitted turn t with in: it commits turn.started (with
+// extra, the ops of a queued turn's start) and runs the agent loop in a
+// goroutine the manager owns. On error t's slot is released.
+func (m *Manager) start(ctx context.Context, t *activeTurn, in turnInput, extra ...store.Op) error {
+	s, sessionID := in.session, in.session.ID
 	root, err := os.OpenRoot(s.WorkspacePath)
 	if err != nil {
-		return nil, fmt.Errorf("%w: workspace %s cannot be opened: %v", ErrInvalid, s.WorkspacePath, err)
+		m.release(sessionID, t, nil)
+		return fmt.Errorf("%w: workspace %s cannot be opened: %v", ErrInvalid, s.WorkspacePath, err)
 	}
-
-	t := &activeTurn{id: event.NewID("turn_"), done: make(chan struct{}), sessionID: sessionID, mode: modeOf(s)}
-	// The session's tree: a top session is its own (no more reads); a
-	// worker walks up to the top, whose rules it follows.
-	t.root = sessionID
-	treeRules := s.SessionRules
-	if s.ParentSessionID != "" {
-		if t.chain, err = m.chainOf(ctx, sessionID); err == nil {
-			t.root = t.chain[len(t.chain)-1]
-			var top store.Session
-			top, err = m.cfg.Store.Session(ctx, t.root)
-			treeRules = top.SessionRules
-		}
-	}
-	if err != nil {
+	if err := m.bindTree(ctx, t, s); err != nil {
 		root.Close()
-		return nil, err
+		m.release(sessionID, t, nil)
+		return err
 	}
-	if err := m.admit(ctx, sessionID, t); err != nil {
-		root.Close()
-		return nil, err
-	}
-	m.loadRules(t.root, treeRules)
-
-	release := m.releaser(sessionID, t, root)
+	release := func() { m.release(sessionID, t, root) }
 	em, err := m.cfg.Bus.Emitter(ctx, sessionID)
 	if err != nil {
 		release()
-		return nil, err
+		return err
 	}
 	now := time.Now().UTC()
-	user := message.Message{ID: event.NewID("msg_"), SessionID: sessionID, TurnID: t.id, Role: message.RoleUser,
-		Content: []message.Block{message.Text(content)}, Status: message.StatusComplete, CreatedAt: now}
-	ops := []store.Op{
-		store.PutTurn{Turn: store.Turn{ID: t.id, SessionID: sessionID, Status: store.TurnInFlight, StartedAt: now}},
-		store.PutMessage{Message: user},
+	user := in.user
+	user.TurnID = t.id
+	ops := append([]store.Op{}, extra...)
+	if len(in.images) > 0 {
+		ops = append(ops, store.PutImages{SessionID: sessionID, Images: in.images})
 	}
+	ops = append(ops,
+		store.PutTurn{Turn: store.Turn{ID: t.id, SessionID: sessionID, Status: store.TurnInFlight, StartedAt: now}},
+		store.PutMessage{Message: user})
 	if s.Title == "" {
 		// The first turn names the session, in the transaction of the
 		// turn.started that announces it (the store keeps a title once set).
-		ops = append(ops, store.SetTitle{SessionID: sessionID, Title: content})
+		ops = append(ops, store.SetTitle{SessionID: sessionID, Title: in.text})
 	}
 	if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnStarted, TurnID: t.id, Actor: event.ActorUser,
 		Payload: map[string]any{"user_message": user}, Ops: ops}); err != nil {
 		release()
-		return nil, fmt.Errorf("start turn: %w", err)
+		return fmt.Errorf("start turn: %w", err)
 	}
 
 	turnCtx, cancel := context.WithCancelCause(context.Background())
@@ -165,10 +191,11 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 			defer timeout.Stop()
 		}
 		out := m.cfg.Loop.Run(turnCtx, agent.Turn{ID: t.id, SessionID: sessionID, SessionModel: s.ActiveModel,
-			Workspace: s.WorkspacePath, Root: root, Emitter: em, Router: m.cfg.Router, UserText: content,
-			Worker: s.ParentSessionID != "", ModelOverride: override, History: m.cachedHistory(sessionID, user),
+			Workspace: s.WorkspacePath, Root: root, Emitter: em, Router: m.cfg.Router, UserText: in.text,
+			Worker: s.ParentSessionID != "", ModelOverride: in.override, History: m.cachedHistory(sessionID, user),
 			Mode: sessionMode(s), MaxTurnCostUSD: s.MaxTurnCostUSD, MaxSessionCostUSD: s.MaxSessionCostUSD, SessionCostUSD: s.CostUSD,
-			Ending: func(st store.TurnStatus) string { return m.ending(t, st) }, Permissions: m.permissionsOf(t)})
+			Ending: func(st store.TurnStatus) string { return m.ending(t, st) }, Permissions: m.permissionsOf(t),
+			Steer: func() []agent.Steered { return m.steered(t) }})
 		// Run returns once the turn's terminal event is committed (retried
 		// through storage failures), so the conversation it hands back is
 		// the stored one; it is nil unless the turn completed, and the next
@@ -186,17 +213,20 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 			t.ended = ended
 		}
 		t.out = out
+		late := t.inbox // steered messages the turn ended before taking
+		t.inbox = nil
 		moved := t.reason == ReasonOwnerLost
 		m.mu.Unlock()
 		if moved {
 			// Cluster mode: this node lost the turn's tree to another
 			// node, which ends the turn (turn.cancelled, owner_lost); its
 			// events here could not be written, and there is nothing to
-			// wait for.
+			// wait for. Messages steered into it were never stored.
 			m.log.Info("turn left to the tree's new owner: this node lost the tree", "session", sessionID, "turn", t.id,
-				"reason", ReasonOwnerLost)
+				"reason", ReasonOwnerLost, "steered_messages_lost", len(late))
 			return
 		}
+		m.queueLate(sessionID, late)
 		bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := em.Barrier(bctx); err != nil {
 			m.log.Warn("turn end not committed", "session", sessionID, "turn", t.id, "err", err)
@@ -204,53 +234,100 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 		bcancel()
 		m.log.Info("turn ended", "session", sessionID, "turn", t.id, "status", out.Status, "reason", out.Reason)
 	}()
-	return t, nil
+	return nil
+}
+
+// bindTree sets admitted turn t's permission state from session s:
+// its mode, and its delegation tree (a top session is its own; a
+// worker walks up to the top, whose rules it follows), whose session
+// rules it loads.
+func (m *Manager) bindTree(ctx context.Context, t *activeTurn, s store.Session) error {
+	root, treeRules := s.ID, s.SessionRules
+	var chain []string
+	if s.ParentSessionID != "" {
+		var err error
+		if chain, err = m.chainOf(ctx, s.ID); err != nil {
+			return err
+		}
+		root = chain[len(chain)-1]
+		top, err := m.cfg.Store.Session(ctx, root)
+		if err != nil {
+			return err
+		}
+		treeRules = top.SessionRules
+	}
+	m.mu.Lock()
+	t.sessionID, t.mode, t.chain, t.root = s.ID, modeOf(s), chain, root
+	m.mu.Unlock()
+	m.loadRules(root, treeRules)
+	return nil
 }
 
 // releaser returns what frees the session's turn slot once t (admitted)
-// has ended: it forgets t, closes its done channel and root, and ends its
-// count in the manager's wait group.
+// has ended (see release).
 func (m *Manager) releaser(sessionID string, t *activeTurn, root *os.Root) func() {
-	return func() {
-		m.mu.Lock()
+	return func() { m.release(sessionID, t, root) }
+}
+
+// release frees the session's turn slot once t (admitted) has ended: it
+// forgets t and, in the same critical section, hands the slot to the
+// next queued turn (queue.go); then it closes t's done channel and root,
+// and ends its count in the manager's wait group.
+func (m *Manager) release(sessionID string, t *activeTurn, root *os.Root) {
+	m.mu.Lock()
+	if m.turns[sessionID] == t {
 		delete(m.turns, sessionID)
 		m.forgetRulesLocked(t.root)
-		m.mu.Unlock()
-		close(t.done)
-		root.Close()
-		m.wg.Done()
 	}
+	next := m.handOffLocked(sessionID)
+	m.mu.Unlock()
+	close(t.done)
+	if root != nil {
+		root.Close()
+	}
+	m.wg.Done()
+	next()
 }
 
 // admit registers t as the session's turn in flight. A turn whose
 // terminal event is already committed (a client may have seen it and
 // sent the next message at once) is still winding down: admit waits for
-// it rather than refusing. A turn still running fails with
-// ErrTurnInFlight.
-func (m *Manager) admit(ctx context.Context, sessionID string, t *activeTurn) error {
+// it rather than refusing. While a turn runs (or turns wait in the
+// session's queue) it fails with ErrTurnInFlight, unless queue: then it
+// reports true, and the caller queues the turn (enqueue) instead.
+func (m *Manager) admit(ctx context.Context, sessionID string, t *activeTurn, queue bool) (bool, error) {
 	for {
 		m.mu.Lock()
 		if m.closing {
 			m.mu.Unlock()
-			return ErrClosed
+			return false, ErrClosed
 		}
-		cur := m.turns[sessionID]
-		if cur == nil {
+		cur, waiting := m.turns[sessionID], len(m.queues[sessionID])
+		if cur == nil && waiting == 0 {
 			m.turns[sessionID] = t
 			m.wg.Add(1)
 			m.mu.Unlock()
-			return nil
+			return false, nil
 		}
 		m.mu.Unlock()
-		row, err := m.cfg.Store.Turn(ctx, cur.id)
-		if err != nil || row.Status == store.TurnInFlight {
-			return fmt.Errorf("%w: turn %s", ErrTurnInFlight, cur.id)
+		if cur != nil && waiting == 0 {
+			row, err := m.cfg.Store.Turn(ctx, cur.id)
+			if err == nil && row.Status != store.TurnInFlight {
+				select {
+				case <-cur.done:
+					continue
+				case <-ctx.Done():
+					return false, fmt.Errorf("wait for turn %s to wind down: %w", cur.id, ctx.Err())
+				}
+			}
 		}
-		select {
-		case <-cur.done:
-		case <-ctx.Done():
-			return fmt.Errorf("wait for turn %s to wind down: %w", cur.id, ctx.Err())
+		if queue {
+			return true, nil
 		}
+		if cur == nil {
+			return false, fmt.Errorf("%w: %d turns wait in the session's queue", ErrTurnInFlight, waiting)
+		}
+		return false, fmt.Errorf("%w: turn %s", ErrTurnInFlight, cur.id)
 	}
 }
 
@@ -288,6 +365,9 @@ const (
 func (m *Manager) Cancel(ctx context.Context, sessionID, turnID, reason string) (CancelResult, error) {
 	if reason == "" {
 		reason = agent.ReasonUser
+	}
+	if r, ok, err := m.cancelQueued(ctx, sessionID, turnID, reason); ok {
+		return r, err
 	}
 	// A turn whose terminal event is committed (the client may have seen
 	// it) has ended, even while it winds down in memory: answer from the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // ErrNotFound is returned (wrapped) by reads of a missing row.
@@ -38,6 +39,10 @@ type Session struct {
 	// ForkedFromSessionID and ForkedFromMessageID are where a fork was
 	// made from ("" unless a fork; POST /sessions/{id}/fork).
 	ForkedFromSessionID, ForkedFromMessageID string
+	// Queued is the session's queue, the next turn first: not a column
+	// (the session manager holds it live; SummaryAsOf reads it as of an
+	// event from queued_turns).
+	Queued []protocol.QueuedTurn
 	// Mode is the permission mode ("" is stored as "default").
 	Mode string
 	// SessionRules are the rules "allow for this session" answers added

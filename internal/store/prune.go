@@ -60,6 +60,7 @@ const treeCTE = `WITH RECURSIVE tree(id) AS (
 const sqlTreeBusy = treeCTE + `SELECT
 	EXISTS (SELECT 1 FROM tree JOIN events e ON e.session_id = tree.id)
 	OR EXISTS (SELECT 1 FROM tree JOIN turns u ON u.session_id = tree.id AND u.status = 'in_flight')
+	OR EXISTS (SELECT 1 FROM tree JOIN queued_turns q ON q.session_id = tree.id AND q.ended_event_id = '')
 	OR EXISTS (SELECT 1 FROM tree JOIN sessions s ON s.id = tree.id AND s.created_at >= ?2)`
 
 // sqlRemoveTree deletes the rows of every session of the tree; the
@@ -68,6 +69,11 @@ var sqlRemoveTree = []string{
 	treeCTE + `DELETE FROM tool_calls WHERE session_id IN tree`,
 	treeCTE + `DELETE FROM messages WHERE session_id IN tree`,
 	treeCTE + `DELETE FROM turns WHERE session_id IN tree`,
+	treeCTE + `DELETE FROM queued_turns WHERE session_id IN tree`,
+	// An image goes with the last session that holds it.
+	treeCTE + `DELETE FROM images WHERE sha256 IN (SELECT sha256 FROM session_images WHERE session_id IN tree)
+	AND NOT EXISTS (SELECT 1 FROM session_images o WHERE o.sha256 = images.sha256 AND o.session_id NOT IN tree)`,
+	treeCTE + `DELETE FROM session_images WHERE session_id IN tree`,
 	treeCTE + `DELETE FROM sessions WHERE id IN tree`,
 }
 

@@ -272,9 +272,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("schema: migrate to v7: %w", err)
 		}
 	}
-	// v8 is the conversation queue's and images' step (another change
-	// adds it here); v9 only adds columns of its own, so it runs the same
-	// after it or without it.
+	if v < 8 {
+		if _, err := tx.ExecContext(ctx, schemaV8); err != nil { // conversation.go
+			return fmt.Errorf("schema: migrate to v8: %w", err)
+		}
+	}
 	if v < 9 {
 		if _, err := tx.ExecContext(ctx, schemaV9); err != nil { // checkpoints.go
 			return fmt.Errorf("schema: migrate to v9: %w", err)

@@ -7,8 +7,8 @@ import (
 	"fmt"
 )
 
-// SummaryAsOf is a session's title and last activity as a snapshot at
-// event id asOf shows them: the title only once the session's first
+// SummaryAsOf is a session's title, last activity and queue as a
+// snapshot at event id asOf shows them (the queue: QueuedTurnsAsOf): the title only once the session's first
 // user message is at or before asOf (the rule MessagesAsOf follows),
 // and the last activity at the newest of the session's events at or
 // before asOf. With no such event (retention removed them) the row's
@@ -49,5 +49,10 @@ WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT 1`, sessionID, asOf).Sca
 	case !errors.Is(err, sql.ErrNoRows):
 		return Session{}, fmt.Errorf("store: summary of session %s: last activity: %w", sessionID, err)
 	}
+	queued, err := s.queryQueued(ctx, tx, sqlQueuedAsOf, sessionID, asOf, asOf)
+	if err != nil {
+		return Session{}, fmt.Errorf("store: summary of session %s: %w", sessionID, err)
+	}
+	ss.Queued = WireQueue(queued)
 	return ss, nil
 }

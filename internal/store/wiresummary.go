@@ -9,7 +9,7 @@ func (s Session) Summary(turnID string, cancelling bool) protocol.SessionSummary
 	out := protocol.SessionSummary{ID: s.ID, WorkspacePath: s.WorkspacePath, ActiveModel: s.ActiveModel,
 		RoutingPolicyVersion: s.RoutingPolicyVersion, CostSoFarUSD: s.CostUSD, TurnCount: s.TurnCount, CreatedAt: s.CreatedAt,
 		Title: s.Title, LastActivityAt: s.LastActivityAt, ContextTokens: s.ContextTokens, ContextWindow: s.ContextWindow,
-		MaxTurnCostUSD: s.MaxTurnCostUSD, MaxSessionCostUSD: s.MaxSessionCostUSD,
+		MaxTurnCostUSD: s.MaxTurnCostUSD, MaxSessionCostUSD: s.MaxSessionCostUSD, QueuedTurns: s.Queued,
 		Mode: modeOrDefault(s.Mode), PendingApprovals: []protocol.PendingApproval{}, SessionRules: append([]string{}, s.SessionRules...)}
 	if s.ParentSessionID != "" {
 		p := s.ParentSessionID

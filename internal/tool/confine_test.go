@@ -3,6 +3,7 @@ package tool_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -137,7 +138,7 @@ func TestConfinement(t *testing.T) {
 					res, err = run(t, tl, env, map[string]string{"path": c.path})
 				}
 				wantClass(t, err, tool.ClassPermissionDenied)
-				if res != (tool.Result{}) {
+				if !reflect.DeepEqual(res, tool.Result{}) {
 					t.Errorf("failed call returned a result: %+v", res)
 				}
 				if strings.Contains(err.Error(), secret) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gabriel-vasile/mimetype"
 
+	"github.com/metis-agent/metis/internal/images"
 	"github.com/metis-agent/metis/internal/model"
 )
 
@@ -104,7 +105,8 @@ type ReadFile struct{}
 func (ReadFile) Spec() model.ToolSpec {
 	return model.ToolSpec{Name: "read_file",
 		Description: "Read a text file in the workspace. Without offset or limit it returns the file as it is, up to 256 KiB. " +
-			"To read a long file in parts, give offset (the first line, from 1) and limit (how many lines); line_numbers numbers each line (\"     12\tline\"), to quote exact lines in an edit. Binary files are refused.",
+			"To read a long file in parts, give offset (the first line, from 1) and limit (how many lines); line_numbers numbers each line (\"     12\tline\"), to quote exact lines in an edit. " +
+			"A PNG, JPEG, GIF or WebP image (up to 5 MiB) is returned as an image. Other binary files are refused.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"path":{"type":"string","description":"file relative to the workspace"},` +
 			`"offset":{"type":"integer","minimum":1,"description":"first line to read, from 1"},` +
@@ -159,6 +161,9 @@ func (ReadFile) Run(ctx context.Context, env Env, input json.RawMessage) (Result
 	head, err := r.Peek(sniffBytes)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 		return Result{}, fsError("read", in.Path, err)
+	}
+	if images.Sniff(head) != "" {
+		return readImage(ctx, r, in.Path, st.Size())
 	}
 	if kind, binary := sniffBinary(head); binary {
 		return Result{}, Errorf(ClassInvalidInput, "read %s: a binary file (%s, %d bytes); read_file reads text files", in.Path, kind, st.Size())

@@ -1,9 +1,12 @@
 package tool_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -109,11 +112,10 @@ func TestReadFileLineOutputIsCapped(t *testing.T) {
 
 func TestReadFileRefusesBinaryFiles(t *testing.T) {
 	ws, env := workspace(t)
-	png := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
-	mustWrite(t, filepath.Join(ws, "img.png"), png)
+	mustWrite(t, filepath.Join(ws, "prog"), "\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00\x01\x00\x00\x00")
 	mustWrite(t, filepath.Join(ws, "nul.txt"), "text\x00more")
 	mustWrite(t, filepath.Join(ws, "doc.pdf"), "%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n")
-	for p, kind := range map[string]string{"img.png": "image/png", "nul.txt": "", "doc.pdf": "application/pdf"} {
+	for p, kind := range map[string]string{"prog": "application/x-", "nul.txt": "", "doc.pdf": "application/pdf"} {
 		for _, in := range []map[string]any{{"path": p}, {"path": p, "offset": 1}} {
 			_, err := run(t, tool.ReadFile{}, env, in)
 			wantClass(t, err, tool.ClassInvalidInput)
@@ -208,5 +210,37 @@ func TestWriteFilePreviewRefusesWhatRunRefuses(t *testing.T) {
 		if tool.ClassOf(perr) != class || tool.ClassOf(rerr) != class {
 			t.Errorf("%s: preview %v, run %v; want %s", p, perr, rerr, class)
 		}
+	}
+}
+
+func TestReadFileReturnsAnImageAsAnImage(t *testing.T) {
+	ws, env := workspace(t)
+	var buf bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	// The name lies (.txt): the content decides.
+	mustWrite(t, filepath.Join(ws, "shot.txt"), buf.String())
+	res, err := run(t, tool.ReadFile{}, env, map[string]any{"path": "shot.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Images) != 1 {
+		t.Fatalf("images: %+v", res.Images)
+	}
+	im := res.Images[0]
+	if im.MediaType != "image/png" || im.Width != 3 || im.Height != 2 || !bytes.Equal(im.Data, buf.Bytes()) || len(im.SHA256) != 64 {
+		t.Errorf("image block: %+v", im)
+	}
+	if !strings.Contains(res.Content, "shot.txt") || !strings.Contains(res.Content, "PNG 3×2") {
+		t.Errorf("content: %q", res.Content)
+	}
+	// A truncated PNG is refused with the reason, not returned.
+	mustWrite(t, filepath.Join(ws, "cut.png"), buf.String()[:buf.Len()-20])
+	_, err = run(t, tool.ReadFile{}, env, map[string]any{"path": "cut.png"})
+	wantClass(t, err, tool.ClassInvalidInput)
+	if !strings.Contains(err.Error(), "cut.png") || !strings.Contains(err.Error(), "image") {
+		t.Errorf("truncated: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
 )
 
@@ -75,6 +76,9 @@ type Result struct {
 	// edit_file, apply_patch): the paths changed and their unified
 	// diff, carried by the call's tool.completed event.
 	Change *Change
+	// Images are image blocks with their bytes (read_file of an image):
+	// the agent loop stores them and puts them in the tool result.
+	Images []message.Block
 	// Output is what a tool returned beyond its text (MCP tools), nil
 	// for none; the call's tool.completed event carries it.
 	Output *Output

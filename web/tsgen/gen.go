@@ -256,13 +256,16 @@ func (g *gen) structs() {
 	g.p("// ---- Structures (by reflection over their json tags) ----")
 	g.p("")
 	g.p("/** A canonical content block (contract §4), by type. */")
-	g.p("export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | CompactionBlock;")
+	g.p("export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | CompactionBlock | ImageBlock;")
 	g.p("export interface TextBlock { type: %q; text: string }", message.BlockText)
 	g.p("/** signature is null except on a complete thinking block that has one. */")
 	g.p("export interface ThinkingBlock { type: %q; thinking: string; signature: string | null }", message.BlockThinking)
 	g.p("/** input is a JSON object; partial_input, on a streaming message of a snapshot, is the raw input streamed so far (input is then {}). */")
 	g.p("export interface ToolUseBlock { type: %q; id: string; name: string; input: unknown; partial_input?: string }", message.BlockToolUse)
-	g.p("export interface ToolResultBlock { type: %q; tool_use_id: string; content: string; is_error: boolean }", message.BlockToolResult)
+	g.p("/** images: the images a tool returned (read_file of an image). */")
+	g.p("export interface ToolResultBlock { type: %q; tool_use_id: string; content: string; is_error: boolean; images?: ImageBlock[] }", message.BlockToolResult)
+	g.p("/** An image, by reference (docs/conversation.md): GET /sessions/{id}/images/{sha256} serves its bytes. */")
+	g.p("export interface ImageBlock { type: %q; media_type: string; sha256: string; size: number; width: number; height: number }", message.BlockImage)
 	g.p("/** The marker where the model's view was compacted (docs/message-format.md, docs/context.md): the summary replaces, for the model, every message up to compacted_through; tool results up to stubbed_through are stubs. */")
 	g.p("export interface CompactionBlock { type: %q; summary: string; compacted_through: string; stubbed_through: string; "+
 		"trigger: 'auto' | 'overflow' | 'manual' | (string & {}); method: 'stub' | 'summary' | 'drop' | (string & {}); "+
@@ -281,6 +284,8 @@ func (g *gen) structs() {
 	g.p("export type FileStatus = %q | %q | %q | %q;", protocol.FileAdded, protocol.FileModified, protocol.FileDeleted, protocol.FileTypeChanged)
 	g.p("/** What put the files back (workspace.reverted's trigger). */")
 	g.p("export type RevertTrigger = %q | %q | %q;", protocol.RevertTurn, protocol.RevertUndo, protocol.RevertFork)
+	g.p("/** Why a turn waits in the queue: sent with queue, or steered into a turn that ended first. */")
+	g.p("export type QueueSource = %q | %q;", protocol.QueueSourceQueue, protocol.QueueSourceSteer)
 	g.p("/** What a tool does (an open set: other strings may come). */")
 	g.p("export type ToolKind = 'read' | 'edit' | 'execute' | 'fetch' | 'delegate' | 'external' | (string & {});")
 	g.p("")
@@ -360,6 +365,12 @@ func (g *gen) structs() {
 		{"ForkResult", reflect.TypeFor[protocol.ForkResult](),
 			"The answer (201) of POST /sessions/{id}/fork: the new summary, and what its restore did.",
 			map[string]string{"mode": "Mode"}},
+		{"ImageInput", reflect.TypeFor[protocol.ImageInput](), "One image of a turn: its media type and its bytes in base64.",
+			map[string]string{"data": "string"}},
+		{"TurnRequest", reflect.TypeFor[protocol.TurnRequest](), "The body of POST /sessions/{id}/turns (docs/conversation.md).", nil},
+		{"TurnAccepted", reflect.TypeFor[protocol.TurnAccepted](), "The answer (202) of POST /sessions/{id}/turns: the turn started, queued, or steered into.", nil},
+		{"QueuedTurn", reflect.TypeFor[protocol.QueuedTurn](), "A turn waiting in a session's queue (the summary's queued_turns).",
+			map[string]string{"source": "QueueSource"}},
 	}
 	for _, s := range specs {
 		g.iface(s)

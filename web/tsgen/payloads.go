@@ -19,7 +19,9 @@ type field struct{ name, ts string }
 var payloadTS = map[protocol.EventType]map[string]string{
 	protocol.EventTurnStarted:   {"user_message": "Message"},
 	protocol.EventTurnCompleted: {"outcome": "'completed' | 'failed'", "usage": "Usage"},
-	protocol.EventTurnCancelled: {"phase": "'llm' | 'seam' | 'tools' | 'between_calls' | 'approval' | 'interrupted' | 'compaction'", "usage": "Usage"},
+	protocol.EventTurnCancelled: {"phase": "'llm' | 'seam' | 'tools' | 'between_calls' | 'approval' | 'interrupted' | 'compaction' | 'queued'", "usage": "Usage"},
+	protocol.EventTurnQueued:    {"user_message": "Message", "source": "QueueSource"},
+	protocol.EventTurnSteered:   {"user_message": "Message"},
 	protocol.EventLLMCallStarted: {"request": "{ messages: number; tools: string[]; system_sha256?: string; max_tokens?: number; " +
 		"context_tokens?: number; context_window?: number }"},
 	protocol.EventContextCompacting: {"trigger": openUnion(protocol.CompactAuto, protocol.CompactOverflow, protocol.CompactManual)},

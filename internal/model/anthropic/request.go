@@ -141,6 +141,7 @@ func convertMessages(ms []message.Message) []sdk.MessageParam {
 		other   []sdk.ContentBlockParamUnion
 	}
 	var out []pending
+	many := countImages(ms) > manyImages
 	for _, m := range ms {
 		role := sdk.MessageParamRoleUser
 		if m.Role == message.RoleAssistant {
@@ -156,11 +157,13 @@ func convertMessages(ms []message.Message) []sdk.MessageParam {
 			}
 			switch b.Type {
 			case message.BlockToolResult:
-				results = append(results, toolResult(b))
+				results = append(results, toolResult(b, many))
 			case message.BlockText:
 				if b.Text != "" {
 					other = append(other, sdk.NewTextBlock(b.Text))
 				}
+			case message.BlockImage:
+				other = append(other, imageBlock(b, many))
 			}
 		}
 		if len(results)+len(other) == 0 {
@@ -203,12 +206,20 @@ func assistantBlock(b message.Block) (sdk.ContentBlockParamUnion, bool) {
 	return sdk.ContentBlockParamUnion{}, false
 }
 
-// toolResult converts a tool_result block. Empty content is left out: the
-// API rejects an empty text block.
-func toolResult(b message.Block) sdk.ContentBlockParamUnion {
+// toolResult converts a tool_result block, its images after its text.
+// Empty content is left out: the API rejects an empty text block.
+func toolResult(b message.Block, many bool) sdk.ContentBlockParamUnion {
 	r := &sdk.ToolResultBlockParam{ToolUseID: b.ToolUseID}
 	if b.Content != "" {
 		r.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: b.Content}}}
+	}
+	for _, im := range b.Images {
+		c := imageBlock(im, many)
+		if c.OfImage != nil {
+			r.Content = append(r.Content, sdk.ToolResultBlockParamContentUnion{OfImage: c.OfImage})
+		} else {
+			r.Content = append(r.Content, sdk.ToolResultBlockParamContentUnion{OfText: c.OfText})
+		}
 	}
 	if b.IsError {
 		r.IsError = param.NewOpt(true)

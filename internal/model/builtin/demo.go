@@ -13,6 +13,10 @@
 //	                   (one call per line: several lines call several
 //	                   tools in one message)
 //
+// A user message holding images is answered with what it received, "I
+// see 1 image (PNG 32×32).", and so is a tool result holding images: the
+// bytes of each must have reached it.
+//
 // Asked for a compaction summary (Request.Task is model.TaskSummary), it
 // answers with the user requests the transcript holds, one line each.
 // Its usage counts tokens with model.EstimateTokens, as metis estimates
@@ -64,6 +68,9 @@ func (d Demo) Stream(ctx context.Context, req model.Request, emit func(model.Del
 		stop = model.StopEndTurn
 	case last.Role == message.RoleTool:
 		err = s.summarise(prompt, last)
+		stop = model.StopEndTurn
+	case last.Role == message.RoleUser && len(last.Images()) > 0:
+		err = s.text(model.KindText, fmt.Sprintf("I see %s. I am the built-in demo model. You said: %s", seeImages(last.Images()), prompt), "")
 		stop = model.StopEndTurn
 	default:
 		stop, err = s.answer(prompt, toolNames(req.Tools))
@@ -215,6 +222,10 @@ func (s *streamer) summarise(prompt string, results message.Message) error {
 			fmt.Fprintf(&b, "The tool call failed: %s. ", firstLine(r.Content))
 			continue
 		}
+		if len(r.Images) > 0 {
+			fmt.Fprintf(&b, "The tool returned %s. ", seeImages(r.Images))
+			continue
+		}
 		lines := strings.Split(strings.TrimSpace(r.Content), "\n")
 		if len(lines) == 1 && lines[0] == "" {
 			lines = nil
@@ -330,4 +341,26 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+// seeImages says what images the demo received: "1 image (PNG 32×32)",
+// "2 images (PNG 32×32, JPEG 8×8)"; an image whose bytes did not arrive
+// (or not whole) says so.
+func seeImages(imgs []message.Block) string {
+	parts := make([]string, len(imgs))
+	for i, im := range imgs {
+		name := strings.TrimPrefix(strings.ToUpper(im.MediaType), "IMAGE/")
+		if name == "WEBP" {
+			name = "WebP"
+		}
+		parts[i] = fmt.Sprintf("%s %d×%d", name, im.Width, im.Height)
+		if int64(len(im.Data)) != im.Size {
+			parts[i] += ", bytes missing"
+		}
+	}
+	noun := "images"
+	if len(imgs) == 1 {
+		noun = "image"
+	}
+	return fmt.Sprintf("%d %s (%s)", len(imgs), noun, strings.Join(parts, ", "))
 }

@@ -83,10 +83,13 @@ func convertMessages(system string, ms []message.Message) []sdk.ChatCompletionMe
 		var text strings.Builder
 		var calls []sdk.ChatCompletionMessageToolCallUnionParam
 		var results []sdk.ChatCompletionMessageParamUnion
+		var imgs []sdk.ChatCompletionContentPartUnionParam // the user's, then the tool results'
 		for _, b := range m.Content {
 			switch b.Type {
 			case message.BlockText:
 				text.WriteString(b.Text)
+			case message.BlockImage:
+				imgs = append(imgs, imagePart(b))
 			case message.BlockToolUse:
 				args := string(bytes.TrimSpace(b.Input))
 				if args == "" {
@@ -103,6 +106,12 @@ func convertMessages(system string, ms []message.Message) []sdk.ChatCompletionMe
 					content = "error: " + content
 				}
 				results = append(results, sdk.ToolMessage(content, b.ToolUseID))
+				if len(b.Images) > 0 {
+					imgs = append(imgs, sdk.TextContentPart(fmt.Sprintf("The images of tool call %s:", b.ToolUseID)))
+					for _, im := range b.Images {
+						imgs = append(imgs, imagePart(im))
+					}
+				}
 			}
 		}
 		switch m.Role {
@@ -116,10 +125,22 @@ func convertMessages(system string, ms []message.Message) []sdk.ChatCompletionMe
 			}
 			out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &am})
 		case message.RoleTool:
+			// A tool message holds text only: its images follow the
+			// round's tool messages in a user message.
 			out = append(out, results...)
+			if len(imgs) > 0 {
+				out = append(out, sdk.UserMessage(imgs))
+			}
 		default: // user; tool results sent in a user message still go as tool messages
 			out = append(out, results...)
-			if text.Len() > 0 || len(results) == 0 {
+			switch {
+			case len(imgs) > 0:
+				parts := []sdk.ChatCompletionContentPartUnionParam{}
+				if text.Len() > 0 {
+					parts = append(parts, sdk.TextContentPart(text.String()))
+				}
+				out = append(out, sdk.UserMessage(append(parts, imgs...)))
+			case text.Len() > 0 || len(results) == 0:
 				out = append(out, sdk.UserMessage(text.String()))
 			}
 		}

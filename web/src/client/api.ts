@@ -1,6 +1,31 @@
 // The same-origin HTTP API of contract §3.
 
-import type { ForkRequest, ForkResult, Message, RevertResult, SessionSummary, TurnDiff, TurnList } from './protocol.gen';
+import type { ForkRequest, ForkResult, ImageInput, Message, RevertResult, SessionSummary, TurnAccepted, TurnDiff, TurnList, TurnRequest } from './protocol.gen';
+
+/**
+ * An image to send (a pasted or dropped File, a Blob): its media type
+ * told from its first bytes (PNG, JPEG, GIF, WebP; never from its name
+ * or the browser's guess) and its bytes in base64. Anything else
+ * rejects; the server checks the image again, fully.
+ */
+export async function imageInput(blob: Blob): Promise<ImageInput> {
+  const bytes = new Uint8Array(await blob.arrayBuffer());
+  const mt = sniffImage(bytes);
+  if (mt === '') throw new Error('metis: not a PNG, JPEG, GIF or WebP image');
+  let bin = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return { media_type: mt, data: btoa(bin) };
+}
+
+/** The media type an image's first bytes announce, or ''. */
+export function sniffImage(b: Uint8Array): string {
+  const at = (s: string, off = 0) => [...s].every((c, i) => b[off + i] === c.charCodeAt(0));
+  if (at('\x89PNG\r\n\x1a\n')) return 'image/png';
+  if (b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg';
+  if (at('GIF87a') || at('GIF89a')) return 'image/gif';
+  if (b.length >= 12 && at('RIFF') && at('WEBP', 8)) return 'image/webp';
+  return '';
+}
 
 /** An error answer of the API (or a network failure: status 0, code 'network'). */
 /** One page of GET /sessions. */
@@ -144,13 +169,68 @@ export class Api {
   }
 
   /** POST /sessions/{id}/turns: starts a turn. 409: ApiError code 'turn_in_flight'. */
-  submitTurn(sessionId: string, content: string): Promise<{ turn_id: string }> {
+  submitTurn(sessionId: string, content: string): Promise<TurnAccepted> {
     return this.call('POST', `/sessions/${Api.seg(sessionId)}/turns`, { content });
   }
 
-  /** POST /sessions/{id}/turns/{turn_id}/cancel (idempotent). */
-  async cancelTurn(sessionId: string, turnId: string, reason?: string): Promise<void> {
-    await this.call('POST', `/sessions/${Api.seg(sessionId)}/turns/${Api.seg(turnId)}/cancel`, reason ? { reason } : {});
+  /**
+   * POST /sessions/{id}/turns with everything it takes (docs/conversation.md):
+   * images (base64, see imageInput), queue (wait behind the running turn:
+   * queued, position) or steer (enter the running turn at its next model
+   * call: steered). Errors: 409 'turn_in_flight' (busy, neither set),
+   * 'queue_full', 'turn_cancelling', 'turn_mismatch'; 400 'invalid_image'.
+   */
+  sendTurn(sessionId: string, req: TurnRequest): Promise<TurnAccepted> {
+    return this.call('POST', `/sessions/${Api.seg(sessionId)}/turns`, req);
+  }
+
+  /** sendTurn with queue: starts now when the session is idle, else waits in its queue. */
+  queueTurn(sessionId: string, content: string, images?: ImageInput[]): Promise<TurnAccepted> {
+    return this.sendTurn(sessionId, { content, queue: true, ...(images && images.length > 0 ? { images } : {}) });
+  }
+
+  /**
+   * sendTurn with steer: the message enters the running turn (expected, if
+   * given, must be it); a turn that ends first leaves it as the next queued
+   * turn; an idle session starts a turn with it.
+   */
+  steerTurn(sessionId: string, content: string, opts: { images?: ImageInput[]; expectedTurnId?: string } = {}): Promise<TurnAccepted> {
+    const req: TurnRequest = { content, steer: true };
+    if (opts.images && opts.images.length > 0) req.images = opts.images;
+    if (opts.expectedTurnId) req.expected_turn_id = opts.expectedTurnId;
+    return this.sendTurn(sessionId, req);
+  }
+
+  /**
+   * POST /sessions/{id}/turns/{turn_id}/cancel (idempotent), running or
+   * queued: 'cancelling', 'already_cancelling', 'already_ended', or
+   * 'dequeued' for a queued turn (it never starts).
+   */
+  async cancelTurn(sessionId: string, turnId: string, reason?: string): Promise<string> {
+    const out = await this.call<{ status?: unknown } | undefined>('POST', `/sessions/${Api.seg(sessionId)}/turns/${Api.seg(turnId)}/cancel`, reason ? { reason } : {});
+    return typeof out?.status === 'string' ? out.status : '';
+  }
+
+  /** The URL of an image a session holds (an image block's sha256): for an <img src>, same origin. */
+  imageUrl(sessionId: string, sha256: string): string {
+    return `${this.baseUrl}/sessions/${Api.seg(sessionId)}/images/${Api.seg(sha256)}`;
+  }
+
+  /** GET /sessions/{id}/images/{sha256}: the image's bytes and media type (404: 'image_not_found'). */
+  async image(sessionId: string, sha256: string): Promise<Blob> {
+    const path = `/sessions/${Api.seg(sessionId)}/images/${Api.seg(sha256)}`;
+    let resp: Response;
+    try {
+      resp = await this.fetchFn(this.baseUrl + path, { method: 'GET' });
+    } catch (e) {
+      throw new ApiError(0, 'network', `metis: GET ${path}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (!resp.ok) {
+      const json = (await resp.json().catch(() => undefined)) as { error?: { code?: unknown; message?: unknown } } | undefined;
+      const code = typeof json?.error?.code === 'string' ? json.error.code : '';
+      throw new ApiError(resp.status, code, typeof json?.error?.message === 'string' ? json.error.message : '');
+    }
+    return resp.blob();
   }
 
   /** GET /sessions/{id}/messages: a page of history before a message id (none: the newest), oldest first. */

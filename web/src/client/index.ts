@@ -53,8 +53,13 @@
  *   createSession(req: { workspace_path: string; model?: string }): Promise<SessionSummary>;
  *   getSession(sessionId): Promise<AttachInfo>;            // alias: attach()
  *   attach(sessionId): Promise<AttachInfo>;                // { session_id, active_model, attach_token, ws_url, session }
- *   submitTurn(sessionId, content): Promise<{ turn_id }>;  // 409 -> ApiError code 'turn_in_flight'
- *   cancelTurn(sessionId, turnId, reason?): Promise<void>;
+ *   submitTurn(sessionId, content): Promise<TurnAccepted>; // 409 -> ApiError code 'turn_in_flight'
+ *   sendTurn(sessionId, req: TurnRequest): Promise<TurnAccepted>;  // images, queue, steer (docs/conversation.md)
+ *   queueTurn(sessionId, content, images?): Promise<TurnAccepted>; // { turn_id, queued, position, message_id }
+ *   steerTurn(sessionId, content, opts?: { images?; expectedTurnId? }): Promise<TurnAccepted>;  // { steered: true }
+ *   cancelTurn(sessionId, turnId, reason?): Promise<string>;      // 'cancelling' | 'already_cancelling' | 'already_ended' | 'dequeued'
+ *   imageUrl(sessionId, sha256): string;                   // for <img src>
+ *   image(sessionId, sha256): Promise<Blob>;               // 404 -> 'image_not_found'
  *   messages(sessionId, opts?: { before?: string; limit?: number }): Promise<{ messages: Message[]; has_more: boolean }>;
  *   submitFeedback(sessionId, turnId, rating, comment?): Promise<void>;
  *   listTurns(sessionId, opts?: { before?: string; limit?: number }): Promise<TurnList>;  // turns oldest first, each
@@ -66,6 +71,7 @@
  *   fork(sessionId, req?: { message_id?: string; checkpoint?: boolean; mode?: Mode }): Promise<ForkResult>;  // 201
  *   streamUrl(wsUrl: string): string;                      // ws_url resolved against baseUrl (wss under https)
  * }
+ * function imageInput(blob: Blob): Promise<ImageInput>;    // a pasted/dropped file: type from its bytes, data in base64
  *
  * class View {                    // read-only from outside; every change bumps version
  *   applySnapshot(s: Snapshot): void;
@@ -84,6 +90,7 @@
  *   readonly errors: readonly string[];                    // "<error_class>: <message>" of llm.call_failed (not cancelled)
  *   readonly feedback: ReadonlyMap<string, string>;        // turn id → rating
  *   readonly hasOlder: boolean;                            // older messages exist: page them with api.messages({before})
+ *   readonly queued: readonly QueuedTurn[];                // the session's queue, next first (turn.queued, snapshot)
  *   readonly lastEventId: string;                          // the cursor
  *   readonly skipped: number;                              // unknown event types skipped
  *   readonly mismatches: number;                           // messages whose deltas disagreed with final_content
@@ -142,7 +149,7 @@
  */
 
 export * from './protocol.gen';
-export { Api, ApiError } from './api';
+export { Api, ApiError, imageInput, sniffImage } from './api';
 export type { ApiOptions, AttachInfo, MessagesPage, SessionsPage } from './api';
 export { View } from './view';
 export type { ViewMessage, ViewBlock, ToolCall, Worker, TurnState, ViewUsage } from './view';

@@ -13,6 +13,8 @@ export type CatalogEventType =
   | "turn.started"
   | "turn.completed"
   | "turn.cancelled"
+  | "turn.queued"
+  | "turn.steered"
   | "route.decided"
   | "routing.policy_reloaded"
   | "llm.call_started"
@@ -62,6 +64,8 @@ export const EVENT_TYPES: readonly EventType[] = [
   "turn.started",
   "turn.completed",
   "turn.cancelled",
+  "turn.queued",
+  "turn.steered",
   "route.decided",
   "routing.policy_reloaded",
   "llm.call_started",
@@ -103,6 +107,8 @@ export const EVENT_FAMILY: Readonly<Record<EventType, EventFamily>> = {
   "turn.started": "catalog",
   "turn.completed": "catalog",
   "turn.cancelled": "catalog",
+  "turn.queued": "catalog",
+  "turn.steered": "catalog",
   "route.decided": "catalog",
   "routing.policy_reloaded": "catalog",
   "llm.call_started": "catalog",
@@ -144,6 +150,8 @@ export const EVENT_EMITTER: Readonly<Record<EventType, string>> = {
   "turn.started": "session manager",
   "turn.completed": "agent loop",
   "turn.cancelled": "agent loop",
+  "turn.queued": "session manager",
+  "turn.steered": "agent loop",
   "route.decided": "router (via agent loop)",
   "routing.policy_reloaded": "routing engine (server)",
   "llm.call_started": "agent loop",
@@ -184,8 +192,8 @@ export type PresetName = "preset:chat" | "preset:full";
 
 /** The event types each preset stands for, in catalog order. */
 export const PRESETS: Readonly<Record<PresetName, readonly EventType[]>> = {
-  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "workspace.checkpoint_failed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
-  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "workspace.checkpointed", "workspace.checkpoint_failed", "workspace.changed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "workspace.checkpoint_failed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "workspace.checkpointed", "workspace.checkpoint_failed", "workspace.changed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
 };
 
 /** Whether s names an event type of the catalog (either family). */
@@ -310,6 +318,28 @@ export const BudgetTurnCost = "turn_cost";
 /** max-session-cost, USD */
 export const BudgetSessionCost = "session_cost";
 export const TurnPhaseCompaction = "compaction";
+export const BlockImage = "image";
+/** EventTurnQueued: a turn was accepted into the session's queue (POST /sessions/{id}/turns with "queue": true while another turn runs, or a steered message whose turn ended before it could enter). It carries the user message the turn will start with. */
+export const EventTurnQueued = "turn.queued";
+/** EventTurnSteered: a message sent with "steer": true entered the running turn at a model-call boundary; the model's next call sees it. It carries the user message, stored with it. */
+export const EventTurnSteered = "turn.steered";
+/** QueueSourceQueue: sent with "queue": true. */
+export const QueueSourceQueue = "queue";
+/** QueueSourceSteer: sent with "steer": true into a turn that ended before its next model call. */
+export const QueueSourceSteer = "steer";
+export const TurnPhaseQueued = "queued";
+export const CancelReasonStartFailed = "start_failed";
+export const CancelDequeued = "dequeued";
+/** CodeQueueFull (409): the session's queue holds max-queued-turns. */
+export const CodeQueueFull = "queue_full";
+/** CodeTurnCancelling (409): a steer into a turn that is being cancelled; send it with "queue": true to run it after. */
+export const CodeTurnCancelling = "turn_cancelling";
+/** CodeTurnMismatch (409): a steer's expected_turn_id is not the turn running. */
+export const CodeTurnMismatch = "turn_mismatch";
+/** CodeInvalidImage (400): an image was refused (its type, size, dimensions, or it does not decode); nothing was stored. */
+export const CodeInvalidImage = "invalid_image";
+/** CodeImageNotFound (404): no image with that SHA-256 in that session. */
+export const CodeImageNotFound = "image_not_found";
 /** DelegateFailureCancelled: the planner's turn was cancelled, and the worker's turn with it. */
 export const DelegateFailureCancelled = "cancelled_by_user";
 /** DelegateFailureWorker: the worker could not run, or its turn ended other than completed. */
@@ -509,13 +539,16 @@ export const CodeWorkspaceHome = "workspace_home";
 // ---- Structures (by reflection over their json tags) ----
 
 /** A canonical content block (contract §4), by type. */
-export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | CompactionBlock;
+export type Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | CompactionBlock | ImageBlock;
 export interface TextBlock { type: "text"; text: string }
 /** signature is null except on a complete thinking block that has one. */
 export interface ThinkingBlock { type: "thinking"; thinking: string; signature: string | null }
 /** input is a JSON object; partial_input, on a streaming message of a snapshot, is the raw input streamed so far (input is then {}). */
 export interface ToolUseBlock { type: "tool_use"; id: string; name: string; input: unknown; partial_input?: string }
-export interface ToolResultBlock { type: "tool_result"; tool_use_id: string; content: string; is_error: boolean }
+/** images: the images a tool returned (read_file of an image). */
+export interface ToolResultBlock { type: "tool_result"; tool_use_id: string; content: string; is_error: boolean; images?: ImageBlock[] }
+/** An image, by reference (docs/conversation.md): GET /sessions/{id}/images/{sha256} serves its bytes. */
+export interface ImageBlock { type: "image"; media_type: string; sha256: string; size: number; width: number; height: number }
 /** The marker where the model's view was compacted (docs/message-format.md, docs/context.md): the summary replaces, for the model, every message up to compacted_through; tool results up to stubbed_through are stubs. */
 export interface CompactionBlock { type: "compaction"; summary: string; compacted_through: string; stubbed_through: string; trigger: 'auto' | 'overflow' | 'manual' | (string & {}); method: 'stub' | 'summary' | 'drop' | (string & {}); tokens_before: number; tokens_after: number }
 /** A message's role. */
@@ -532,6 +565,8 @@ export type ApprovalReason = "user" | "timeout" | "cancelled";
 export type FileStatus = "added" | "modified" | "deleted" | "type_changed";
 /** What put the files back (workspace.reverted's trigger). */
 export type RevertTrigger = "revert" | "undo" | "fork";
+/** Why a turn waits in the queue: sent with queue, or steered into a turn that ended first. */
+export type QueueSource = "queue" | "steer";
 /** What a tool does (an open set: other strings may come). */
 export type ToolKind = 'read' | 'edit' | 'execute' | 'fetch' | 'delegate' | 'external' | (string & {});
 
@@ -577,6 +612,7 @@ export interface SessionSummary {
   max_turn_cost_usd: number;
   max_session_cost_usd: number;
   forked_from: ForkedFrom | null;
+  queued_turns?: QueuedTurn[];
   mode: Mode;
   pending_approvals: PendingApproval[];
   session_rules: string[];
@@ -947,11 +983,46 @@ export interface ForkResult {
   max_turn_cost_usd: number;
   max_session_cost_usd: number;
   forked_from: ForkedFrom | null;
+  queued_turns?: QueuedTurn[];
   mode: Mode;
   pending_approvals: PendingApproval[];
   session_rules: string[];
   restored?: RevertResult | null;
   restore_error?: string;
+}
+
+/** One image of a turn: its media type and its bytes in base64. */
+export interface ImageInput {
+  media_type: string;
+  data: string;
+}
+
+/** The body of POST /sessions/{id}/turns (docs/conversation.md). */
+export interface TurnRequest {
+  content: string;
+  images?: ImageInput[];
+  queue?: boolean;
+  steer?: boolean;
+  expected_turn_id?: string;
+}
+
+/** The answer (202) of POST /sessions/{id}/turns: the turn started, queued, or steered into. */
+export interface TurnAccepted {
+  turn_id: string;
+  queued: boolean;
+  position?: number;
+  steered?: boolean;
+  message_id: string;
+}
+
+/** A turn waiting in a session's queue (the summary's queued_turns). */
+export interface QueuedTurn {
+  turn_id: string;
+  message_id: string;
+  preview: string;
+  images?: number;
+  source: QueueSource;
+  queued_at: string;
 }
 
 // ---- Event payloads (docs/event-catalog.md; checked against recorded traces) ----
@@ -985,11 +1056,26 @@ export interface TurnCompletedPayload {
 /** The payload of turn.cancelled. */
 export interface TurnCancelledPayload {
   reason: string;
-  phase?: 'llm' | 'seam' | 'tools' | 'between_calls' | 'approval' | 'interrupted' | 'compaction';
+  phase?: 'llm' | 'seam' | 'tools' | 'between_calls' | 'approval' | 'interrupted' | 'compaction' | 'queued';
   partial_message_id?: string;
   cancelled_tool_use_ids?: string[];
   usage?: Usage;
   duration_ms?: number;
+}
+
+/** The payload of turn.queued. */
+export interface TurnQueuedPayload {
+  user_message: Message;
+  position: number;
+  source: QueueSource;
+  model?: string;
+}
+
+/** The payload of turn.steered. */
+export interface TurnSteeredPayload {
+  user_message: Message;
+  after_message_id?: string;
+  call_index: number;
 }
 
 /** The payload of route.decided. */
@@ -1295,6 +1381,8 @@ export interface PayloadMap {
   "turn.started": TurnStartedPayload;
   "turn.completed": TurnCompletedPayload;
   "turn.cancelled": TurnCancelledPayload;
+  "turn.queued": TurnQueuedPayload;
+  "turn.steered": TurnSteeredPayload;
   "route.decided": RouteDecidedPayload;
   "routing.policy_reloaded": RoutingPolicyReloadedPayload;
   "llm.call_started": LlmCallStartedPayload;

@@ -6,7 +6,7 @@
 
 import { isEventType } from './protocol.gen';
 import { Reader, jsonEqual, type Json } from './decode';
-import type { RawEnvelope, SessionSummary, Snapshot } from './protocol.gen';
+import type { QueuedTurn, RawEnvelope, SessionSummary, Snapshot } from './protocol.gen';
 
 export type { Json };
 
@@ -37,6 +37,14 @@ export interface ViewBlock {
   tool_use_id: string; // tool_result
   content: string; // tool_result
   is_error: boolean; // tool_result
+  /** image: a reference; Api.image fetches the bytes (docs/conversation.md). */
+  media_type?: string;
+  sha256?: string;
+  size?: number;
+  width?: number;
+  height?: number;
+  /** tool_result: the images a tool returned (read_file of an image). */
+  images?: ViewBlock[];
 }
 
 /** A message being rendered. A changed message is a new object. */
@@ -118,6 +126,15 @@ function readBlock(v: unknown, parent: Reader): ViewBlock {
   b.tool_use_id = r.str('tool_use_id');
   b.content = r.str('content');
   b.is_error = r.bool('is_error');
+  if (b.type === 'image' || r.present('sha256')) {
+    b.media_type = r.str('media_type');
+    b.sha256 = r.str('sha256');
+    b.size = r.int('size');
+    b.width = r.int('width');
+    b.height = r.int('height');
+  }
+  const imgs = r.list('images', (v) => readBlock(v, r));
+  if (imgs !== undefined && imgs.length > 0) b.images = imgs;
   parent.adopt(r);
   return b;
 }
@@ -177,6 +194,7 @@ export class View {
   private _mismatches = 0;
   private _feedback = new Map<string, string>();
   private _hasOlder = false;
+  private _queued: QueuedTurn[] = [];
   private _version = 0;
   /** Objects created during the current change: mutated in place. */
   private fresh = new Set<object>();
@@ -233,6 +251,16 @@ export class View {
     return this._hasOlder;
   }
 
+  /**
+   * The turns waiting in the session's queue, the next first: from the
+   * snapshot's queued_turns and turn.queued; a turn leaves at its
+   * turn.started, or at its turn.cancelled (phase queued) when cancelled
+   * before it started (Api.cancelTurn answers 'dequeued').
+   */
+  get queued(): readonly QueuedTurn[] {
+    return this._queued;
+  }
+
   /** A message by id. */
   message(id: string): ViewMessage | undefined {
     return this.index.get(id);
@@ -259,6 +287,7 @@ export class View {
     this._mismatches = 0;
     this._feedback = new Map();
     this._hasOlder = false;
+    this._queued = [];
   }
 
   /** Moves the cursor without changing state (a resume point learned from an ack). */
@@ -284,6 +313,7 @@ export class View {
     this._cost = sum.num('cost_so_far_usd');
     const cur = sum.optStr('current_turn_id');
     if (cur !== undefined) this._turn = { id: cur, status: 'in_flight', reason: '' };
+    this._queued = sum.list('queued_turns', (q) => readQueued(q, sum)) ?? [];
     for (const m of Array.isArray(raw['messages']) ? raw['messages'] : []) {
       const msg = this.decodeMessage(m);
       if (msg) {
@@ -401,6 +431,11 @@ export class View {
     return c;
   }
 
+  /** Takes a turn out of the queue. */
+  private dequeue(turnId: string): void {
+    if (this._queued.some((q) => q.turn_id === turnId)) this._queued = this._queued.filter((q) => q.turn_id !== turnId);
+  }
+
   private addMessage(m: ViewMessage): void {
     this.fresh.add(m);
     const at = this.pos.get(m.id);
@@ -459,6 +494,7 @@ export class View {
         p.adopt(u);
         if (p.err !== undefined) return;
         this._turn = { id: turnId, status: 'in_flight', reason: '' };
+        this.dequeue(turnId);
         const m = this.newMessage(id, 'user', ev, turnId, 'complete');
         m.blocks = blocks;
         this.addMessage(m);
@@ -470,6 +506,10 @@ export class View {
         return;
       }
       case 'turn.cancelled': {
+        if (p.str('phase') === 'queued') {
+          this.dequeue(turnId); // it never ran: the turn in flight is another's
+          return;
+        }
         this._turn = { id: turnId, status: 'cancelled', reason: p.str('reason') };
         for (const m of this._messages) {
           if (m.turn_id === turnId && m.status === 'streaming') this.own(m).status = 'cancelled';
@@ -479,6 +519,30 @@ export class View {
       case 'message.complete':
         this.complete(ev, p, turnId);
         return;
+      case 'turn.queued':
+      case 'turn.steered': {
+        const u = p.obj('user_message');
+        const id = u.str('id');
+        const blocks = readBlocks(u, 'content');
+        const source = p.str('source');
+        p.adopt(u);
+        if (p.err !== undefined) return;
+        if (ev.type === 'turn.steered') {
+          const m = this.newMessage(id, 'user', ev, turnId, 'complete');
+          m.blocks = blocks;
+          this.addMessage(m);
+          return;
+        }
+        if (this._queued.some((q) => q.turn_id === turnId)) return;
+        const q: QueuedTurn = {
+          turn_id: turnId, message_id: id, preview: preview(blocks.filter((b) => b.type === 'text').map((b) => b.text).join('')),
+          source: source as QueuedTurn['source'], queued_at: str(ev.ts),
+        };
+        const n = blocks.filter((b) => b.type === 'image').length;
+        if (n > 0) q.images = n;
+        this._queued = [...this._queued, q];
+        return;
+      }
       case 'llm.call_completed':
       case 'llm.call_failed': {
         const mid = p.str('message_id');
@@ -670,6 +734,7 @@ export class View {
     out['delta_mismatches'] = this._mismatches;
     if (this._feedback.size > 0) out['feedback'] = Object.fromEntries(this._feedback);
     if (this._hasOlder) out['has_older_messages'] = true;
+    if (this._queued.length > 0) out['queued_turns'] = this._queued.map((q) => ({ ...q }));
     return out;
   }
 }
@@ -703,6 +768,11 @@ function blockJSON(b: ViewBlock): Record<string, unknown> {
   };
   omitEmpty(o, ['text', 'thinking', 'signature', 'id', 'name', 'partial_input', 'tool_use_id', 'content', 'is_error']);
   if (b.input !== undefined) o['input'] = b.input;
+  for (const k of ['media_type', 'sha256', 'size', 'width', 'height'] as const) {
+    const v = b[k];
+    if (v !== undefined && v !== '' && v !== 0) o[k] = v;
+  }
+  if (b.images !== undefined && b.images.length > 0) o['images'] = b.images.map(blockJSON);
   return o;
 }
 
@@ -717,4 +787,24 @@ function toolJSON(t: ToolCall): Record<string, unknown> {
 
 function workerJSON(w: Worker): Record<string, unknown> {
   return omitEmpty({ ...w }, ['model', 'summary', 'failure_mode']);
+}
+
+/** A queued turn of a snapshot's queued_turns, as Go decodes it. */
+function readQueued(v: unknown, parent: Reader): QueuedTurn {
+  const r = new Reader(v, 'queued_turn');
+  const q: QueuedTurn = {
+    turn_id: r.str('turn_id'), message_id: r.str('message_id'), preview: r.str('preview'),
+    source: r.str('source') as QueuedTurn['source'], queued_at: r.str('queued_at'),
+  };
+  const n = r.int('images');
+  if (n > 0) q.images = n;
+  parent.adopt(r);
+  return q;
+}
+
+/** A queued message's preview, as the Go client makes it: white space collapsed, cut at 80 characters. */
+function preview(s: string): string {
+  const t = s.split(/\s+/).filter((w) => w !== '').join(' ');
+  const r = [...t];
+  return r.length > 80 ? r.slice(0, 79).join('') + '\u2026' : t;
 }
