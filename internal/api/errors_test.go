@@ -349,7 +349,7 @@ func TestMethodNotAllowed(t *testing.T) {
 		{"PUT", "/sessions", []string{"GET", "POST"}},
 		{"PATCH", "/sessions", []string{"GET", "POST"}},
 		{"POST", "/sessions/" + sid, []string{"GET"}},
-		{"DELETE", "/sessions/" + sid, []string{"GET"}},
+		{"PUT", "/sessions/" + sid, []string{"GET", "PATCH", "DELETE"}},
 		{"GET", "/sessions/" + sid + "/turns", []string{"POST"}},
 		{"PUT", "/sessions/" + sid + "/turns", []string{"POST"}},
 		{"GET", "/sessions/" + sid + "/turns/turn_x/cancel", []string{"POST"}},

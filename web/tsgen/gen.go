@@ -326,6 +326,10 @@ func (g *gen) structs() {
 		{"PromptSource", reflect.TypeFor[protocol.PromptSource](), "An instruction file read into a system prompt.",
 			map[string]string{"scope": "'workspace' | 'home'"}},
 		{"SystemPrompt", reflect.TypeFor[protocol.SystemPrompt](), "The answer of GET /sessions/{id}/system-prompt.", nil},
+		{"SessionEdit", reflect.TypeFor[protocol.SessionEdit](), "PATCH /sessions/{id}: rename and archive a session.", nil},
+		{"ModelList", reflect.TypeFor[protocol.ModelList](), "The answer of GET /models: the models sessions can be created with.", nil},
+		{"ModelInfo", reflect.TypeFor[protocol.ModelInfo](), "One model of GET /models.", nil},
+		{"UnavailableProvider", reflect.TypeFor[protocol.UnavailableProvider](), "A provider GET /models cannot offer, and why.", nil},
 	}
 	for _, s := range specs {
 		g.iface(s)

@@ -331,3 +331,6 @@ func truncate(s string, n int) string {
 	}
 	return string([]rune(s)[:n]) + "…"
 }
+
+// Models implements model.Lister: the demo is the one model.
+func (Demo) Models(context.Context) ([]string, error) { return []string{"demo"}, nil }
