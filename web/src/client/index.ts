@@ -154,6 +154,7 @@ export * from './protocol.gen';
 export { Api, ApiError } from './api';
 export type { ApiOptions, AttachInfo, MessagesPage, SessionChange, SessionsPage } from './api';
 export { View, TOOL_AWAITING_APPROVAL } from './view';
+export type { Json } from './decode';
 export type { ViewMessage, ViewBlock, ToolCall, Worker, TurnState, ViewUsage, TurnInfo, ContextState } from './view';
 export { Follower, backoffDelay, wireFilter } from './follower';
 export type { ConnState, StateInfo, FollowerOptions, FollowerFilter } from './follower';

@@ -164,7 +164,7 @@ export async function launch() {
  * csp() lists the Content-Security-Policy violations seen.
  */
 export async function openPage(browser, url, opts = {}) {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: opts.colorScheme ?? 'light' });
+  const ctx = await browser.newContext({ viewport: opts.viewport ?? { width: 1280, height: 800 }, colorScheme: opts.colorScheme ?? 'light', hasTouch: !!opts.touch, isMobile: !!opts.touch });
   const page = await ctx.newPage();
   const logs = [];
   page.on('console', (m) => logs.push(`${m.type()}: ${m.text()}`));
