@@ -21,14 +21,14 @@ import { VirtualList } from './virtual';
 
 /** One block of markdown; skipped when its source did not change. */
 const MdBlock = memo(
-  (p: { src: string }) => html`<div class="md-block">${blockNodes(p.src)}</div>`,
+  (p: { src: string; growing: boolean }) => html`<div class="md-block">${blockNodes(p.src, !p.growing)}</div>`,
   (a, b) => a.src === b.src,
 );
 
 export function Markdown(p: { text: string; streaming?: boolean }): VNode {
   const blocks = splitBlocks(p.text);
   return html`<div class=${'text md' + (p.streaming ? ' streaming' : '')}>
-    ${blocks.map((src, i) => html`<${MdBlock} key=${i} src=${src} />`)}
+    ${blocks.map((src, i) => html`<${MdBlock} key=${i} src=${src} growing=${!!p.streaming && i === blocks.length - 1} />`)}
     ${p.streaming ? html`<span class="caret"></span>` : null}
   </div>`;
 }

@@ -57,11 +57,16 @@ export function splitBlocks(src: string): string[] {
 const cache = new Map<string, VNode<any>[]>();
 const CACHE_MAX = 2000;
 
-/** The nodes of one block, cached by its source (a finished block never changes). */
-export function blockNodes(src: string): VNode<any>[] {
+/**
+ * The nodes of one block, cached by its source (a finished block never
+ * changes). The growing last block of a streaming message is parsed
+ * without caching (keep false): its every prefix would fill the cache.
+ */
+export function blockNodes(src: string, keep = true): VNode<any>[] {
   let v = cache.get(src);
   if (v) return v;
   v = parseBlock(src);
+  if (!keep) return v;
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
   cache.set(src, v);
   return v;
@@ -130,7 +135,7 @@ function parseBlock(src: string): VNode<any>[] {
     const para: string[] = [];
     while (i < lines.length && lines[i]!.trim() && !(para.length && startsBlock(lines, i))) para.push(lines[i++]!);
     if (para.length === 0) para.push(lines[i++]!);
-    out.push(h('p', { key: key++ }, inline(para.join('\n'))));
+    out.push(h('p', { key: key++ }, runs(para.join('\n'))));
   }
   return out;
 }
@@ -215,6 +220,39 @@ function codeBlock(key: number, lang: string, code: string, closed: boolean): VN
       h('span', { class: 'md-lang', 'data-label': lang || 'text' }),
       h('button', { type: 'button', class: 'copy-btn small ghost', 'data-copy': 'code', 'aria-label': 'Copy the code', title: 'Copy the code' })),
     h('pre', { class: 'md-code' }, h('code', null, highlight(code, lang))));
+}
+
+/**
+ * A paragraph's inline content. A long one (a streaming answer with no
+ * blank line) is cut at sentence or word ends into runs of about RUN
+ * characters, inline elements in the same paragraph (the text flows on,
+ * no break), each parsed once: as the text grows only the last run is
+ * parsed and laid out again. Emphasis spanning a cut shows its markers.
+ */
+const RUN = 2000;
+const runCache = new Map<string, ComponentChildren[]>();
+
+function runs(text: string): ComponentChildren {
+  if (text.length <= RUN) return inline(text);
+  const out: ComponentChildren[] = [];
+  let at = 0;
+  let k = 0;
+  while (text.length - at > RUN) {
+    let cut = text.lastIndexOf('. ', at + RUN);
+    if (cut <= at + RUN / 2) cut = text.lastIndexOf(' ', at + RUN);
+    if (cut <= at) cut = at + RUN;
+    const run = text.slice(at, cut + 1);
+    let nodes = runCache.get(run);
+    if (!nodes) {
+      nodes = inline(run);
+      if (runCache.size >= 500) runCache.delete(runCache.keys().next().value!);
+      runCache.set(run, nodes);
+    }
+    out.push(h('span', { key: k++, class: 'md-run' }, nodes));
+    at = cut + 1;
+  }
+  out.push(h('span', { key: k++, class: 'md-run' }, inline(text.slice(at))));
+  return out;
 }
 
 // Underscore emphasis only at word boundaries: ANTHROPIC_API_KEY stays as is.

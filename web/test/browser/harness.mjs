@@ -181,7 +181,7 @@ export async function openPage(browser, url, opts = {}) {
 }
 
 /** Waits for the session page's connection badge to say live. */
-export async function live(page, timeout = 15_000) {
+export async function live(page, timeout = 30_000) {
   await page.waitForSelector('#conn-state[data-state=live]', { timeout });
 }
 
