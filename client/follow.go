@@ -68,7 +68,8 @@ var ErrSessionGone = errors.New("metis: the session does not exist")
 
 // Follow attaches to a session's stream and folds it into a View until
 // ctx is done, reconnecting after any drop with the last event id as the
-// cursor. When the server answers cursor_expired or replay_too_large, or
+// cursor (at once after a close that asks for a replay: client_too_slow,
+// resync, owner_changed; else with backoff). When the server answers cursor_expired or replay_too_large, or
 // reports a streaming gap, Follow resubscribes with a fresh snapshot.
 // Server pings are answered; unknown event types are skipped. It returns
 // ctx's error, ErrSessionGone, a 401 (the server needs a token: see
@@ -116,6 +117,9 @@ func (c *Client) Follow(ctx context.Context, sessionID string, opts FollowOption
 		attempt++
 		emit(Update{Kind: Reconnecting, Err: err, Attempt: attempt})
 		wait := backoff(attempt, opts.MinBackoff, opts.MaxBackoff)
+		if replayAtOnce(err) {
+			wait = 0
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -124,6 +128,26 @@ func (c *Client) Follow(ctx context.Context, sessionID string, opts FollowOption
 		case <-t.C:
 		}
 	}
+}
+
+// replayAtOnce reports whether the server closed the stream asking for
+// a replay right away: its queue overflowed (client_too_slow), events
+// could not be delivered live (resync), or, in cluster mode, another
+// node runs the session now (owner_changed).
+func replayAtOnce(err error) bool {
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != protocol.ClosePolicyViolation {
+		return false
+	}
+	var r protocol.CloseReason
+	if json.Unmarshal([]byte(ce.Reason), &r) != nil {
+		return false
+	}
+	switch r.Code {
+	case protocol.ReasonClientTooSlow.Code, protocol.ReasonResync.Code, protocol.ReasonOwnerChanged.Code:
+		return true
+	}
+	return false
 }
 
 type permanentError struct{ err error }

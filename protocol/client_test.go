@@ -306,7 +306,7 @@ func TestDecodeThenResolve(t *testing.T) {
 func TestCloseReasons(t *testing.T) {
 	for _, r := range []protocol.CloseReason{protocol.ReasonClientTooSlow, protocol.ReasonHeartbeatTimeout,
 		protocol.ReasonSubscribeTimeout, protocol.ReasonShutdown, protocol.ReasonWriteTimeout, protocol.ReasonStorageFailure,
-		{Code: "x", Message: strings.Repeat("m", 500)}} {
+		protocol.ReasonResync, protocol.ReasonOwnerChanged, {Code: "x", Message: strings.Repeat("m", 500)}} {
 		enc := r.Encode()
 		var back protocol.CloseReason
 		if len(enc) > 123 || json.Unmarshal([]byte(enc), &back) != nil || back.Code != r.Code {

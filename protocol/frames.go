@@ -72,6 +72,14 @@ var (
 	ReasonSubscribeTimeout = CloseReason{"subscribe_timeout", "No subscribe frame after connecting."}
 	ReasonShutdown         = CloseReason{"server_shutdown", "The server is shutting down; reconnect later."}
 	ReasonWriteTimeout     = CloseReason{"write_timeout", "A write did not complete in time; reconnect with replay."}
+	// ReasonResync closes (1008), in cluster mode, a client that missed
+	// events this node cannot send it live: events its owner published
+	// never reached the log (the replay then says streaming_gap).
+	ReasonResync = CloseReason{"resync", "Events could not be delivered live; reconnect with replay."}
+	// ReasonOwnerChanged closes (1008), in cluster mode, the clients of
+	// a node that lost the session's delegation tree to another node:
+	// they reconnect (to any node) and follow the tree from the log.
+	ReasonOwnerChanged = CloseReason{"owner_changed", "Another node runs this session now; reconnect with replay."}
 )
 
 // Encode returns the reason's JSON, never longer than 123 bytes.

@@ -121,6 +121,23 @@ type ToolCompletedPayload struct {
 	Paths         []string `json:"paths,omitempty"`
 	Diff          string   `json:"diff,omitempty"`
 	DiffTruncated bool     `json:"diff_truncated,omitempty"`
+	// StructuredContent is an MCP tool's structuredContent, when it
+	// encodes to at most 64 KiB; StructuredContentBytes is its size
+	// either way.
+	StructuredContent      json.RawMessage `json:"structured_content,omitempty"`
+	StructuredContentBytes int             `json:"structured_content_bytes,omitempty"`
+	// Images are the images an MCP tool returned (not sent to the model
+	// yet: the result describes them).
+	Images []ToolImage `json:"images,omitempty"`
+}
+
+// ToolImage is an image a tool returned: its media type, its size in
+// bytes, and its data (base64) while the call's images together stay
+// within 256 KiB.
+type ToolImage struct {
+	MediaType string `json:"media_type"`
+	Bytes     int    `json:"bytes"`
+	Data      []byte `json:"data,omitempty"`
 }
 
 // ToolFailedPayload is the payload of EventToolFailed.

@@ -111,11 +111,13 @@ func ownedDir(t *testing.T, cred *syscall.Credential, mode os.FileMode) string {
 
 // startServer runs `metis serve` with the fake keys in its environment,
 // as cred's user (nil: the test's), with more flags, and waits for its
-// ready line.
+// ready line. Its sessions run in auto mode: these tests are about what
+// a command can reach once it runs, not about asking first.
 func startServer(t *testing.T, cred *syscall.Credential, flags ...string) *e2eServer {
 	t.Helper()
 	s := &e2eServer{home: ownedDir(t, cred, 0o700), ws: ownedDir(t, cred, 0o755)}
-	args := append([]string{"serve", "--home", s.home, "--addr", "127.0.0.1:0", "--default-model", "builtin:demo", "--demo-delay", "0s"}, flags...)
+	args := append([]string{"serve", "--home", s.home, "--addr", "127.0.0.1:0", "--default-model", "builtin:demo", "--demo-delay", "0s",
+		"--default-mode", "auto"}, flags...)
 	s.cmd = exec.Command(binary(t, cred), args...)
 	s.cmd.Args[0] = mainArg0
 	s.cmd.Env = keyEnv(s.home)

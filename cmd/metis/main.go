@@ -45,6 +45,8 @@ usage:
                                             print a session's events live, with reconnect
   metis cluster status [--json]             a cluster's nodes, tree leases and projection lag
                                             (asks the server; see docs/scale-out.md)
+  metis mcp list [--tools] [--json] [--session ID]
+                                            the MCP servers: state, tools, last error (docs/mcp.md)
   metis acp [--model M] [--log-file F]      an Agent Client Protocol agent on stdio, for editors
                                             (starts a server in-process if none runs; see docs/editors.md)
 
@@ -89,6 +91,8 @@ func run(args []string) int {
 		return cli.Tail(ctx, args[1:], env)
 	case "cluster":
 		return cli.Cluster(ctx, args[1:], env)
+	case "mcp":
+		return cli.MCP(ctx, args[1:], env)
 	case "acp":
 		return runACP(ctx, args[1:])
 	case "-h", "-help", "--help", "help":

@@ -31,10 +31,12 @@ type Agent struct {
 	ctx  context.Context
 	conn *sdk.AgentSideConnection
 
-	mu       sync.Mutex
-	turns    map[string]*turn // session id → prompt in flight
-	stopping bool
-	inflight sync.WaitGroup // prompts and loads running
+	mu    sync.Mutex
+	turns map[string]*turn // session id → prompt in flight
+	// mcpSessions are the sessions this agent gave MCP servers (mcp.go).
+	mcpSessions map[string]bool
+	stopping    bool
+	inflight    sync.WaitGroup // prompts and loads running
 }
 
 var (
@@ -44,7 +46,7 @@ var (
 
 // newAgent returns an agent over c; conn is set by serve.
 func newAgent(ctx context.Context, c *client.Client, model string, log *slog.Logger) *Agent {
-	return &Agent{c: c, log: log, model: model, ctx: ctx, turns: map[string]*turn{}}
+	return &Agent{c: c, log: log, model: model, ctx: ctx, turns: map[string]*turn{}, mcpSessions: map[string]bool{}}
 }
 
 // httpTimeout bounds each API call a handler makes.
@@ -58,7 +60,8 @@ func (a *Agent) Initialize(_ context.Context, _ sdk.InitializeRequest) (sdk.Init
 	return sdk.InitializeResponse{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		AgentCapabilities: sdk.AgentCapabilities{
-			LoadSession: true,
+			LoadSession:     true,
+			McpCapabilities: mcpCapabilities, // mcp.go
 			SessionCapabilities: sdk.SessionCapabilities{
 				List:   &sdk.SessionListCapabilities{},
 				Resume: &sdk.SessionResumeCapabilities{},
@@ -88,6 +91,9 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 		return sdk.NewSessionResponse{}, apiError("create a session", err)
 	}
 	a.log.Info("session created", "session", s.ID, "workspace", s.WorkspacePath, "model", s.ActiveModel)
+	if err := a.setMCP(ctx, s.ID, p.Cwd, p.McpServers, true); err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.ID)}, nil
 }
 
@@ -99,7 +105,14 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 		return sdk.LoadSessionResponse{}, errStopping
 	}
 	defer a.inflight.Done()
-	if err := a.load(ctx, string(p.SessionId)); err != nil {
+	sid := string(p.SessionId)
+	if _, err := a.session(ctx, sid); err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	if err := a.setMCP(ctx, sid, p.Cwd, p.McpServers, false); err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	if err := a.load(ctx, sid); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
 	return sdk.LoadSessionResponse{}, nil
@@ -109,6 +122,10 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 // server, so there is nothing else to restore.
 func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
 	if _, err := a.session(ctx, string(p.SessionId)); err != nil {
+		return sdk.ResumeSessionResponse{}, err
+	}
+	// mcpServers is optional here: absent, the session keeps its servers.
+	if err := a.setMCP(ctx, string(p.SessionId), p.Cwd, p.McpServers, p.McpServers == nil); err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
 	return sdk.ResumeSessionResponse{}, nil

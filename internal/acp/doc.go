@@ -7,7 +7,8 @@
 // session/load, session/list, session/resume, session/close,
 // session/prompt, session/cancel), the mapping of a metis session's event
 // stream onto session/update notifications, the replay of a stored
-// conversation for session/load, and a guard in front of the SDK that
+// conversation for session/load, the editor's mcpServers handed to the
+// session (mcp.go), and a guard in front of the SDK that
 // answers malformed input with JSON-RPC errors. It drives a metis server
 // as an ordinary client: every turn, cancel and history read goes through
 // the public client package, so the TUI and the dashboard see an ACP turn

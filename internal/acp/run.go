@@ -142,6 +142,7 @@ func Serve(ctx context.Context, c *client.Client, model string, in io.Reader, ou
 	}
 	cancel()
 	a.wait()
+	a.clearMCP() // mcp.go
 	_ = pr.Close()
 	select {
 	case err := <-guardDone:

@@ -49,6 +49,10 @@ type Config struct {
 	// ToolConcurrency bounds the tool calls of one message running at
 	// once (0: DefaultToolConcurrency).
 	ToolConcurrency int
+	// ToolSource, if set, offers each session tools beyond Tools (the
+	// MCP servers' tools): each model call's tool list asks it again
+	// (tool.Registry.ForSession).
+	ToolSource tool.Source
 	// MaxPendingApprovals bounds the approval requests a turn has open
 	// at once (0: DefaultMaxPendingApprovals).
 	MaxPendingApprovals int
@@ -187,7 +191,7 @@ type Outcome struct {
 // emitted again. The terminal event is retried, with backoff, until it
 // commits.
 func (l *Loop) Run(ctx context.Context, t Turn) Outcome {
-	r := &run{Loop: l, t: t, ctx: ctx, start: time.Now(), tools: map[string]*store.ToolCall{}}
+	r := &run{Loop: l.forSession(ctx, t.SessionID), t: t, ctx: ctx, start: time.Now(), tools: map[string]*store.ToolCall{}}
 	out := r.do()
 	if r.emitErr != nil && !errors.Is(r.emitErr, bus.ErrClosed) {
 		out = r.abort(out)

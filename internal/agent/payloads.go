@@ -113,6 +113,7 @@ type toolCompleted struct {
 	Result     string `json:"result"`
 	Truncated  bool   `json:"truncated"`
 	DurationMS int64  `json:"duration_ms"`
+	toolOutput
 	fileChange
 }
 

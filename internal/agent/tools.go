@@ -366,7 +366,7 @@ func (r *run) finishTool(d toolDone, u message.Block, finish func(int, any, even
 			preview, truncated = truncateUTF8(preview, resultPreviewBytes), true
 		}
 		finish(d.i, toolCompleted{ToolUseID: u.ID, ToolName: u.Name, Summary: d.res.Summary, Result: preview, Truncated: truncated,
-			DurationMS: dur, fileChange: changeOf(d.res.Change)}, event.ToolCompleted, row, block)
+			DurationMS: dur, fileChange: changeOf(d.res.Change), toolOutput: outputOf(d.res)}, event.ToolCompleted, row, block)
 		return false
 	}
 	class, msg := tool.ClassOf(d.err), d.err.Error()

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -72,6 +73,11 @@ func (a *API) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, http.StatusBadRequest, CodeWorkspaceHome, err.Error())
 	case errors.Is(err, session.ErrClosed):
 		WriteError(w, http.StatusServiceUnavailable, CodeShuttingDown, err.Error())
+	case errors.Is(err, bus.ErrMoved):
+		// Cluster mode: this node lost the session's tree while the
+		// request ran; another node runs it now.
+		a.log.Info("request refused: the session's tree moved to another node", "method", r.Method, "path", r.URL.Path)
+		WriteError(w, http.StatusServiceUnavailable, protocol.CodeOwnerUnavailable, "this session's tree moved to another node while the request ran; retry")
 	default:
 		a.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		WriteError(w, http.StatusInternalServerError, CodeInternal, "internal error; see the server log")

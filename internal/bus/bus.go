@@ -51,6 +51,22 @@ type Resyncer interface {
 	Resync(sessionID string)
 }
 
+// MoveResyncer is a Resyncer that tells its clients apart when the
+// events they miss are written elsewhere from now on (cluster mode: the
+// node lost the tree; Suspend): they are told the session's owner
+// changed rather than that an event was lost.
+type MoveResyncer interface {
+	ResyncMoved(sessionID string)
+}
+
+// Gapper is a live sink that is told of events of a tree relayed here
+// that this process will never get: they were emitted elsewhere and
+// never reached the log (RelayGap). Gap must not block: it is called
+// with the tree's outbox held.
+type Gapper interface {
+	Gap(tree, through string)
+}
+
 // Options configure a Bus.
 type Options struct {
 	Logger *slog.Logger
@@ -242,6 +258,21 @@ func (b *Bus) resync(sessionID string) {
 	if p := b.live.Load(); p != nil {
 		for _, s := range *p {
 			if r, ok := s.(Resyncer); ok {
+				r.Resync(sessionID)
+			}
+		}
+	}
+}
+
+// resyncMoved tells the live sinks that can rebuild their clients that
+// sessionID is written elsewhere from now on.
+func (b *Bus) resyncMoved(sessionID string) {
+	if p := b.live.Load(); p != nil {
+		for _, s := range *p {
+			switch r := s.(type) {
+			case MoveResyncer:
+				r.ResyncMoved(sessionID)
+			case Resyncer:
 				r.Resync(sessionID)
 			}
 		}

@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -153,16 +154,19 @@ func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
 	}
 
 	if info.Family == event.Streaming {
-		// A store that keeps streaming events too (cluster mode: the
-		// log) gets them here, in id order with the catalog groups.
-		if e.bus.stream != nil {
-			e.bus.stream.AppendStreaming(ev)
-		}
-		p.ready = true
 		o.outMu.Lock()
 		o.pending = append(o.pending, p)
-		o.flushLocked(e.bus)
+		if e.bus.stream == nil {
+			p.ready = true
+			o.flushLocked(e.bus)
+		}
 		o.outMu.Unlock()
+		// A store that keeps streaming events too (cluster mode: the
+		// log) gets them here, in id order with the catalog groups, and
+		// says when they may be delivered.
+		if e.bus.stream != nil {
+			e.bus.stream.AppendStreaming(ev, func(err error) { o.committed(e.bus, p, err) })
+		}
 		return ev, p, nil
 	}
 
@@ -200,9 +204,18 @@ func (o *outbox) flushLocked(b *Bus) {
 		n++
 		if p.err != nil {
 			// Never hand out an event the store lost; clients that
-			// follow the session live rebuild from the store.
-			b.log.Error("event not committed; dropped", "event", p.ev.String(), "err", p.err)
-			b.resync(p.ev.SessionID)
+			// follow the session live rebuild from the store. An event
+			// of a tree written elsewhere now (ErrMoved) is no fault
+			// here: the node that lost the tree logs that once, and its
+			// clients follow the tree where it is written.
+			switch {
+			case errors.Is(p.err, ErrMoved):
+				b.log.Debug("event of a tree this process no longer writes; dropped", "event", p.ev.String(), "err", p.err)
+				b.resyncMoved(p.ev.SessionID)
+			default:
+				b.log.Error("event not committed; dropped", "event", p.ev.String(), "err", p.err)
+				b.resync(p.ev.SessionID)
+			}
 		} else {
 			o.lastOut = p.ev.ID
 			b.deliver(p.ev)

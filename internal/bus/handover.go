@@ -5,13 +5,22 @@ import (
 	"fmt"
 )
 
+// ErrMoved is wrapped by the error of an emit into a delegation tree
+// that another process writes now (cluster mode: this node lost the tree
+// to another node; Suspend), and by a store's error for an event it
+// refused for that reason. It wraps ErrClosed: an agent loop stops as it
+// does when the server closes, and leaves its turn for the tree's new
+// writer to end, and the bus drops such an event without logging it as
+// a fault.
+var ErrMoved = fmt.Errorf("%w: the delegation tree is written elsewhere", ErrClosed)
+
 // Suspend stops this bus from writing a session's delegation tree: in
 // cluster mode the node lost the tree to another node, which writes it
 // from now on. Every later emit into any session of the tree fails with
 // an error wrapping ErrClosed and cause (so an agent loop stops as it
 // does when the server closes, and leaves its turn for the tree's new
 // owner to end), and the live sinks that can rebuild their clients are
-// told to (Resyncer): those clients reconnect with their cursor and
+// told to (MoveResyncer, or Resyncer): those clients reconnect with their cursor and
 // follow the tree from wherever it is written now. Events relayed from
 // the log (Relay) still reach the live sinks. Resume lifts it.
 func (b *Bus) Suspend(ctx context.Context, sessionID string, cause error) error {
@@ -20,7 +29,7 @@ func (b *Bus) Suspend(ctx context.Context, sessionID string, cause error) error 
 		return fmt.Errorf("bus: suspend %s: %w", sessionID, err)
 	}
 	o := em.o
-	serr := fmt.Errorf("%w: the delegation tree of %s is written elsewhere: %w", ErrClosed, sessionID, cause)
+	serr := fmt.Errorf("%w: the tree of %s: %w", ErrMoved, sessionID, cause)
 	// Emits check it under submitMu: one in progress has submitted by
 	// the time the lock is free, and none goes out after it.
 	o.submitMu.Lock()
@@ -37,7 +46,7 @@ func (b *Bus) Suspend(ctx context.Context, sessionID string, cause error) error 
 	o.outMu.Lock()
 	defer o.outMu.Unlock()
 	for _, id := range members {
-		b.resync(id)
+		b.resyncMoved(id)
 	}
 	return nil
 }

@@ -10,10 +10,14 @@ import (
 // StreamingStore is a Store that also records streaming events: in
 // cluster mode, the log other nodes read a tree's deltas from.
 // AppendStreaming is called for each streaming event, in id order with
-// the tree's Submits and under the same lock, before the event is
-// delivered; it must not block.
+// the tree's Submits and under the same lock; it must not block. The
+// event is delivered once done is called without an error, in the
+// tree's id order like a committed catalog event (the store may hold it
+// back: a cluster node that may have lost its tree confirms it still
+// owns it first); with an error it is dropped and never delivered, as
+// an event whose commit failed.
 type StreamingStore interface {
-	AppendStreaming(ev *event.Event)
+	AppendStreaming(ev *event.Event, done func(error))
 }
 
 // Relay delivers an event that was emitted and committed by another
@@ -134,5 +138,31 @@ func (b *Bus) Follow(ctx context.Context, sessionID string) error {
 	em.o.outMu.Lock()
 	em.o.relayed = true
 	em.o.outMu.Unlock()
+	return nil
+}
+
+// RelayGap tells the live sinks (Gapper) that events of a tree this
+// process relays, emitted elsewhere after the last one relayed and up
+// to through, never reached the log and never will be relayed: a
+// streaming event its writer published that the log lost or refused.
+// It runs in the tree's outbox, before the event that showed the gap
+// is relayed, so every client of the tree here learns of it before it
+// could take a later event as its cursor. tree is the tree's root
+// session.
+func (b *Bus) RelayGap(ctx context.Context, tree, through string) error {
+	em, err := b.emitter(ctx, tree, false)
+	if err != nil {
+		return fmt.Errorf("bus: relay gap in %s: %w", tree, err)
+	}
+	o := em.o
+	o.outMu.Lock()
+	defer o.outMu.Unlock()
+	if p := b.live.Load(); p != nil {
+		for _, s := range *p {
+			if g, ok := s.(Gapper); ok {
+				g.Gap(tree, through)
+			}
+		}
+	}
 	return nil
 }

@@ -31,10 +31,11 @@ func (s *streamingFake) Submit(ops []store.Op, done func(error)) {
 	s.fakeStore.Submit(ops, done)
 }
 
-func (s *streamingFake) AppendStreaming(ev *event.Event) {
+func (s *streamingFake) AppendStreaming(ev *event.Event, done func(error)) {
 	s.mu.Lock()
 	s.order = append(s.order, ev.ID)
 	s.mu.Unlock()
+	done(nil)
 }
 
 // TestStreamingStoreGetsEveryEventInIDOrder: a store that keeps

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -20,23 +21,9 @@ const clusterUsage = "usage: metis cluster status [--json] [--server URL] [--tok
 // cluster the server belongs to, the leases of the delegation trees
 // and each node's projection lag, as the server sees them.
 func Cluster(ctx context.Context, args []string, env Env) int {
-	if len(args) == 0 || args[0] != "status" {
-		fmt.Fprintln(env.Stderr, clusterUsage)
-		return 2
-	}
-	fs, cf := newFlags("cluster status", env)
-	asJSON := fs.Bool("json", false, "print the server's answer as JSON")
-	pos, err := parseInterleaved(fs, args[1:])
-	if err != nil {
-		return 2
-	}
-	if len(pos) > 0 {
-		fmt.Fprintln(env.Stderr, clusterUsage)
-		return 2
-	}
-	c, ok := cf.client(ctx, "cluster status", env)
-	if !ok {
-		return 1
+	c, asJSON, code := statusCommand(ctx, args, env, "cluster", "status", clusterUsage, nil)
+	if c == nil {
+		return code
 	}
 	st, err := c.ClusterStatus(ctx)
 	if client.IsNotClustered(err) {
@@ -47,14 +34,48 @@ func Cluster(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "metis cluster status:", explain(err))
 		return 1
 	}
-	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(st)
+	if asJSON {
+		printJSON(env.Stdout, st)
 		return 0
 	}
 	printClusterStatus(env.Stdout, st)
 	return 0
+}
+
+// statusCommand parses `metis NAME SUB [--json] [flags]` (more flags
+// defined by flags) and returns the client of the server to ask, and
+// whether to print JSON; nil and the exit code on a usage or client
+// error (printed).
+func statusCommand(ctx context.Context, args []string, env Env, name, sub, usage string, flags func(*flag.FlagSet)) (*client.Client, bool, int) {
+	if len(args) == 0 || args[0] != sub {
+		fmt.Fprintln(env.Stderr, usage)
+		return nil, false, 2
+	}
+	fs, cf := newFlags(name+" "+sub, env)
+	asJSON := fs.Bool("json", false, "print the server's answer as JSON")
+	if flags != nil {
+		flags(fs)
+	}
+	pos, err := parseInterleaved(fs, args[1:])
+	if err != nil {
+		return nil, false, 2
+	}
+	if len(pos) > 0 {
+		fmt.Fprintln(env.Stderr, usage)
+		return nil, false, 2
+	}
+	c, ok := cf.client(ctx, name+" "+sub, env)
+	if !ok {
+		return nil, false, 1
+	}
+	return c, *asJSON, 0
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(out io.Writer, v any) {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }
 
 // printClusterStatus writes the status as two tables: nodes, leases.

@@ -14,7 +14,11 @@
 //     the same rows;
 //   - fencing ([Fence]): the owner of a tree publishes its catalog events
 //     with the expected last sequence of the tree's catalog subjects, and
-//     a stale writer is refused with [ErrFenced];
+//     a stale writer is refused with [ErrFenced]; every message carries
+//     its owner's epoch and the id of its previous event (epoch.go), so
+//     readers drop a deposed owner's late streaming events and find the
+//     ones that never reached the log; an owner confirms its lease
+//     ([Owner.Confirm]) before its own clients get a streaming event;
 //   - ownership ([Leases], [Lease], [Owner]): a lease per tree in a
 //     JetStream key-value bucket, renewed by revision, expiring with the
 //     bucket's TTL; losing it, or a fenced publish refused, cancels the
@@ -25,7 +29,8 @@
 //   - routing ([Router]): request/reply subjects that carry turn
 //     submission, cancel and feedback from any node to the tree's owner,
 //     and the meta-events of other nodes' clients, which only the owner
-//     may emit into the tree ([MetaRequest]);
+//     may emit into the tree ([MetaRequest]); each kind is a [Kind] with
+//     its decoder, the owner answers with a [Handlers] table;
 //   - the node directory ([Nodes]): each node announces itself (name,
 //     address, start, version, how far its projection applied the log)
 //     in a key-value bucket with a TTL, which `metis cluster status`
@@ -46,7 +51,9 @@
 //     it starts following the tree ([Feeds.JoinAt] then starts the feed
 //     right after them).
 //
-// cluster is a core package: it imports event and store, and the NATS
-// client (github.com/nats-io/nats.go and its jetstream package); it
-// never imports a transport edge (api, stream, hub, server).
+// cluster is a core package: it imports event and store, bus (for
+// bus.ErrMoved, the error of an event of a tree this node no longer
+// writes), and the NATS client (github.com/nats-io/nats.go and its
+// jetstream package); it never imports a transport edge (api, stream,
+// hub, server).
 package cluster

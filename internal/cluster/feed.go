@@ -17,6 +17,15 @@ type Sink interface {
 	Publish(ev *event.Event)
 }
 
+// GapSink is a Sink that is told when a feed finds that events of a
+// tree never reached the log (epoch.go): the owner published events
+// after the last one the feed handed over, up to and including through,
+// that the log does not hold. It is called before the event that showed
+// the gap is handed over, and must not block.
+type GapSink interface {
+	Gap(tree, through string)
+}
+
 // Feeds runs one ordered consumer per tree that has local clients,
 // fanning its events out to the node's sink: N clients of a tree on a
 // node cost one consumer.
@@ -29,6 +38,9 @@ type Feeds struct {
 	mu    sync.Mutex
 	trees map[string]*feed
 	wg    sync.WaitGroup
+
+	late atomic.Uint64 // events of deposed owners dropped
+	gaps atomic.Uint64 // gaps found (events that never reached the log)
 }
 
 type feed struct {
@@ -115,18 +127,44 @@ func (f *Feeds) leave(tree string, fd *feed) {
 func (f *Feeds) run(ctx context.Context, tree string, fd *feed, from ReadFrom) {
 	defer f.wg.Done()
 	defer close(fd.done)
-	err := f.log.Follow(ctx, TreeFilter(tree), from, func(e Entry) error {
+	// The tree's epoch as of where the feed starts: its newest ownership
+	// marker (read after the caller fixed from, so a marker before from
+	// is counted and one after it is read by the feed).
+	epoch, err := f.log.lastOn(ctx, ownerSubject(tree))
+	if err != nil && ctx.Err() == nil {
+		f.logger.Warn("cluster: feed: the tree's epoch could not be read; a deposed owner's late events before the next takeover are not dropped", "tree", tree, "err", err)
+	}
+	last := ""    // the id of the last event handed over
+	lateMax := "" // the newest event of a deposed owner dropped (a successor's first Prev may name it)
+	err = f.log.Follow(ctx, TreeFilter(tree), from, func(e Entry) error {
 		switch {
 		case e.Err != nil:
 			f.logger.Error("cluster: feed skips a bad record", "tree", tree, "seq", e.Seq, "err", e.Err)
 		case e.Marker:
+			epoch = max(epoch, e.Seq)
+		case e.Deposed(epoch):
+			// Sent by an owner after its successor took the tree: its
+			// turn was ended by the successor already.
+			f.late.Add(1)
+			lateMax = max(lateMax, e.Event.ID)
+			f.logger.Info("cluster: feed drops an event of a deposed owner", "tree", tree, "event", e.Event.ID,
+				"type", e.Event.Type, "epoch", e.Epoch, "tree_epoch", epoch)
 		default:
+			if gs, ok := f.sink.(GapSink); ok && last != "" && e.Prev > max(last, lateMax) {
+				// The owner published events after last that the log
+				// does not hold (lost with a leader, or refused).
+				f.gaps.Add(1)
+				f.logger.Warn("cluster: events of the tree never reached the log; its clients here are told of the gap",
+					"tree", tree, "after", last, "through", e.Prev)
+				gs.Gap(tree, e.Prev)
+			}
 			if f.proj != nil && event.FamilyOf(e.Event.Type) == event.Catalog {
 				if err := f.proj.WaitApplied(ctx, e.Seq); err != nil {
 					return err
 				}
 			}
 			f.sink.Publish(e.Event)
+			last = max(last, e.Event.ID)
 			if event.FamilyOf(e.Event.Type) == event.Catalog {
 				fd.catalog.Store(e.Seq)
 			}
@@ -153,6 +191,14 @@ func (f *Feeds) Delivered(tree string) (last, catalog uint64, ok bool) {
 	}
 	return fd.delivered.Load(), fd.catalog.Load(), true
 }
+
+// Late counts the events of deposed owners the feeds dropped: sent
+// after another node took their tree.
+func (f *Feeds) Late() uint64 { return f.late.Load() }
+
+// Gaps counts the gaps the feeds found: events an owner published that
+// never reached the log.
+func (f *Feeds) Gaps() uint64 { return f.gaps.Load() }
 
 // Close stops every feed and waits for them.
 func (f *Feeds) Close() {

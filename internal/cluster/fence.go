@@ -51,7 +51,9 @@ type Fence struct {
 
 	mu     sync.Mutex
 	last   uint64
-	fenced error // the first refusal; every later publish fails with it
+	fenced error  // the first refusal; every later publish fails with it
+	epoch  uint64 // the stream sequence of the fence's ownership marker
+	prev   string // the last event published through the fence (epoch.go)
 }
 
 // ownerMarker is the body of an ownership marker.
@@ -84,7 +86,20 @@ func (l *Log) Claim(ctx context.Context, tree, node string, revision uint64) (*F
 		}
 		return nil, fmt.Errorf("cluster: claim %s: %w", tree, err)
 	}
-	return &Fence{log: l, tree: tree, last: ack.Sequence}, nil
+	return &Fence{log: l, tree: tree, last: ack.Sequence, epoch: ack.Sequence}, nil
+}
+
+// Epoch returns the fence's ownership epoch: the stream sequence of its
+// ownership marker.
+func (f *Fence) Epoch() uint64 { return f.epoch }
+
+// Follow tells the fence the newest event of the tree before its own
+// (the tail a new owner read when it took the tree), which its first
+// publish names as its previous event (epoch.go).
+func (f *Fence) Follow(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prev = max(f.prev, id)
 }
 
 // Tree returns the fenced tree.
@@ -109,7 +124,8 @@ func (f *Fence) PublishCatalog(ctx context.Context, ev *event.Event, ops []store
 	if f.fenced != nil {
 		return Published{}, f.fenced
 	}
-	p, err := f.log.publishCatalog(ctx, f.tree, ev, ops, jetstream.WithExpectLastSequenceForSubject(f.last, CatalogFilter(f.tree)))
+	p, err := f.log.publishCatalog(ctx, f.tree, ev, ops, chainHeader(f.epoch, f.prev),
+		jetstream.WithExpectLastSequenceForSubject(f.last, CatalogFilter(f.tree)))
 	if err != nil {
 		if isWrongLastSeq(err) {
 			f.fenced = &FencedError{Tree: f.tree, Event: ev.ID, Expected: f.last, Err: err}
@@ -118,7 +134,25 @@ func (f *Fence) PublishCatalog(ctx context.Context, ev *event.Event, ops []store
 		return Published{}, err
 	}
 	f.last = max(f.last, p.Seq)
+	f.prev = max(f.prev, ev.ID)
 	return p, nil
+}
+
+// PublishStreamingAsync sends a streaming event of the fenced tree
+// without waiting for its acknowledgement (Log.PublishStreamingAsync),
+// with the fence's epoch and chain: the event is not fenced by the
+// stream, readers drop it if a newer owner's marker came before it.
+func (f *Fence) PublishStreamingAsync(ev *event.Event) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fenced != nil {
+		return f.fenced
+	}
+	if err := f.log.publishStreamingAsync(f.tree, ev, chainHeader(f.epoch, f.prev)); err != nil {
+		return err
+	}
+	f.prev = max(f.prev, ev.ID)
+	return nil
 }
 
 // isWrongLastSeq reports a stream's refusal of an expected last

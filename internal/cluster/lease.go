@@ -97,6 +97,9 @@ func OpenLeases(ctx context.Context, js jetstream.JetStream, node string, cfg Le
 	return &Leases{kv: kv, node: node, cfg: cfg}, nil
 }
 
+// TTL returns how long a lease lives without renewal.
+func (ls *Leases) TTL() time.Duration { return ls.cfg.TTL }
+
 // Node returns the node these leases are taken for.
 func (ls *Leases) Node() string { return ls.node }
 
@@ -152,7 +155,10 @@ func (ls *Leases) Acquire(ctx context.Context, tree string) (*Lease, error) {
 	sent := time.Now()
 	rev, err := ls.kv.Create(ctx, tree, val)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		// Another node created the key first. A replicated bucket may
+		// say so with the stream's own code for a create that lost the
+		// race (wrong last sequence) rather than "key exists".
+		if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err) {
 			holder, _, _ := ls.Holder(ctx, tree)
 			return nil, fmt.Errorf("%w: tree %s, holder %q", ErrLeaseHeld, tree, holder)
 		}
@@ -175,6 +181,15 @@ func (l *Lease) Revision() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.rev
+}
+
+// Fresh reports whether the lease's last confirmed renewal (a write the
+// bucket stored) was sent less than half its TTL ago, on this
+// process's monotonic clock: no other node can have taken it since.
+func (l *Lease) Fresh() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Since(l.renewed) < l.ls.cfg.TTL/2
 }
 
 // Lose gives the lease up without deleting it (the holder found out it
@@ -207,7 +222,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 		// lease at a newer revision, which is adopted, and renewed.
 		return l.Renew(ctx)
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-		lost := fmt.Errorf("%w: tree %s: %w", ErrLeaseLost, l.tree, err)
+		lost := fmt.Errorf("%w: tree %s: another node took it, or it expired (the key is no longer at revision %d)", ErrLeaseLost, l.tree, rev)
 		l.cancel(lost)
 		return lost
 	case time.Since(renewed) >= l.ls.cfg.TTL:
@@ -275,8 +290,12 @@ func (l *Lease) renewLoop() {
 			ctx, cancel := context.WithTimeout(l.ctx, l.ls.cfg.Renew)
 			err := l.Renew(ctx)
 			cancel()
-			if err != nil {
-				l.ls.cfg.Logger.Warn("cluster: lease renewal", "tree", l.tree, "node", l.ls.node, "err", err)
+			switch {
+			case errors.Is(err, ErrLeaseLost):
+				// The owner's loss is logged once, where it is handled.
+				l.ls.cfg.Logger.Debug("cluster: lease renewal", "tree", l.tree, "node", l.ls.node, "err", err)
+			case err != nil:
+				l.ls.cfg.Logger.Warn("cluster: lease renewal failed; retrying at the next", "tree", l.tree, "node", l.ls.node, "err", err)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -72,17 +73,21 @@ type Log struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	cfg    LogConfig
+
+	refused       atomic.Uint64 // streaming events the stream refused (RefusedStreaming)
+	refusedSince  atomic.Uint64 // since the last log line about them
+	refusedLogged atomic.Int64  // unix nanoseconds of that line
 }
 
 // OpenLog creates the event stream, or updates its configuration, and
 // returns the log.
 func OpenLog(ctx context.Context, nc *nats.Conn, cfg LogConfig) (*Log, error) {
 	cfg = cfg.withDefaults(nc)
-	logger := cfg.Logger
+	l := &Log{cfg: cfg}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncTimeout(asyncAckTimeout),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
-			logger.Warn("cluster: streaming event not published", "event", m.Header.Get(nats.MsgIdHdr), "subject", m.Subject, "err", err)
+			l.refusedStreaming(m, err)
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
@@ -103,8 +108,33 @@ func OpenLog(ctx context.Context, nc *nats.Conn, cfg LogConfig) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: stream %s: %w", cfg.Stream, err)
 	}
-	return &Log{js: js, stream: st, cfg: cfg}, nil
+	l.js, l.stream = js, st
+	return l, nil
 }
+
+// refusedLogEvery spaces the log lines about streaming events the
+// stream did not store.
+const refusedLogEvery = 10 * time.Second
+
+// refusedStreaming counts a streaming event sent without waiting that
+// the stream refused or did not acknowledge in time (a leader lost or
+// being elected), and logs it, at most once per refusedLogEvery with
+// the number since: an outage can cost thousands.
+func (l *Log) refusedStreaming(m *nats.Msg, err error) {
+	l.refused.Add(1)
+	l.refusedSince.Add(1)
+	now := time.Now().UnixNano()
+	last := l.refusedLogged.Load()
+	if now-last < int64(refusedLogEvery) || !l.refusedLogged.CompareAndSwap(last, now) {
+		return
+	}
+	l.cfg.Logger.Warn("cluster: streaming events not stored by the stream; other nodes' clients are told of the gap",
+		"events", l.refusedSince.Swap(0), "last_event", m.Header.Get(nats.MsgIdHdr), "subject", m.Subject, "err", err)
+}
+
+// RefusedStreaming counts the streaming events this node sent that the
+// stream refused or did not acknowledge in time.
+func (l *Log) RefusedStreaming() uint64 { return l.refused.Load() }
 
 // defaultReplicas is the replicas of the stream and the buckets when
 // none are configured: 3 when the server nc is connected to is part of
@@ -123,22 +153,53 @@ func defaultReplicas(nc *nats.Conn) int {
 // CreateOrUpdateStream updates first) can wait for a stream leader
 // that is not elected yet until its context ends.
 func createOrUpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	st, err := js.CreateStream(ctx, cfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return js.UpdateStream(ctx, cfg)
-	}
-	return st, err
+	return whilePlacing(ctx, func() (jetstream.Stream, error) {
+		st, err := js.CreateStream(ctx, cfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return js.UpdateStream(ctx, cfg)
+		}
+		return st, err
+	})
 }
+
+// placeRetry spaces the attempts of whilePlacing.
+const placeRetry = 250 * time.Millisecond
+
+// whilePlacing runs create until it does not fail for want of servers
+// to place the replicas on, or ctx ends: a NATS cluster that just
+// formed counts its servers as peers only once it received their
+// statistics (seconds, on a loaded machine), and refuses a replicated
+// stream or bucket until then ("no suitable peers for placement").
+func whilePlacing[T any](ctx context.Context, create func() (T, error)) (T, error) {
+	for {
+		v, err := create()
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrCodeNoPeers {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(placeRetry):
+		}
+	}
+}
+
+// jsErrCodeNoPeers is the stream's error for replicas it cannot place:
+// not enough servers known to the cluster's JetStream (yet).
+const jsErrCodeNoPeers jetstream.ErrorCode = 10005
 
 // createOrUpdateKV is createOrUpdateStream for a key-value bucket:
 // create first, update only when the bucket exists with another
 // configuration.
 func createOrUpdateKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		return js.UpdateKeyValue(ctx, cfg)
-	}
-	return kv, err
+	return whilePlacing(ctx, func() (jetstream.KeyValue, error) {
+		kv, err := js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			return js.UpdateKeyValue(ctx, cfg)
+		}
+		return kv, err
+	})
 }
 
 // Config returns the log's configuration, defaults filled in.
@@ -194,6 +255,10 @@ const asyncAckTimeout = 30 * time.Second
 // events). It blocks only while too many acknowledgements are
 // outstanding (4,000), and fails if that lasts.
 func (l *Log) PublishStreamingAsync(tree string, ev *event.Event) error {
+	return l.publishStreamingAsync(tree, ev, nil)
+}
+
+func (l *Log) publishStreamingAsync(tree string, ev *event.Event, h nats.Header) error {
 	if event.FamilyOf(ev.Type) != event.Streaming {
 		return fmt.Errorf("cluster: publish %s: not a streaming event", ev)
 	}
@@ -202,6 +267,7 @@ func (l *Log) PublishStreamingAsync(tree string, ev *event.Event) error {
 	}
 	_, err := l.js.PublishMsgAsync(&nats.Msg{
 		Subject: Subject(tree, ev.SessionID, event.Streaming),
+		Header:  h,
 		Data:    ev.JSON(),
 	}, jetstream.WithMsgID(ev.ID), jetstream.WithMsgTTL(l.cfg.StreamingTTL), jetstream.WithExpectStream(l.cfg.Stream),
 		jetstream.WithRetryAttempts(0))
@@ -215,10 +281,10 @@ func (l *Log) PublishStreamingAsync(tree string, ev *event.Event) error {
 // its group, unfenced. Owners publish through their Fence instead; this
 // is for tools and tests that write a tree nobody owns.
 func (l *Log) PublishCatalog(ctx context.Context, tree string, ev *event.Event, ops []store.Op) (Published, error) {
-	return l.publishCatalog(ctx, tree, ev, ops)
+	return l.publishCatalog(ctx, tree, ev, ops, nil)
 }
 
-func (l *Log) publishCatalog(ctx context.Context, tree string, ev *event.Event, ops []store.Op, opts ...jetstream.PublishOpt) (Published, error) {
+func (l *Log) publishCatalog(ctx context.Context, tree string, ev *event.Event, ops []store.Op, h nats.Header, opts ...jetstream.PublishOpt) (Published, error) {
 	if event.FamilyOf(ev.Type) != event.Catalog {
 		return Published{}, fmt.Errorf("cluster: publish %s: not a catalog event", ev)
 	}
@@ -230,7 +296,7 @@ func (l *Log) publishCatalog(ctx context.Context, tree string, ev *event.Event, 
 		return Published{}, err
 	}
 	opts = append(opts, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(l.cfg.Stream))
-	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: Subject(tree, ev.SessionID, event.Catalog), Data: body}, opts...)
+	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: Subject(tree, ev.SessionID, event.Catalog), Header: h, Data: body}, opts...)
 	if err != nil {
 		return Published{}, fmt.Errorf("cluster: publish %s: %w", ev, err)
 	}

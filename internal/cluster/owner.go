@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/store"
@@ -85,7 +86,55 @@ func (o *Owner) PublishStreamingAsync(ev *event.Event) error {
 	if err := context.Cause(o.ctx); err != nil {
 		return fmt.Errorf("cluster: publish %s: tree %s no longer owned: %w", ev.ID, o.Tree(), err)
 	}
-	return o.fence.log.PublishStreamingAsync(o.Tree(), ev)
+	return o.fence.PublishStreamingAsync(ev)
+}
+
+// Epoch returns the owner's ownership epoch (epoch.go).
+func (o *Owner) Epoch() uint64 { return o.fence.Epoch() }
+
+// Follow tells the owner the newest event of the tree before its own
+// (the tail it read when it took the tree): its first publish names it
+// as its previous event (epoch.go).
+func (o *Owner) Follow(id string) { o.fence.Follow(id) }
+
+// confirmRetry spaces Confirm's renewals while the lease can be
+// neither confirmed nor found lost (the bucket is unreachable).
+const confirmRetry = 100 * time.Millisecond
+
+// Confirm returns once this node may still act as the tree's owner
+// where nobody can check it, delivering the tree's events to its own
+// clients: its lease was confirmed (a renewal the bucket stored) less
+// than half the lease's TTL ago, or is renewed now. A node whose lease
+// is older than that was paused (its clock jumped past its renewals)
+// or cut off from the bucket, and another node may have taken the
+// tree meanwhile without this one knowing: it holds on until a renewal
+// confirms the lease, and fails (ErrLeaseLost) once it is lost, at
+// most a TTL after the last confirmed renewal. Half the TTL is also
+// the clock difference between nodes this tolerates: an event this
+// node delivers has an id older than any a successor can give.
+func (o *Owner) Confirm(ctx context.Context) error {
+	for {
+		if err := context.Cause(o.ctx); err != nil {
+			return fmt.Errorf("cluster: tree %s no longer owned: %w", o.Tree(), err)
+		}
+		if o.lease.Fresh() {
+			return nil
+		}
+		rctx, cancel := context.WithTimeout(ctx, o.lease.ls.cfg.Renew)
+		err := o.lease.Renew(rctx)
+		cancel()
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, ErrLeaseLost):
+			return err
+		}
+		select {
+		case <-time.After(confirmRetry):
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: confirm the lease of %s: %w", o.Tree(), context.Cause(ctx))
+		}
+	}
 }
 
 // Release ends the ownership: Context is cancelled and the lease

@@ -150,7 +150,7 @@ func TestOwnIsRefusedWhileAnotherNodeOwns(t *testing.T) {
 func (n *node) serve(t *testing.T, tree string, h cluster.Handler) (*cluster.Owner, *cluster.Serving) {
 	t.Helper()
 	o := n.own(t, tree)
-	serving, err := n.router.Serve(o.Context(), tree, h)
+	serving, err := n.router.Serve(o.Context(), tree, cluster.HandlersOf(h))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,13 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/metis-agent/metis/internal/event"
@@ -28,12 +30,18 @@ type Entry struct {
 	// decides whether to skip it (it is counted and logged by the
 	// projection) or to stop.
 	Err error
+	// Epoch is the ownership epoch the message was published in (the
+	// stream sequence of its owner's marker), Prev the id of the event
+	// its owner published before it (epoch.go); 0 and "" when unknown.
+	Epoch uint64
+	Prev  string
 }
 
 // decodeEntry turns one stream message into an Entry.
-func decodeEntry(seq uint64, subject string, data []byte) Entry {
+func decodeEntry(seq uint64, subject string, h nats.Header, data []byte) Entry {
 	tree, session, catalog, err := parseSubject(subject)
 	e := Entry{Seq: seq, Tree: tree, Session: session}
+	e.Epoch, e.Prev = chainOf(h)
 	if err != nil {
 		e.Err = err
 		return e
@@ -60,8 +68,8 @@ func decodeEntry(seq uint64, subject string, data []byte) Entry {
 // (0 or 1 for the start of the stream).
 type ReadFrom uint64
 
-func (l *Log) ordered(ctx context.Context, filter string, from ReadFrom) (jetstream.Consumer, error) {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy}
+func (l *Log) ordered(ctx context.Context, filter string, from ReadFrom, more ...string) (jetstream.Consumer, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: append([]string{filter}, more...), DeliverPolicy: jetstream.DeliverAllPolicy}
 	if from > 1 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = uint64(from)
@@ -102,8 +110,12 @@ func (l *Log) Replay(ctx context.Context, filter string, from ReadFrom, fn func(
 // consumer notices a lost consumer (a server or leader change) by its
 // missing heartbeats, which a wait shorter than two heartbeats never
 // sees, so short waits on the iterator could wait forever.
-func (l *Log) readThrough(ctx context.Context, filter string, from ReadFrom, last uint64, fn func(Entry) error) error {
-	c, err := l.ordered(ctx, filter, from)
+//
+// more are further subjects the read delivers too (the tree's ownership
+// markers, for a read of its streaming events): messages that never
+// expire, which the watcher does not look for.
+func (l *Log) readThrough(ctx context.Context, filter string, from ReadFrom, last uint64, fn func(Entry) error, more ...string) error {
+	c, err := l.ordered(ctx, filter, from, more...)
 	if err != nil {
 		return err
 	}
@@ -160,7 +172,7 @@ func (l *Log) readThrough(ctx context.Context, filter string, from ReadFrom, las
 		if seq > last {
 			return nil
 		}
-		if err := fn(decodeEntry(seq, m.Subject(), m.Data())); err != nil {
+		if err := fn(decodeEntry(seq, m.Subject(), m.Headers(), m.Data())); err != nil {
 			return err
 		}
 		if seq >= last {
@@ -232,35 +244,78 @@ func (l *Log) msgSeq(ctx context.Context, req msgGetRequest) (uint64, error) {
 // sequence from onwards, existing and future, until ctx is done (it then
 // returns nil) or fn fails (its error is returned). fn runs on one
 // goroutine at a time; Follow returns only after its last call.
+//
+// A reader that fails (its consumer cannot be made while the stream
+// has no leader, the connection closed and reopened) is made again,
+// after a growing pause, from the message after the last one fn got:
+// Follow never gives up while ctx lasts. (A feed or a projection whose
+// Follow returned on such an error stopped for good: every later client
+// of that tree on the node got its subscribe_ack and then nothing.)
 func (l *Log) Follow(ctx context.Context, filter string, from ReadFrom, fn func(Entry) error) error {
-	c, err := l.ordered(ctx, filter, from)
-	if err != nil {
-		if ctx.Err() != nil {
+	pause := followRetryFirst
+	for {
+		got := false
+		err := l.follow(ctx, filter, from, func(e Entry) error {
+			if err := fn(e); err != nil {
+				return &fnError{err}
+			}
+			from, got = ReadFrom(e.Seq+1), true
+			return nil
+		})
+		var fe *fnError
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.As(err, &fe):
+			return fe.err
+		case err == nil:
 			return nil
 		}
+		if got {
+			pause = followRetryFirst
+		}
+		l.cfg.Logger.Warn("cluster: reading the log failed; reading again", "filter", filter, "from", uint64(from), "in", pause, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, followRetryMax)
+	}
+}
+
+// Bounds of Follow's pauses before it reads again.
+const (
+	followRetryFirst = 250 * time.Millisecond
+	followRetryMax   = 5 * time.Second
+)
+
+// fnError carries the error of Follow's fn through follow.
+type fnError struct{ err error }
+
+func (e *fnError) Error() string { return e.err.Error() }
+
+// follow is one reader of Follow.
+func (l *Log) follow(ctx context.Context, filter string, from ReadFrom, fn func(Entry) error) error {
+	c, err := l.ordered(ctx, filter, from)
+	if err != nil {
 		return err
 	}
 	it, err := c.Messages()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return fmt.Errorf("cluster: follow %s: %w", filter, err)
 	}
 	defer it.Stop()
 	for {
 		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
 			return fmt.Errorf("cluster: follow %s: %w", filter, err)
 		}
 		md, err := m.Metadata()
 		if err != nil {
 			return fmt.Errorf("cluster: follow %s: %w", filter, err)
 		}
-		if err := fn(decodeEntry(md.Sequence.Stream, m.Subject(), m.Data())); err != nil {
+		if err := fn(decodeEntry(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data())); err != nil {
 			return err
 		}
 	}
@@ -294,12 +349,18 @@ func (l *Log) Streaming(ctx context.Context, tree string, upTo uint64) (evs []*e
 		return nil, from, err
 	}
 	last = min(last, upTo)
+	// The tree's ownership markers come with them: a deposed owner's
+	// late events (epoch.go) are not the tree's.
+	var epoch uint64
 	err = l.readThrough(ctx, StreamingFilter(tree), 0, last, func(e Entry) error {
-		if e.Event != nil {
+		switch {
+		case e.Marker:
+			epoch = max(epoch, e.Seq)
+		case e.Event != nil && !e.Deposed(epoch):
 			evs = append(evs, e.Event)
 		}
 		return nil
-	})
+	}, ownerSubject(tree))
 	if err != nil {
 		return nil, "", fmt.Errorf("cluster: streaming of %s: %w", tree, err)
 	}
@@ -341,7 +402,7 @@ func (l *Log) EventAt(ctx context.Context, seq uint64) (*event.Event, error) {
 	case resp.Message == nil:
 		return nil, fmt.Errorf("cluster: message %d: an answer without a message", seq)
 	}
-	e := decodeEntry(seq, resp.Message.Subject, resp.Message.Data)
+	e := decodeEntry(seq, resp.Message.Subject, nil, resp.Message.Data)
 	if e.Err != nil {
 		return nil, e.Err
 	}

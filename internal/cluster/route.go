@@ -104,17 +104,78 @@ func (e *RemoteError) Error() string { return "cluster: owner answered " + e.Cod
 // the node that answered has just lost it. The caller may retry.
 var ErrNoOwner = errors.New("cluster: no owner serves the tree")
 
+// ErrNoAnswer is wrapped when a node serves a tree's requests but did
+// not answer in time: it is paused, overloaded or cut off. The caller
+// may retry; the tree's lease decides when another node takes over.
+var ErrNoAnswer = errors.New("cluster: the tree's owner did not answer in time")
+
 // codeNotOwner is the answer of a node that lost the tree while a
 // request was on its way.
 const codeNotOwner = "not_owner"
 
-// Handler is the owner's side of routed requests: the session manager
-// of the node that owns the tree.
+// NotOwnerError is the answer of a handler whose node lost the tree
+// (or could not get it ready) while a request waited: the node that
+// asked gets ErrNoOwner, and may retry.
+func NotOwnerError() error {
+	return &RemoteError{Code: codeNotOwner, Message: "this node no longer owns the tree"}
+}
+
+// Handler is the owner's side of the four built-in kinds of routed
+// request: the session manager of the node that owns the tree. Serve
+// takes a Handlers table; HandlersOf makes one from a Handler.
 type Handler interface {
 	Submit(ctx context.Context, tree string, req SubmitRequest) (SubmitReply, error)
 	Cancel(ctx context.Context, tree string, req CancelRequest) (CancelReply, error)
 	Feedback(ctx context.Context, tree string, req FeedbackRequest) (FeedbackReply, error)
 	Meta(ctx context.Context, tree string, req MetaRequest) (MetaReply, error)
+}
+
+// Kind is one kind of routed request: the verb of its subject
+// (metis.rpc.<tree>.<verb>) and the owner's decoder of its body, which
+// refuses a malformed request (a *RemoteError, code bad_request) before
+// any handler sees it.
+//
+// Adding a kind of routed request takes a request and a reply type, a
+// decoder, a Kind here, the owner's handler in its Handlers
+// (internal/clusternode) and, for an HTTP request, the route of
+// internal/api's cluster front.
+type Kind[Req any] struct {
+	Verb   string
+	Decode func([]byte) (Req, error)
+}
+
+// The kinds of routed request.
+var (
+	KindSubmit   = Kind[SubmitRequest]{rpcSubmit, DecodeSubmitRequest}
+	KindCancel   = Kind[CancelRequest]{rpcCancel, DecodeCancelRequest}
+	KindFeedback = Kind[FeedbackRequest]{rpcFeedback, DecodeFeedbackRequest}
+	KindMeta     = Kind[MetaRequest]{rpcMeta, DecodeMetaRequest}
+)
+
+// Handlers is the owner's side of routed requests: an answer per verb,
+// taking the request's body (see Handle).
+type Handlers map[string]func(ctx context.Context, tree string, body []byte) (any, error)
+
+// Handle sets the handler of kind k in hs: the body is decoded with k's
+// decoder (a bad one is answered bad_request), then f answers.
+func Handle[Req, Rep any](hs Handlers, k Kind[Req], f func(ctx context.Context, tree string, req Req) (Rep, error)) {
+	hs[k.Verb] = func(ctx context.Context, tree string, body []byte) (any, error) {
+		req, err := k.Decode(body)
+		if err != nil {
+			return nil, err
+		}
+		return f(ctx, tree, req)
+	}
+}
+
+// HandlersOf returns the table of the four built-in kinds answered by h.
+func HandlersOf(h Handler) Handlers {
+	hs := Handlers{}
+	Handle(hs, KindSubmit, h.Submit)
+	Handle(hs, KindCancel, h.Cancel)
+	Handle(hs, KindFeedback, h.Feedback)
+	Handle(hs, KindMeta, h.Meta)
+	return hs
 }
 
 // reply is the body of every answer: a result or an error.
@@ -212,25 +273,29 @@ func (r *Router) Observe(f func(kind, result string)) { r.observe = f }
 // Submit sends a turn submission to tree's owner.
 func (r *Router) Submit(ctx context.Context, tree string, req SubmitRequest) (SubmitReply, error) {
 	var out SubmitReply
-	err := r.request(ctx, tree, rpcSubmit, req, &out)
+	err := r.Call(ctx, tree, rpcSubmit, req, &out)
 	return out, err
 }
 
 // Cancel sends a cancel to tree's owner.
 func (r *Router) Cancel(ctx context.Context, tree string, req CancelRequest) (CancelReply, error) {
 	var out CancelReply
-	err := r.request(ctx, tree, rpcCancel, req, &out)
+	err := r.Call(ctx, tree, rpcCancel, req, &out)
 	return out, err
 }
 
 // Feedback sends a turn's feedback to tree's owner.
 func (r *Router) Feedback(ctx context.Context, tree string, req FeedbackRequest) (FeedbackReply, error) {
 	var out FeedbackReply
-	err := r.request(ctx, tree, rpcFeedback, req, &out)
+	err := r.Call(ctx, tree, rpcFeedback, req, &out)
 	return out, err
 }
 
-func (r *Router) request(ctx context.Context, tree, verb string, req, out any) error {
+// Call sends a request of the kind named verb (a Kind's Verb) to tree's
+// owner and decodes its reply into out. It fails with ErrNoOwner when
+// no node serves the tree, ErrNoAnswer when none answered in time, and
+// the owner's *RemoteError when it refused the request.
+func (r *Router) Call(ctx context.Context, tree, verb string, req, out any) error {
 	err := r.send(ctx, tree, verb, req, out)
 	if r.observe != nil {
 		r.observe(verb, routeResult(err))
@@ -270,6 +335,9 @@ func (r *Router) send(ctx context.Context, tree, verb string, req, out any) erro
 		if errors.Is(err, nats.ErrNoResponders) {
 			return fmt.Errorf("%w: %s", ErrNoOwner, tree)
 		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+			return fmt.Errorf("%w: %s to %s: %w", ErrNoAnswer, verb, tree, err)
+		}
 		return fmt.Errorf("cluster: %s to %s: %w", verb, tree, err)
 	}
 	var rep reply
@@ -296,14 +364,14 @@ type Serving struct {
 	done chan struct{}
 }
 
-// Serve answers tree's requests with h until ctx is done (the owner's
+// Serve answers tree's requests with hs until ctx is done (the owner's
 // context: a node that loses the tree stops answering for it) or Stop is
 // called. Each request's handler runs with a context derived from ctx.
-func (r *Router) Serve(ctx context.Context, tree string, h Handler) (*Serving, error) {
+func (r *Router) Serve(ctx context.Context, tree string, hs Handlers) (*Serving, error) {
 	if err := ValidToken(tree); err != nil {
 		return nil, err
 	}
-	sub, err := r.nc.Subscribe(rpcPrefix+tree+".*", func(m *nats.Msg) { r.answer(ctx, tree, h, m) })
+	sub, err := r.nc.Subscribe(rpcPrefix+tree+".*", func(m *nats.Msg) { r.answer(ctx, tree, hs, m) })
 	if err != nil {
 		return nil, fmt.Errorf("cluster: serve %s: %w", tree, err)
 	}
@@ -341,39 +409,22 @@ func (s *Serving) Stop() {
 	<-s.done
 }
 
-func (r *Router) answer(ctx context.Context, tree string, h Handler, m *nats.Msg) {
+func (r *Router) answer(ctx context.Context, tree string, hs Handlers, m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	var (
 		result any
 		err    error
 	)
-	switch verb := m.Subject[len(rpcPrefix)+len(tree)+1:]; {
+	verb := m.Subject[len(rpcPrefix)+len(tree)+1:]
+	switch h := hs[verb]; {
 	case ctx.Err() != nil:
 		// No longer the owner (the subscription is on its way out).
 		err = &RemoteError{Code: codeNotOwner, Message: "this node no longer owns the tree"}
-	case verb == rpcSubmit:
-		var req SubmitRequest
-		if req, err = DecodeSubmitRequest(m.Data); err == nil {
-			result, err = h.Submit(ctx, tree, req)
-		}
-	case verb == rpcCancel:
-		var req CancelRequest
-		if req, err = DecodeCancelRequest(m.Data); err == nil {
-			result, err = h.Cancel(ctx, tree, req)
-		}
-	case verb == rpcFeedback:
-		var req FeedbackRequest
-		if req, err = DecodeFeedbackRequest(m.Data); err == nil {
-			result, err = h.Feedback(ctx, tree, req)
-		}
-	case verb == rpcMeta:
-		var req MetaRequest
-		if req, err = DecodeMetaRequest(m.Data); err == nil {
-			result, err = h.Meta(ctx, tree, req)
-		}
-	default:
+	case h == nil:
 		err = &RemoteError{Code: "bad_request", Message: "unknown request " + verb}
+	default:
+		result, err = h(ctx, tree, m.Data)
 	}
 	var rep reply
 	if err != nil {

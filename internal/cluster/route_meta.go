@@ -42,7 +42,7 @@ const (
 // Meta sends a meta-event to tree's owner, to emit.
 func (r *Router) Meta(ctx context.Context, tree string, req MetaRequest) (MetaReply, error) {
 	var out MetaReply
-	err := r.request(ctx, tree, rpcMeta, req, &out)
+	err := r.Call(ctx, tree, rpcMeta, req, &out)
 	return out, err
 }
 

@@ -115,7 +115,7 @@ func TestRequestsFromAnyNodeReachTheOwner(t *testing.T) {
 	// node-c takes the tree over; requests follow it.
 	oc := c.own(t, tree)
 	next := newTurns("node-c")
-	sc, err := c.router.Serve(oc.Context(), tree, next)
+	sc, err := c.router.Serve(oc.Context(), tree, cluster.HandlersOf(next))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/store"
 )
@@ -47,6 +48,8 @@ type Store struct {
 	roots  map[string]string // session -> tree, learned from the groups and the store
 	closed bool
 	wg     sync.WaitGroup
+
+	unsent atomic.Uint64 // streaming events not sent (Unsent)
 }
 
 type group struct {
@@ -77,8 +80,8 @@ func NewStore(local LocalStore, proj *Projection, owner OwnerFunc) *Store {
 	return &Store{local: local, proj: proj, owner: owner, logger: slog.Default(), trees: map[string]*publisher{}, roots: map[string]string{}}
 }
 
-// SetLogger sets the logger of unpublished streaming events (default
-// slog.Default()). Call it before the first Submit.
+// SetLogger sets the store's logger (default slog.Default()). Call it
+// before the first Submit.
 func (s *Store) SetLogger(l *slog.Logger) {
 	if l != nil {
 		s.logger = l
@@ -122,15 +125,14 @@ func (s *Store) Submit(ops []store.Op, done func(error)) {
 // AppendStreaming queues a streaming event (it implements
 // bus.StreamingStore): the tree's owner publishes it in order with the
 // tree's catalog groups, so every node's feed hands the tree's events
-// to its clients in id order. A streaming event that cannot be
-// published (the node lost the tree, the log is unreachable) is logged
-// and dropped: for a reader it is a gap, the streaming_gap case.
-func (s *Store) AppendStreaming(ev *event.Event) {
-	done := func(err error) {
-		if err != nil {
-			s.logger.Warn("cluster: streaming event not published", "event", ev.ID, "err", err)
-		}
-	}
+// to its clients in id order, and done says when this node may deliver
+// it to its own clients: once it was sent, by an owner that confirmed
+// its lease (Owner.Confirm) before and after. A streaming event that
+// cannot be published (the node lost the tree, the log is unreachable)
+// is dropped (done gets the error; the bus never delivers it); one the
+// stream refuses after it was sent is a gap for other nodes' readers,
+// which tell their clients (epoch.go).
+func (s *Store) AppendStreaming(ev *event.Event, done func(error)) {
 	tree, err := s.treeOf(context.Background(), ev.SessionID, nil)
 	if err != nil {
 		done(err)
@@ -259,9 +261,7 @@ func (s *Store) run(tree string, p *publisher) {
 		batch := p.queue
 		p.queue = nil
 		p.mu.Unlock()
-		for _, g := range batch {
-			g.done(s.publish(tree, g))
-		}
+		s.publishAll(tree, batch)
 		if len(batch) > 0 {
 			continue
 		}
@@ -272,12 +272,84 @@ func (s *Store) run(tree string, p *publisher) {
 			rest := p.queue
 			p.queue = nil
 			p.mu.Unlock()
-			for _, g := range rest {
-				g.done(s.publish(tree, g))
-			}
+			s.publishAll(tree, rest)
 			return
 		}
 	}
+}
+
+// publishAll publishes a batch of one tree's groups in order, and calls
+// each group's done. The streaming events of a run of them are sent
+// together, and their dones called (their local delivery) once they all
+// were: local delivery never holds the next sends up.
+func (s *Store) publishAll(tree string, batch []group) {
+	for i := 0; i < len(batch); {
+		if !batch[i].streaming {
+			batch[i].done(moved(s.publish(tree, batch[i])))
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(batch) && batch[j].streaming {
+			j++
+		}
+		s.publishStreaming(tree, batch[i:j])
+		i = j
+	}
+}
+
+// moved marks an error that says this node no longer writes the tree
+// (its lease lost, taken, released, or a publish fenced) as bus.ErrMoved:
+// the bus drops the event quietly and an agent loop stops as at
+// shutdown, leaving the turn to the tree's new owner.
+func moved(err error) error {
+	if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrFenced) || errors.Is(err, ErrLeaseReleased) {
+		return fmt.Errorf("%w: %w", bus.ErrMoved, err)
+	}
+	return err
+}
+
+// publishStreaming sends a run of streaming events of a tree, in order
+// with its catalog publishes, without waiting for their
+// acknowledgements (the log counts and reports one the stream refuses),
+// and calls their dones. A node that may have been deposed without
+// knowing it (paused past its lease, cut off) confirms its lease before
+// it sends and, since it may have been paused in between, again before
+// its own clients get the events.
+func (s *Store) publishStreaming(tree string, gs []group) {
+	errs := make([]error, len(gs))
+	done := func(err error) {
+		for k, g := range gs {
+			if errs[k] == nil {
+				errs[k] = err
+			}
+			g.done(moved(errs[k]))
+		}
+	}
+	actx, cancel := context.WithTimeout(context.Background(), ownTimeout)
+	o, err := s.owner(actx, tree)
+	cancel()
+	if err == nil {
+		err = o.Confirm(o.Context())
+	}
+	if err != nil {
+		s.unsent.Add(uint64(len(gs)))
+		done(fmt.Errorf("cluster: publish %s: %w", gs[0].ev.ID, err))
+		return
+	}
+	for k, g := range gs {
+		if errs[k] = o.PublishStreamingAsync(g.ev); errs[k] != nil {
+			s.unsent.Add(1)
+		}
+	}
+	// Sent; if this node may have lost the tree meanwhile, its own
+	// clients do not get them (every other node drops them if a
+	// successor's marker came first).
+	if err := o.Confirm(o.Context()); err != nil {
+		done(fmt.Errorf("cluster: deliver %s: %w", gs[0].ev.ID, err))
+		return
+	}
+	done(nil)
 }
 
 func (s *Store) publish(tree string, g group) error {
@@ -291,11 +363,6 @@ func (s *Store) publish(tree string, g group) error {
 		return fmt.Errorf("cluster: commit %s: %w", g.ev.ID, err)
 	}
 	ctx := o.Context()
-	if g.streaming {
-		// Sent in order with the tree's catalog publishes, not waited
-		// for: the log's logger reports one the stream refused.
-		return o.PublishStreamingAsync(g.ev)
-	}
 	p, err := o.PublishCatalog(ctx, g.ev, g.ops)
 	if err != nil {
 		return err
@@ -305,6 +372,11 @@ func (s *Store) publish(tree string, g group) error {
 	}
 	return nil
 }
+
+// Unsent counts the streaming events this node never sent to the log
+// (and never delivered): it had lost the tree, or could not confirm its
+// lease, or the publish failed before it was sent.
+func (s *Store) Unsent() uint64 { return s.unsent.Load() }
 
 // Close stops taking groups, publishes those queued and waits for the
 // per-tree goroutines.

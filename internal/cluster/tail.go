@@ -54,7 +54,7 @@ func (l *Log) TreeTail(ctx context.Context, tree string) (Tail, error) {
 		if err != nil {
 			return Tail{}, fmt.Errorf("cluster: tail of %s: %w", tree, err)
 		}
-		if e := decodeEntry(md.Sequence.Stream, m.Subject(), m.Data()); e.Event != nil && e.Event.ID > tail.ID {
+		if e := decodeEntry(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data()); e.Event != nil && e.Event.ID > tail.ID {
 			tail.ID = e.Event.ID
 		}
 		if md.NumPending == 0 || md.Sequence.Stream >= last {

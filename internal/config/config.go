@@ -56,6 +56,7 @@ type Config struct {
 	LogLevel        string        // debug, info, warn, error
 
 	RoutingPoll      time.Duration // how often routing.yaml is checked for changes
+	MCPPoll          time.Duration // how often config.yaml's mcp_servers is checked for changes (internal/mcp reads it)
 	ModelIdleTimeout time.Duration // a provider stream silent this long fails with class timeout
 	MaxOutputTokens  int           // max_tokens of each model call
 	ThinkingBudget   int           // extended thinking tokens per call (0: off)
@@ -100,6 +101,10 @@ type Config struct {
 	// every third of it): a dead node's trees are taken over at most this
 	// long after its last renewal. At least 1s.
 	LeaseTTL time.Duration
+	// NATSReplicas is how many replicas the cluster's stream and its
+	// key-value buckets (leases, node directory) keep: 0 picks 3 when
+	// the NATS server is part of a cluster and 1 otherwise; 1 to 5.
+	NATSReplicas int
 	// StreamingTTL is how long the cluster's log keeps a streaming event
 	// (a token delta) that a node published: the in-flight ring shared
 	// by the nodes. Give every node the same. A whole number of seconds,
@@ -159,6 +164,7 @@ func Defaults() Config {
 		OverflowGrace:    300 * time.Millisecond,
 		ModelIdleTimeout: 90 * time.Second,
 		RoutingPoll:      time.Second,
+		MCPPoll:          time.Second,
 		MaxOutputTokens:  8192,
 		StreamRing:       4096,
 		StreamRingBytes:  64 << 20,
@@ -274,6 +280,7 @@ var fields = []field{
 	strField("nats-creds", "NATS credentials file (mode 0600) for --nats", func(c *Config) *string { return &c.NATSCreds }),
 	strField("node", "this node's name in the cluster, unique among its nodes (default the host name)", func(c *Config) *string { return &c.Node }),
 	durField("streaming-ttl", "cluster mode: how long the log keeps a streaming event (a token delta) for replays from any node; give every node the same (whole seconds, at least 1s)", func(c *Config) *time.Duration { return &c.StreamingTTL }),
+	intField("nats-replicas", "cluster mode: replicas of the log's stream and buckets, 1 to 5 (0: 3 when the NATS server is part of a cluster, else 1)", 0, func(c *Config) *int { return &c.NATSReplicas }),
 	durField("lease-ttl", "cluster mode: how long a tree's lease lives without renewal (renewed every third of it); a dead node's trees move to another node within it (at least 1s)", func(c *Config) *time.Duration { return &c.LeaseTTL }),
 	strField("addr", "listen address", func(c *Config) *string { return &c.Addr }),
 	durField("ping-interval", "idle time before the server pings a client", func(c *Config) *time.Duration { return &c.PingInterval }),
@@ -288,6 +295,7 @@ var fields = []field{
 	intField("stream-ring", "streaming events kept per session so a reconnecting client gets its deltas back", 0, func(c *Config) *int { return &c.StreamRing }),
 	intField("stream-ring-bytes", "bytes the streaming rings of all sessions may hold together; over it, idle sessions' oldest events go first (0: no cap)", 0, func(c *Config) *int { return &c.StreamRingBytes }),
 	durField("routing-poll", "how often <home>/routing.yaml is checked for changes", func(c *Config) *time.Duration { return &c.RoutingPoll }),
+	durField("mcp-poll", "how often <home>/config.yaml's mcp_servers is checked for changes (0: never reloaded)", func(c *Config) *time.Duration { return &c.MCPPoll }),
 	durField("model-idle-timeout", "fail a model call whose stream sends nothing for this long", func(c *Config) *time.Duration { return &c.ModelIdleTimeout }),
 	intField("max-output-tokens", "max_tokens of each model call", 1, func(c *Config) *int { return &c.MaxOutputTokens }),
 	intField("thinking-budget", "extended thinking tokens per model call where the model supports it (0: off)", 0, func(c *Config) *int { return &c.ThinkingBudget }),
@@ -519,6 +527,12 @@ func (c *Config) loadFile(path string) error {
 			if err := checkPrices(c.Prices); err != nil {
 				return fmt.Errorf("config %s: prices: %w", path, err)
 			}
+			continue
+		}
+		if name == "mcp-servers" {
+			// MCP servers (docs/mcp.md) are read, checked and reloaded by
+			// internal/mcp, which reports a bad entry by name without
+			// refusing the start.
 			continue
 		}
 		if name == "permissions" {

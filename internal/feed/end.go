@@ -17,9 +17,11 @@ type End struct {
 	// Reason is why, with its numbers; its Code is "" when the client
 	// went away or a write failed on its own.
 	Reason protocol.CloseDetail
-	// Resync: closed with storage_failure because an event of the
-	// session was lost (the client must replay from the store), not
-	// because its queue was full.
+	// Resync: closed because events of the session could not be
+	// delivered live, not for a full queue: the client must replay
+	// (close reason storage_failure when an event could not be stored,
+	// resync when events never reached this node, owner_changed when
+	// the session's tree moved to another node in cluster mode).
 	Resync bool
 	// Err is the write (or replay) error that ended the feed, if one did.
 	Err error
@@ -47,7 +49,11 @@ func (f *Feed) broken() End {
 func (f *Feed) tooSlow() End {
 	o, _ := f.client.Overflow()
 	if o.Resync {
-		e := f.close(protocol.ClosePolicyViolation, protocol.CloseDetail{CloseReason: protocol.ReasonStorageFailure})
+		d := protocol.CloseDetail{CloseReason: protocol.ReasonStorageFailure}
+		if o.Reason.Code != "" {
+			d.CloseReason = o.Reason
+		}
+		e := f.close(protocol.ClosePolicyViolation, d)
 		e.Resync = true
 		return e
 	}
@@ -89,7 +95,7 @@ func (f *Feed) finish(e End) {
 	switch code {
 	case protocol.ReasonClientTooSlow.Code, protocol.ReasonWriteTimeout.Code, protocol.ReasonStorageFailure.Code:
 		level = slog.LevelWarn
-	case protocol.ReasonHeartbeatTimeout.Code:
+	case protocol.ReasonHeartbeatTimeout.Code, protocol.ReasonResync.Code, protocol.ReasonOwnerChanged.Code:
 		level = slog.LevelInfo
 	}
 	if !f.log.Enabled(context.Background(), level) {

@@ -304,18 +304,29 @@ func TestGone(t *testing.T) {
 }
 
 // TestResync: a resync (an event of the session was lost) closes the
-// client with 1008 storage_failure (not client_too_slow: the client
-// was not slow), marked as a resync, without queue numbers.
+// client with 1008 storage_failure, marked as a resync, without queue
+// numbers; a client of a session whose tree moved to another node
+// (cluster mode) gets owner_changed, and one of a tree with events that
+// never reached this node resync.
 func TestResync(t *testing.T) {
-	e := newEnv(t, hub.Config{})
-	att := e.subscribe(protocol.Subscribe{Preset: event.PresetChat})
-	tr := newFake()
-	end := serve(e, feed.New(tr, "fake", e.sid, e.config(quick)), att, nil)
-	tr.wait(t, "the ack", func(f *fake) bool { return len(f.frames) == 1 })
-	e.h.Resync(e.sid)
-	got := end()
-	if got.Reason != (protocol.CloseDetail{CloseReason: protocol.ReasonStorageFailure}) || !got.Resync || got.Code != 1008 {
-		t.Fatalf("end %+v", got)
+	for _, c := range []struct {
+		resync func(h *hub.Hub, sid string)
+		want   protocol.CloseReason
+	}{
+		{(*hub.Hub).Resync, protocol.ReasonStorageFailure},
+		{(*hub.Hub).ResyncMoved, protocol.ReasonOwnerChanged},
+		{func(h *hub.Hub, sid string) { h.Gap(sid, "evt_~") }, protocol.ReasonResync},
+	} {
+		e := newEnv(t, hub.Config{})
+		att := e.subscribe(protocol.Subscribe{Preset: event.PresetChat})
+		tr := newFake()
+		end := serve(e, feed.New(tr, "fake", e.sid, e.config(quick)), att, nil)
+		tr.wait(t, "the ack", func(f *fake) bool { return len(f.frames) == 1 })
+		c.resync(e.h, e.sid)
+		got := end()
+		if got.Reason != (protocol.CloseDetail{CloseReason: c.want}) || !got.Resync || got.Code != 1008 {
+			t.Fatalf("end %+v, want %s", got, c.want.Code)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package hub
 
 import (
 	"sync"
+
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Client is one attached subscriber: a bounded FIFO of items written by
@@ -48,7 +50,11 @@ type Client struct {
 type Overflow struct {
 	Events int   // items queued at the overflow
 	Bytes  int64 // bytes of their frames
-	Resync bool  // an event could not be committed (Hub.Resync), not a full queue
+	Resync bool  // an event could not be delivered live (Hub.Resync), not a full queue
+	// Reason is the close reason of a resync: client_too_slow (an event
+	// could not be committed), resync (events never reached this node)
+	// or owner_changed (the node lost the session's tree).
+	Reason protocol.CloseReason
 }
 
 func newClient(h *Hub, name, sessionID string, f filter, max int) *Client {
@@ -136,16 +142,17 @@ func (c *Client) Drain(prev []*Item) (items []*Item, overflown bool) {
 	return items, false
 }
 
-// resync drops the client's queue and marks it for closing, as an
-// overflow does; the transport's writer closes it when it wakes.
-func (c *Client) resync() {
+// resync drops the client's queue and marks it for closing with
+// reason, as an overflow does; the transport's writer closes it when it
+// wakes.
+func (c *Client) resync(reason protocol.CloseReason) {
 	c.mu.Lock()
 	if c.closed || c.overflown {
 		c.mu.Unlock()
 		return
 	}
 	c.overflown = true
-	c.overflow = Overflow{Events: len(c.q), Bytes: c.bytes, Resync: true}
+	c.overflow = Overflow{Events: len(c.q), Bytes: c.bytes, Resync: true, Reason: reason}
 	c.q, c.bytes = nil, 0
 	c.mu.Unlock()
 	c.signal()

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/metis-agent/metis/protocol"
 )
 
 // TestClientQueueModel drives a Client's queue directly against a plain
@@ -219,13 +221,13 @@ func TestClientLargeFrameAlone(t *testing.T) {
 }
 
 // TestClientResyncOverflow: a resync gives the queue up like an
-// overflow, recording what it held and that it was a resync.
+// overflow, recording what it held, that it was a resync, and why.
 func TestClientResyncOverflow(t *testing.T) {
 	c := newClient(nil, "stream-test", "sess", filter{}, 10)
 	c.offer(&Item{ID: "a", Frame: []byte("12345")})
-	c.resync()
+	c.resync(protocol.ReasonOwnerChanged)
 	o, ok := c.Overflow()
-	if !ok || o != (Overflow{Events: 1, Bytes: 5, Resync: true}) {
+	if !ok || o != (Overflow{Events: 1, Bytes: 5, Resync: true, Reason: protocol.ReasonOwnerChanged}) {
 		t.Fatalf("Overflow() = %+v, %v", o, ok)
 	}
 	if items, over := c.Drain(nil); !over || len(items) != 0 || c.Bytes() != 0 {

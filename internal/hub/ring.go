@@ -17,6 +17,9 @@ type ring struct {
 	start   int
 	bytes   int64             // the cost of the held items
 	evicted map[gapKey]string // newest id let go, per type and actor
+	// hole is the newest id of streaming events of unknown type and
+	// actor that never reached this process (Hub.Gap).
+	hole string
 }
 
 // gapKey is the kind of a streaming event, as filters see it.
@@ -85,6 +88,9 @@ func (r *ring) forget(typ event.Type, actor, id string) {
 // none).
 func (r *ring) lost(f *filter) string {
 	newest := ""
+	if r.hole != "" && f.wantsStreaming() {
+		newest = r.hole
+	}
 	for k, id := range r.evicted {
 		if f.types[k.typ] && (f.actors == nil || f.actors[k.actor]) {
 			newest = max(newest, id)

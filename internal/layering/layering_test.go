@@ -25,10 +25,12 @@ var coreRules = []string{
 	"internal/cost",
 	"internal/delegate",
 	"internal/event",
-	"internal/cluster", // scale-out: the JetStream log, leases, projection
-	"internal/feed",    // the transport-neutral subscription core
+	"internal/cluster",     // scale-out: the JetStream log, leases, projection
+	"internal/clusternode", // scale-out: a node's runtime (ownership, failover, routing, status)
+	"internal/feed",        // the transport-neutral subscription core
 	"internal/hub",
 	"internal/login", // browser login sessions and the attempts limit
+	"internal/mcp",   // MCP servers and their tools (the MCP Go SDK is the protocol, not a transport of metis's)
 	"internal/message",
 	"internal/metrics",
 	"internal/model/...",
@@ -81,6 +83,10 @@ var coreOrder = map[string][]string{
 	// running totals, which configuration has no business with.
 	"internal/config": {"internal/cost"},
 	"internal/price":  {"internal/cost", "internal/bus", "internal/store"},
+	// MCP servers are a source of tools: the loop asks them, never the
+	// reverse, and the tools know nothing of where tools come from.
+	"internal/mcp":  {"internal/agent", "internal/session", "internal/bus", "internal/store"},
+	"internal/tool": {"internal/mcp"},
 }
 
 // edgeExceptions are edge-to-edge imports allowed, with their reason.

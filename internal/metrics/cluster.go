@@ -23,7 +23,26 @@ type ClusterSource interface {
 	Feeds() float64
 	// OwnedTrees is the number of trees this node owns.
 	OwnedTrees() float64
+	// StreamingRefused counts the streaming events this node sent that
+	// the stream refused or did not acknowledge (a gap other nodes'
+	// clients are told of); StreamingUnsent those it never sent (it had
+	// lost the tree, or could not confirm its lease).
+	StreamingRefused() float64
+	StreamingUnsent() float64
+	// LateEvents counts the events of deposed owners this node's feeds
+	// discarded (sent after another node took their tree); StreamGaps
+	// the gaps they found (events an owner published that never reached
+	// the log) and told their clients of.
+	LateEvents() float64
+	StreamGaps() float64
 }
+
+// Triggers of metis_cluster_failovers_total: why this node took a tree
+// over from another owner.
+const (
+	FailoverLeaseExpired = "lease_expired" // its owner's lease expired or was released (the lease watch)
+	FailoverRequest      = "request"       // a routed request or meta-event found no owner
+)
 
 // Lease end reasons of metis_cluster_lease_losses_total.
 const (
@@ -59,6 +78,7 @@ type Cluster struct {
 	Routed          *prometheus.CounterVec // by kind and result
 	ReadCatchUps    *prometheus.CounterVec // by result
 	MetaEvents      *prometheus.CounterVec // by result
+	Failovers       *prometheus.CounterVec // by trigger
 }
 
 // NewCluster registers the collectors of a cluster node reading src at
@@ -80,6 +100,12 @@ func (r *Registry) NewCluster(src ClusterSource) *Cluster {
 		MetaEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metis_cluster_meta_events_total",
 			Help: "Meta-events of this node's clients of trees owned elsewhere (subscriptions registered and unregistered, slow-client warnings), by result (routed, local, dropped, failed)."},
 			[]string{"result"}),
+		Failovers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metis_cluster_failovers_total",
+			Help: "Trees this node took over from another owner (ending the turns it left open), by trigger (lease_expired, request)."},
+			[]string{"trigger"}),
+	}
+	for _, trigger := range []string{FailoverLeaseExpired, FailoverRequest} {
+		c.Failovers.WithLabelValues(trigger)
 	}
 	for _, reason := range []string{LeaseReleased, LeaseLost, LeaseFenced} {
 		c.LeaseLosses.WithLabelValues(reason)
@@ -99,7 +125,17 @@ func (r *Registry) NewCluster(src ClusterSource) *Cluster {
 			}
 			return v
 		})
-	r.reg.MustRegister(c.LeaseAcquired, c.LeaseLosses, c.FencedPublishes, c.Routed, c.ReadCatchUps, c.MetaEvents, lag,
+	dropped := func(reason string, f func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "metis_cluster_streaming_publishes_dropped_total",
+			Help:        "Streaming events this node did not get into the log, by reason: refused (sent, but the stream refused or did not acknowledge it), unsent (not sent: the node had lost the tree or could not confirm its lease).",
+			ConstLabels: prometheus.Labels{"reason": reason}}, f)
+	}
+	r.reg.MustRegister(c.LeaseAcquired, c.LeaseLosses, c.FencedPublishes, c.Routed, c.ReadCatchUps, c.MetaEvents, c.Failovers, lag,
+		dropped("refused", src.StreamingRefused), dropped("unsent", src.StreamingUnsent),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "metis_cluster_late_events_discarded_total",
+			Help: "Events of deposed owners (sent after another node took their tree) this node's feeds discarded."}, src.LateEvents),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "metis_cluster_stream_gaps_total",
+			Help: "Gaps this node's feeds found in trees owned elsewhere (events the owner published that never reached the log), each told to the tree's clients here."}, src.StreamGaps),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "metis_cluster_projection_applied_sequence",
 			Help: "The stream sequence this node's projection applied through."}, src.ProjectionApplied),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "metis_cluster_projection_skipped_records_total",
@@ -150,5 +186,12 @@ func (c *Cluster) ReadCatchUp(result string) {
 func (c *Cluster) MetaEvent(result string) {
 	if c != nil {
 		c.MetaEvents.WithLabelValues(result).Inc()
+	}
+}
+
+// FailoverInc counts a tree this node took over from another owner.
+func (c *Cluster) FailoverInc(trigger string) {
+	if c != nil {
+		c.Failovers.WithLabelValues(trigger).Inc()
 	}
 }

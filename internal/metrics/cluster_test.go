@@ -16,6 +16,10 @@ type fakeSource struct {
 	skipped float64
 	feeds   float64
 	owned   float64
+	refused float64
+	unsent  float64
+	late    float64
+	gaps    float64
 }
 
 func (f *fakeSource) ProjectionLag() (float64, bool) { return f.lag, f.lagOK }
@@ -23,6 +27,10 @@ func (f *fakeSource) ProjectionApplied() float64     { return f.applied }
 func (f *fakeSource) ProjectionSkipped() float64     { return f.skipped }
 func (f *fakeSource) Feeds() float64                 { return f.feeds }
 func (f *fakeSource) OwnedTrees() float64            { return f.owned }
+func (f *fakeSource) StreamingRefused() float64      { return f.refused }
+func (f *fakeSource) StreamingUnsent() float64       { return f.unsent }
+func (f *fakeSource) LateEvents() float64            { return f.late }
+func (f *fakeSource) StreamGaps() float64            { return f.gaps }
 
 func scrape(t *testing.T, r *metrics.Registry) string {
 	t.Helper()
@@ -47,8 +55,9 @@ func hasLine(t *testing.T, text, line string) {
 
 // TestClusterMetricsMove: the cluster collectors read their source at
 // each scrape and count lease changes, fenced publishes, routed
-// requests, read catch-ups and meta-events of clients of trees owned
-// elsewhere, with no ids in their labels.
+// requests, read catch-ups, meta-events of clients of trees owned
+// elsewhere, failovers, dropped streaming publishes, deposed owners'
+// late events and gaps, with no ids in their labels.
 func TestClusterMetricsMove(t *testing.T) {
 	r := metrics.New()
 	src := &fakeSource{lag: 3, lagOK: true, applied: 120, skipped: 1, feeds: 2, owned: 4}
@@ -64,11 +73,19 @@ func TestClusterMetricsMove(t *testing.T) {
 		`metis_cluster_lease_losses_total{reason="fenced"} 0`,
 		"metis_cluster_fenced_publishes_total 0",
 		`metis_cluster_meta_events_total{result="dropped"} 0`,
+		`metis_cluster_failovers_total{trigger="lease_expired"} 0`,
+		`metis_cluster_streaming_publishes_dropped_total{reason="refused"} 0`,
+		"metis_cluster_late_events_discarded_total 0",
+		"metis_cluster_stream_gaps_total 0",
 	} {
 		hasLine(t, text, l)
 	}
 
 	src.lag, src.feeds = 0, 1
+	src.refused, src.unsent, src.late, src.gaps = 268, 3, 2, 1
+	c.FailoverInc(metrics.FailoverLeaseExpired)
+	c.FailoverInc(metrics.FailoverRequest)
+	c.FailoverInc(metrics.FailoverRequest)
 	c.LeaseAcquiredInc()
 	c.LeaseAcquiredInc()
 	c.LeaseEnded(metrics.LeaseReleased)
@@ -94,6 +111,12 @@ func TestClusterMetricsMove(t *testing.T) {
 		`metis_cluster_meta_events_total{result="routed"} 1`,
 		`metis_cluster_meta_events_total{result="dropped"} 2`,
 		`metis_cluster_meta_events_total{result="failed"} 0`,
+		`metis_cluster_failovers_total{trigger="lease_expired"} 1`,
+		`metis_cluster_failovers_total{trigger="request"} 2`,
+		`metis_cluster_streaming_publishes_dropped_total{reason="refused"} 268`,
+		`metis_cluster_streaming_publishes_dropped_total{reason="unsent"} 3`,
+		"metis_cluster_late_events_discarded_total 2",
+		"metis_cluster_stream_gaps_total 1",
 	} {
 		hasLine(t, text, l)
 	}
@@ -110,4 +133,5 @@ func TestClusterMetricsMove(t *testing.T) {
 	none.RoutedInc("cancel", "ok")
 	none.ReadCatchUp("timeout")
 	none.MetaEvent(metrics.MetaFailed)
+	none.FailoverInc(metrics.FailoverRequest)
 }

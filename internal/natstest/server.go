@@ -53,7 +53,8 @@ func (c *Cluster) URLs() string {
 
 // StartCluster runs n servers (n ≥ 3 for JetStream replicas 3) in one
 // NATS cluster on loopback ports, and waits until JetStream has a meta
-// leader, so a stream with n replicas can be created at once. They shut
+// leader that can place a stream's replicas on every server, so a
+// stream with n replicas can be created at once. They shut
 // down when the test ends.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
@@ -90,16 +91,24 @@ func StartCluster(t testing.TB, n int) *Cluster {
 }
 
 // leaderKnown reports whether every server is routed to all the others
-// and one is the JetStream meta leader.
+// and one is the JetStream meta leader that counts every server as a
+// peer a stream's replicas can be placed on (online, with JetStream,
+// its statistics received): without that, a stream of len(Servers)
+// replicas created at once fails with "no suitable peers for placement"
+// (on a loaded machine the statistics can come seconds after the
+// election).
 func leaderKnown(c *Cluster) bool {
-	leader := false
 	for _, s := range c.Servers {
 		if s.NumRoutes() < len(c.Servers)-1 {
 			return false
 		}
-		leader = leader || s.JetStreamIsLeader()
 	}
-	return leader
+	for _, s := range c.Servers {
+		if s.JetStreamIsLeader() && len(s.JetStreamClusterPeers()) == len(c.Servers) {
+			return true
+		}
+	}
+	return false
 }
 
 // start creates and starts a server with JetStream on a temporary

@@ -24,11 +24,13 @@ import (
 	"github.com/metis-agent/metis/internal/api"
 	"github.com/metis-agent/metis/internal/attach"
 	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/clusternode"
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/cost"
 	"github.com/metis-agent/metis/internal/delegate"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
+	"github.com/metis-agent/metis/internal/mcp"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/model"
@@ -53,6 +55,7 @@ type Server struct {
 	Sessions *session.Manager
 	Models   *model.Registry
 	Tools    *tool.Registry
+	MCP      *mcp.Manager // MCP servers and their tools (mcp.go)
 	Loop     *agent.Loop
 	// Permissions is the tool-call policy (docs/permissions.md): the
 	// rules of config.yaml and the sandbox's state.
@@ -76,13 +79,13 @@ type Server struct {
 	shutOnce sync.Once
 	shutErr  error
 
-	remote      *remote       // token, TLS, public names (remote.go)
-	auth        *api.Auth     // the token check, /login and its sessions
-	recorded    bool          // <home>/addresses.json written (remote.go)
-	httpMetrics *metrics.HTTP // connections (listen.go)
-	sock        *unixSocket   // nil without a socket (socket.go)
-	home        *homeLock     // held until Shutdown ends (homelock.go)
-	cluster     *clusterNode  // nil in single-node mode (cluster.go)
+	remote      *remote           // token, TLS, public names (remote.go)
+	auth        *api.Auth         // the token check, /login and its sessions
+	recorded    bool              // <home>/addresses.json written (remote.go)
+	httpMetrics *metrics.HTTP     // connections (listen.go)
+	sock        *unixSocket       // nil without a socket (socket.go)
+	home        *homeLock         // held until Shutdown ends (homelock.go)
+	cluster     *clusternode.Node // nil in single-node mode (cluster.go)
 	// defaultWhy says why the default model is what it is (ready line).
 	defaultWhy string
 }
@@ -129,14 +132,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		return nil, err
 	}
 	s := &Server{Config: cfg, Log: log, Store: st, remote: rem, sock: sock, home: lock}
-	// Cluster mode: the bus commits through the log (cluster.go).
+	// Cluster mode: the bus commits through the log (internal/clusternode).
 	var busStore bus.Store = st
 	if cfg.NATS != "" {
-		if s.cluster, err = startCluster(ctx, cfg, st, log); err != nil {
+		if s.cluster, err = clusternode.Start(ctx, cfg, st, log); err != nil {
 			st.Close()
 			return nil, err
 		}
-		busStore = s.cluster.store
+		busStore = s.cluster.Store()
 	}
 	s.Models = model.NewRegistry()
 	var why string
@@ -161,13 +164,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		PolicyVersion: func() string { return s.Router.Version() }, // set below, before any client
 		Emits:         s.hubEmits,
 		Forward:       s.forwardMeta,
-		Node:          s.nodeName(), // the three: cluster_meta.go
+		Node:          s.nodeName(), // the three: cluster.go
 		AwaitCursor:   s.awaitCursor,
 	})
 	s.Bus.AddLive(s.Hub)
 	if s.cluster != nil {
-		s.cluster.startFeeds(s.Bus)
-		if err := s.cluster.startStatus(ctx, s.Metrics); err != nil {
+		s.cluster.StartFeeds(s.Bus, s.Hub.AttachedSessions)
+		if err := s.cluster.StartStatus(ctx, s.Metrics); err != nil {
 			s.closeCore(ctx)
 			return nil, err
 		}
@@ -193,12 +196,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	// unless a rule allows them (test harnesses may set the state).
 	s.Permissions = permission.NewPolicy(cfg.Permissions)
 	s.Permissions.SetSandbox(policySandbox(cfg.ShellSandbox, s.Sandbox)) // sandbox.go
+	s.MCP = newMCP(cfg, st, log)                                         // mcp.go
 	var mgr *session.Manager
 	limits := price.NewLimits(cfg.Models)
 	lcfg := longSessionConfig(cfg, limits) // windows.go
 	lcfg.Models, lcfg.Tools, lcfg.Prices, lcfg.Logger = s.Models, s.Tools, prices, log
 	lcfg.MaxTokens, lcfg.ThinkingBudget = cfg.MaxOutputTokens, cfg.ThinkingBudget
 	lcfg.ApprovalTimeout = cfg.ApprovalTimeout
+	lcfg.ToolSource = s.MCP
 	lcfg.History = agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 		return mgr.Conversation(ctx, id)
 	})
@@ -210,12 +215,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		Policy: s.Permissions, DefaultMode: cfg.DefaultMode, ApprovalTimeout: cfg.ApprovalTimeout})
 	s.Sessions = mgr
 	if s.cluster != nil {
-		s.cluster.sessions = mgr
+		s.cluster.SetSessions(mgr)
 	}
 	s.Tools.Register(&delegate.Tool{Sessions: mgr, Store: st, Bus: s.Bus, Models: s.Models})
 	// In cluster mode a turn left open may belong to a tree another node
 	// owns: the node ends only those of the trees it takes over
-	// (cluster_failover.go).
+	// (cluster.go).
 	if err := s.recover(ctx, mgr); err != nil {
 		s.closeCore(ctx)
 		return nil, err
@@ -230,14 +235,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		Logger: log, Metrics: s.Metrics.Stream})
 	s.API.Route("/sessions/{id}/events", map[string]http.HandlerFunc{"GET": s.SSE.ServeHTTP})
 	s.API.Route("/metrics", map[string]http.HandlerFunc{"GET": s.Metrics.Handler().ServeHTTP})
-	s.API.Route("/cluster", map[string]http.HandlerFunc{"GET": s.serveClusterStatus}) // cluster_status.go
+	s.API.Route("/cluster", map[string]http.HandlerFunc{"GET": s.clusterStatus()}) // cluster.go
+	s.API.MountMCP(s.MCP)
 	// The dashboard answers "/" and its assets; every other path is the
 	// API's. Everything on this chain passes the guard and then the token
 	// check (when the token is required).
-	var apiHandler http.Handler = s.API
-	if s.cluster != nil {
-		apiHandler = s.cluster.wrap(s.API)
-	}
+	apiHandler := s.clusterFront(s.API)
 	// Login sessions live in this node's own store (remote.go).
 	if s.auth, err = api.NewAuth(ctx, api.AuthConfig{Token: rem.token, TLS: rem.tls != nil, Logins: st, Log: log}); err != nil {
 		s.closeCore(ctx)
@@ -247,7 +250,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stopBg = stop
-	s.bg.Add(4)
+	s.bg.Add(5)
 	go func() {
 		defer s.bg.Done()
 		sandbox.WatchEscaped(bgctx)
@@ -258,6 +261,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	go func() {
 		defer s.bg.Done()
 		router.Watch(bgctx, cfg.RoutingPoll)
+	}()
+	go func() {
+		defer s.bg.Done()
+		s.MCP.Watch(bgctx, cfg.MCPPoll)
 	}()
 	return s, nil
 }
@@ -276,7 +283,7 @@ func (s *Server) Listen() (string, error) {
 	}
 	url := s.scheme() + "://" + s.ln.Addr().String()
 	if s.cluster != nil {
-		s.cluster.listening(url) // announced in the node directory
+		s.cluster.Listening(url) // announced in the node directory
 	}
 	return url, nil
 }
@@ -323,9 +330,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			}
 		}
 		if s.cluster != nil {
-			s.cluster.stopFailover() // take no tree over while stopping
+			s.cluster.StopFailover() // take no tree over while stopping
 		}
 		step("sessions", func() error { return s.Sessions.Shutdown(ctx) })
+		// No turn runs now: stop the MCP servers, each process group.
+		step("mcp servers", func() error { return s.MCP.Close(ctx) })
 		// Every event of the cancelled turns reaches the clients' queues,
 		// then each connection flushes its queue and closes with 1001.
 		step("bus flush", func() error { return s.Bus.Flush(ctx) })
@@ -392,7 +401,7 @@ func (s *Server) closeCore(ctx context.Context) error {
 		}
 	}
 	if s.cluster != nil {
-		if err := bounded(ctx, "cluster close", func() error { return s.cluster.close(ctx) }); err != nil {
+		if err := bounded(ctx, "cluster close", func() error { return s.cluster.Close(ctx) }); err != nil {
 			errs = append(errs, err)
 		}
 	}

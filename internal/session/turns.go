@@ -186,7 +186,17 @@ func (m *Manager) submit(ctx context.Context, sessionID, content, modelID string
 			t.ended = ended
 		}
 		t.out = out
+		moved := t.reason == ReasonOwnerLost
 		m.mu.Unlock()
+		if moved {
+			// Cluster mode: this node lost the turn's tree to another
+			// node, which ends the turn (turn.cancelled, owner_lost); its
+			// events here could not be written, and there is nothing to
+			// wait for.
+			m.log.Info("turn left to the tree's new owner: this node lost the tree", "session", sessionID, "turn", t.id,
+				"reason", ReasonOwnerLost)
+			return
+		}
 		bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := em.Barrier(bctx); err != nil {
 			m.log.Warn("turn end not committed", "session", sessionID, "turn", t.id, "err", err)

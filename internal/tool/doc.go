@@ -1,5 +1,6 @@
 // Package tool owns the tools an agent can call: the Tool interface, the
-// registry of built-in tools and which of them each model is offered,
+// registry of built-in tools and which of them each model is offered
+// (and, per turn, a Source's tools: the MCP servers', source.go),
 // their input schemas, the classified errors a tool fails with,
 // workspace confinement (every path a file tool touches is resolved
 // through an os.Root opened on the session's workspace), the file

@@ -20,6 +20,9 @@ const (
 	ClassTimeout          = "timeout"
 	ClassCancelled        = "cancelled"
 	ClassExecution        = "execution_error"
+	// ClassUnavailable: the server behind the tool (an MCP server) is
+	// not running, or its process or connection ended during the call.
+	ClassUnavailable = "unavailable"
 )
 
 // Error is a classified tool failure.
@@ -72,6 +75,25 @@ type Result struct {
 	// edit_file, apply_patch): the paths changed and their unified
 	// diff, carried by the call's tool.completed event.
 	Change *Change
+	// Output is what a tool returned beyond its text (MCP tools), nil
+	// for none; the call's tool.completed event carries it.
+	Output *Output
+}
+
+// Output is a tool's output beyond its text.
+type Output struct {
+	// Structured is a tool's structured output (an MCP tool's
+	// structuredContent).
+	Structured json.RawMessage
+	// Images are the images a tool returned, kept for the models that
+	// take images in tool results; Content describes each.
+	Images []Image
+}
+
+// Image is an image a tool returned.
+type Image struct {
+	MediaType string // image/png, …
+	Data      []byte
 }
 
 // Previewer is implemented by the tools that change files: Preview
@@ -95,6 +117,9 @@ type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]Tool
 	offer func(modelID, name string) bool
+	// more, in a registry made by ForSession, holds the registry it
+	// extends and the tools of a Source (source.go).
+	more *sourced
 }
 
 // NewRegistry returns a registry holding tools.
@@ -116,18 +141,24 @@ func (r *Registry) Register(t Tool) {
 // Get returns a tool by name.
 func (r *Registry) Get(name string) (Tool, bool) {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
 	t, ok := r.tools[name]
+	r.mu.RUnlock()
+	if !ok && r.more != nil {
+		return r.more.get(name)
+	}
 	return t, ok
 }
 
 // Specs returns every tool's spec, sorted by name.
 func (r *Registry) Specs() []model.ToolSpec {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
 	out := make([]model.ToolSpec, 0, len(r.tools))
 	for _, t := range r.tools {
 		out = append(out, t.Spec())
+	}
+	r.mu.RUnlock()
+	if r.more != nil {
+		out = append(out, r.more.specs()...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -65,5 +65,16 @@
 // streaming_gap and every catalog event, as a single node whose ring
 // let the deltas go: TestClusterExpiredDeltasReplayAsStreamingGap.
 //
+// The fault tests (fault_*_test.go; docs/scale-out.md, "Faults") run
+// three nodes with a follower on each, a client that reconnects as the
+// Go and TypeScript clients do (follower_test.go), through one fault,
+// and check every follower against the log with checkDelivery: no
+// event lost (unless a streaming gap it was told of covers it),
+// duplicated, out of order or late. The owner, or the NATS servers,
+// run as processes of the test binary (procnode_test.go,
+// natsproc_test.go), so that they can be paused with SIGSTOP, or killed
+// with SIGKILL and restarted on their store. METIS_FAULT_RUNS repeats
+// each fault test's run.
+//
 // The package has no code besides its tests.
 package clustertest

@@ -25,6 +25,10 @@ func TestMain(m *testing.M) {
 		// A metis node in a process of its own (procnode_test.go).
 		os.Exit(runProcNode())
 	}
+	if os.Getenv(natsProcEnv) != "" {
+		// A NATS server in a process of its own (natsproc_test.go).
+		os.Exit(runNATSProc())
+	}
 	code := m.Run()
 	// The tests' HTTP requests use the default client: its idle
 	// keep-alive connections are not leaks.

@@ -154,6 +154,26 @@ func startProcNodeAt(t testing.TB, natsURL, name, home string, leaseTTL, demoDel
 // Kill kills the node's process (SIGKILL: nothing is released, no
 // lease, no connection drained) and waits until it is gone.
 func (pn *procNode) Kill() {
+	_ = pn.cmd.Process.Signal(syscall.SIGCONT) // a paused node too
 	_ = pn.cmd.Process.Kill()
 	<-pn.exited
+}
+
+// Pause stops the node's process (SIGSTOP): every goroutine of it,
+// its clock reads and its sockets' reads and writes stop until Resume,
+// as in a long GC pause or a stopped VM. Its NATS server still sees
+// the connection open and still routes the node's subscriptions to it.
+func (pn *procNode) Pause(t testing.TB) {
+	t.Helper()
+	if err := pn.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+}
+
+// Resume lets a paused node go on (SIGCONT).
+func (pn *procNode) Resume(t testing.TB) {
+	t.Helper()
+	if err := pn.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
 }

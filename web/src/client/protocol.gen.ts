@@ -338,6 +338,10 @@ export const ReasonHeartbeatTimeout = { code: "heartbeat_timeout", message: "No 
 export const ReasonSubscribeTimeout = { code: "subscribe_timeout", message: "No subscribe frame after connecting." } as const;
 export const ReasonShutdown = { code: "server_shutdown", message: "The server is shutting down; reconnect later." } as const;
 export const ReasonWriteTimeout = { code: "write_timeout", message: "A write did not complete in time; reconnect with replay." } as const;
+/** ReasonResync closes (1008), in cluster mode, a client that missed events this node cannot send it live: events its owner published never reached the log (the replay then says streaming_gap). */
+export const ReasonResync = { code: "resync", message: "Events could not be delivered live; reconnect with replay." } as const;
+/** ReasonOwnerChanged closes (1008), in cluster mode, the clients of a node that lost the session's delegation tree to another node: they reconnect (to any node) and follow the tree from the log. */
+export const ReasonOwnerChanged = { code: "owner_changed", message: "Another node runs this session now; reconnect with replay." } as const;
 export const CodeTurnNotFound = "turn_not_found";
 export const CodeMessageNotFound = "message_not_found";
 export const CodeTurnInFlight = "turn_in_flight";
@@ -362,6 +366,29 @@ export const CodeInvalidMode = "invalid_mode";
 export const CodeApprovalNotFound = "approval_not_found";
 /** CodeApprovalResolved answers (409) an approval already decided; the body's resolution (ApprovalConflict) is the one that won. */
 export const CodeApprovalResolved = "approval_resolved";
+export const CodeInvalidMCPServers = "invalid_mcp_servers";
+export const MCPTransportStdio = "stdio";
+/** streamable HTTP */
+export const MCPTransportHTTP = "http";
+export const MCPScopeConfig = "config";
+export const MCPScopeSession = "session";
+/** MCPStateIdle: configured, not started yet; it starts when a turn of a session that has it builds its tool list. */
+export const MCPStateIdle = "idle";
+/** MCPStateStarting: its process is starting or it is being connected to, initialized and asked for its tools. */
+export const MCPStateStarting = "starting";
+/** MCPStateRunning: connected; its tools are offered. */
+export const MCPStateRunning = "running";
+/** MCPStateRestarting: it exited, its connection broke or its start failed; it is started again at RetryAt. */
+export const MCPStateRestarting = "restarting";
+/** MCPStateFailed: it failed to start several times in a row; it is tried again when a turn next needs it, not before RetryAt. */
+export const MCPStateFailed = "failed";
+/** MCPStateStopped: stopped (the server is shutting down, or the configuration changed and the entry is being replaced). */
+export const MCPStateStopped = "stopped";
+/** MCPStateDisabled: configured with enabled: false. */
+export const MCPStateDisabled = "disabled";
+/** MCPStateInvalid: its configuration entry is invalid (LastError says why); the other servers are unaffected. */
+export const MCPStateInvalid = "invalid";
+export const MaxMCPSessionServers = 32;
 export const RoleUser = "user";
 export const RoleAssistant = "assistant";
 /** RoleTool carries tool_result blocks fed back to the model. */
@@ -611,6 +638,69 @@ export interface CancelFrame {
   reason: string;
 }
 
+/** An image a tool returned, in tool.completed (data is base64). */
+export interface ToolImage {
+  media_type: string;
+  bytes: number;
+  data?: string;
+}
+
+/** The answer of GET /mcp and of /sessions/{id}/mcp_servers (docs/protocol.md). */
+export interface MCPStatus {
+  version: number;
+  config_error?: string;
+  servers: MCPServerStatus[];
+}
+
+/** One MCP server in an MCPStatus. */
+export interface MCPServerStatus {
+  name: string;
+  scope: string;
+  session_ids?: string[];
+  transport: string;
+  command?: string;
+  url?: string;
+  state: string;
+  tools: MCPToolStatus[];
+  last_error?: string;
+  last_error_at?: string | null;
+  pid?: number;
+  restarts: number;
+  started_at?: string | null;
+  retry_at?: string | null;
+  server_name?: string;
+  server_version?: string;
+  protocol_version?: string;
+  trust_read_only_hints?: boolean;
+}
+
+/** One tool of an MCP server. */
+export interface MCPToolStatus {
+  name?: string;
+  tool: string;
+  description?: string;
+  read_only_hint?: boolean;
+  kind?: string;
+  problem?: string;
+  skipped?: boolean;
+}
+
+/** One MCP server of a session (PUT /sessions/{id}/mcp_servers). */
+export interface MCPServerConfig {
+  name: string;
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  url?: string;
+  headers?: Record<string, string>;
+}
+
+/** The body of PUT /sessions/{id}/mcp_servers. */
+export interface MCPSessionServers {
+  servers: MCPServerConfig[];
+}
+
 /** An event envelope as decoded, of any type (contract §4). */
 export interface RawEnvelope {
   id: string;
@@ -784,6 +874,9 @@ export interface ToolCompletedPayload {
   paths?: string[];
   diff?: string;
   diff_truncated?: boolean;
+  structured_content?: unknown;
+  structured_content_bytes?: number;
+  images?: ToolImage[];
 }
 
 /** The payload of tool.failed. */

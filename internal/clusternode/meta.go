@@ -1,4 +1,4 @@
-package server
+package clusternode
 
 import (
 	"context"
@@ -50,7 +50,7 @@ type metaJob struct {
 }
 
 // metaForwarder sends this node's meta-events of trees owned elsewhere
-// to their owners, with emit (clusterNode.sendMeta), counting each
+// to their owners, with emit (Node.sendMeta), counting each
 // result with count.
 type metaForwarder struct {
 	emit   func(ctx context.Context, job metaJob) (result string, err error)
@@ -176,7 +176,7 @@ func (f *metaForwarder) send(job metaJob) {
 // or by this node if it owns the tree or nobody does (it takes the
 // tree then, within takeTimeout, as failover does). It returns the
 // result to count, and why it failed.
-func (cn *clusterNode) sendMeta(ctx context.Context, job metaJob) (string, error) {
+func (cn *Node) sendMeta(ctx context.Context, job metaJob) (string, error) {
 	payload, err := json.Marshal(job.payload)
 	if err != nil {
 		return metrics.MetaFailed, fmt.Errorf("payload: %w", err)
@@ -188,7 +188,8 @@ func (cn *clusterNode) sendMeta(ctx context.Context, job metaJob) (string, error
 		return metrics.MetaFailed, err
 	}
 	if !cn.owns(tree) {
-		_, err := cn.router.Meta(rctx, tree, cluster.MetaRequest{SessionID: job.sessionID, Type: string(job.typ), Payload: payload})
+		var rep cluster.MetaReply
+		err := cn.Forward(rctx, tree, cluster.KindMeta.Verb, cluster.MetaRequest{SessionID: job.sessionID, Type: string(job.typ), Payload: payload}, &rep)
 		switch {
 		case err == nil:
 			return metrics.MetaRouted, nil
@@ -200,7 +201,7 @@ func (cn *clusterNode) sendMeta(ctx context.Context, job metaJob) (string, error
 		// Nobody owns the tree: take it, as a routed request does.
 		tctx, cancel := context.WithTimeout(ctx, takeTimeout)
 		defer cancel()
-		if _, err := cn.take(tctx, tree); err != nil {
+		if err := cn.Take(tctx, tree); err != nil {
 			return metrics.MetaFailed, fmt.Errorf("no owner, and taking the tree: %w", err)
 		}
 	}
@@ -236,7 +237,7 @@ func (f *metaForwarder) close(ctx context.Context) error {
 
 // emitMeta emits a meta-event into a session of a tree this node owns,
 // without waiting for its commit, and returns its id.
-func (cn *clusterNode) emitMeta(ctx context.Context, sessionID string, typ event.Type, payload json.RawMessage) (string, error) {
+func (cn *Node) emitMeta(ctx context.Context, sessionID string, typ event.Type, payload json.RawMessage) (string, error) {
 	em, err := cn.bus.Emitter(ctx, sessionID)
 	if err != nil {
 		return "", err
@@ -250,7 +251,7 @@ func (cn *clusterNode) emitMeta(ctx context.Context, sessionID string, typ event
 
 // Meta implements cluster.Handler: a meta-event of another node's
 // client, which this node emits as the tree's owner.
-func (cn *clusterNode) Meta(ctx context.Context, tree string, req cluster.MetaRequest) (cluster.MetaReply, error) {
+func (cn *Node) Meta(ctx context.Context, tree string, req cluster.MetaRequest) (cluster.MetaReply, error) {
 	if err := cn.inTree(ctx, tree, req.SessionID); err != nil {
 		return cluster.MetaReply{}, err
 	}
@@ -274,40 +275,27 @@ func (cn *clusterNode) Meta(ctx context.Context, tree string, req cluster.MetaRe
 }
 
 // countMeta counts a meta-event's result.
-func (cn *clusterNode) countMeta(result string) {
+func (cn *Node) countMeta(result string) {
 	if cn.status != nil {
 		cn.status.metrics.MetaEvent(result)
 	}
 }
 
-// hubEmits is the hub's Config.Emits: in cluster mode, the owner of a
-// session's tree emits its clients' meta-events itself, unless earlier
-// ones of the session still wait in the forwarder's queue (the node
-// took the tree meanwhile): the later ones then follow them there, in
-// order.
-func (s *Server) hubEmits(sessionID string) bool {
-	if s.cluster == nil {
-		return true
-	}
-	if m := s.cluster.meta; m != nil && m.holds(sessionID) {
+// HubEmits is the hub's Config.Emits: the owner of a session's tree
+// emits its clients' meta-events itself, unless earlier ones of the
+// session still wait in the forwarder's queue (the node took the tree
+// meanwhile): the later ones then follow them there, in order.
+func (cn *Node) HubEmits(sessionID string) bool {
+	if m := cn.meta; m != nil && m.holds(sessionID) {
 		return false
 	}
-	return s.cluster.emits(sessionID)
+	return cn.Emits(sessionID)
 }
 
-// forwardMeta is the hub's Config.Forward: in cluster mode, the tree's
-// owner emits the meta-events of this node's clients.
-func (s *Server) forwardMeta(sessionID string, typ event.Type, payload map[string]any) {
-	if s.cluster != nil && s.cluster.meta != nil {
-		s.cluster.meta.forward(sessionID, typ, payload)
+// ForwardMeta is the hub's Config.Forward: the tree's owner emits the
+// meta-events of this node's clients.
+func (cn *Node) ForwardMeta(sessionID string, typ event.Type, payload map[string]any) {
+	if cn.meta != nil {
+		cn.meta.forward(sessionID, typ, payload)
 	}
-}
-
-// nodeName is the hub's Config.Node: the node's name in cluster mode,
-// so that subscription names are unique among the nodes.
-func (s *Server) nodeName() string {
-	if s.cluster == nil {
-		return ""
-	}
-	return s.cluster.name
 }

@@ -1,4 +1,4 @@
-package server
+package clusternode
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/metis-agent/metis/internal/cluster"
+	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/store"
 )
@@ -69,24 +70,29 @@ const (
 	scanTimeout = 2 * time.Minute
 )
 
-// startFailover starts watching the lease bucket and the failover loop,
-// whose first step is the startup scan of the trees with open turns.
-func (cn *clusterNode) startFailover(ctx context.Context) error {
+// Recover starts watching the lease bucket and the failover loop,
+// whose first step is the startup scan of the trees with open turns:
+// crash recovery in cluster mode, where an open turn may belong to a
+// tree another node runs (the node ends only the turns of the trees it
+// takes over).
+func (cn *Node) Recover(ctx context.Context) error {
 	w, err := cn.leases.Watch(cn.fo.ctx)
 	if err != nil {
 		return err
 	}
-	cn.fo.wg.Add(2)
+	cn.fo.wg.Add(3)
 	go cn.watchLeases(w)
 	go cn.failoverLoop()
+	go cn.idleLoop()
 	return nil
 }
 
-// stopFailover stops the watcher and the loop; close waits for them.
-func (cn *clusterNode) stopFailover() { cn.fo.cancel() }
+// StopFailover stops the watcher and the loop (the node takes no tree
+// over from then on); Close waits for them.
+func (cn *Node) StopFailover() { cn.fo.cancel() }
 
 // watchLeases offers every tree whose lease disappears to the loop.
-func (cn *clusterNode) watchLeases(w *cluster.LeaseWatcher) {
+func (cn *Node) watchLeases(w *cluster.LeaseWatcher) {
 	defer cn.fo.wg.Done()
 	defer func() {
 		if err := w.Stop(); err != nil && cn.fo.ctx.Err() == nil {
@@ -101,6 +107,7 @@ func (cn *clusterNode) watchLeases(w *cluster.LeaseWatcher) {
 			}
 			return
 		}
+		cn.leaseChanged(c.Tree, c.Holder)
 		if c.Holder == "" {
 			cn.logger.Debug("cluster: lease gone", "tree", c.Tree, "node", cn.name)
 			cn.offer(c.Tree)
@@ -109,7 +116,7 @@ func (cn *clusterNode) watchLeases(w *cluster.LeaseWatcher) {
 }
 
 // offer queues a tree for the failover loop to look at.
-func (cn *clusterNode) offer(tree string) {
+func (cn *Node) offer(tree string) {
 	cn.fo.mu.Lock()
 	cn.fo.pending[tree] = true
 	cn.fo.mu.Unlock()
@@ -120,7 +127,7 @@ func (cn *clusterNode) offer(tree string) {
 }
 
 // failoverLoop runs the startup scan, then looks at each offered tree.
-func (cn *clusterNode) failoverLoop() {
+func (cn *Node) failoverLoop() {
 	defer cn.fo.wg.Done()
 	cn.scanOpenTrees()
 	for {
@@ -146,7 +153,7 @@ func (cn *clusterNode) failoverLoop() {
 // projection, once it caught up with the log: crash recovery in cluster
 // mode (the node takes, and ends the turns of, only the trees whose
 // leases are free).
-func (cn *clusterNode) scanOpenTrees() {
+func (cn *Node) scanOpenTrees() {
 	ctx, cancel := context.WithTimeout(cn.fo.ctx, scanTimeout)
 	defer cancel()
 	last, err := cn.log.LastSeq(ctx)
@@ -170,7 +177,7 @@ func (cn *clusterNode) scanOpenTrees() {
 
 // consider takes a tree whose lease is free if the node has a reason
 // to: a turn of it left open, or clients of it here.
-func (cn *clusterNode) consider(tree string) {
+func (cn *Node) consider(tree string) {
 	if cn.owns(tree) {
 		return
 	}
@@ -205,69 +212,79 @@ func (cn *clusterNode) consider(tree string) {
 		}
 	}
 	start := time.Now()
-	if _, err := cn.take(ctx, tree); err != nil {
-		if errors.Is(err, cluster.ErrLeaseHeld) {
+	if _, err := cn.take(ctx, tree, metrics.FailoverLeaseExpired); err != nil {
+		if errors.Is(err, cluster.ErrLeaseHeld) || errors.Is(err, cluster.ErrFenced) {
+			// Lost the race: another node took the lease (or wrote its
+			// marker) first.
 			cn.logger.Debug("cluster: failover: another node took the tree first", "tree", tree, "node", cn.name)
 			return
 		}
-		cn.logger.Error("cluster: failover: take tree", "tree", tree, "node", cn.name, "err", err)
+		cn.logger.Warn("cluster: failover: could not take the tree", "tree", tree, "node", cn.name, "err", err)
 		return
 	}
 	cn.logger.Info("cluster: took over tree", "tree", tree, "node", cn.name, "took", time.Since(start))
 }
 
 // hasClients reports whether this node follows tree for clients.
-func (cn *clusterNode) hasClients(tree string) bool {
+func (cn *Node) hasClients(tree string) bool {
 	cn.attachMu.Lock()
 	defer cn.attachMu.Unlock()
 	return cn.attached[tree] != nil
+}
+
+// Take takes a tree nobody answers for (a routed request found no
+// owner) as failover does (see take), and returns once it answers the
+// tree's requests. If this node owns the tree already, or is taking it,
+// it waits until it does.
+func (cn *Node) Take(ctx context.Context, tree string) error {
+	_, err := cn.take(ctx, tree, metrics.FailoverRequest)
+	if err != nil {
+		return err
+	}
+	cn.mu.Lock()
+	ot := cn.owners[tree]
+	cn.mu.Unlock()
+	if ot == nil {
+		return fmt.Errorf("%w: tree %s: lost again at once", cluster.ErrLeaseLost, tree)
+	}
+	select {
+	case <-ot.ready:
+		return nil
+	case <-ot.owner.Context().Done():
+		return fmt.Errorf("cluster: take %s: %w", tree, context.Cause(ot.owner.Context()))
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: take %s: %w", tree, context.Cause(ctx))
+	}
 }
 
 // take is a deliberate take of a tree (a routed request nobody
 // answered, a failover): it acquires the tree as ownerOf does and, if
 // this call took it, ends every turn of the tree left open by its
 // previous owner before it answers the tree's routed requests (a turn
-// submitted from another node cannot start before they ended).
-func (cn *clusterNode) take(ctx context.Context, tree string) (*cluster.Owner, error) {
-	o, took, err := cn.acquireServing(ctx, tree, false)
+// submitted from another node cannot start before they ended: the
+// requests that come meanwhile wait).
+func (cn *Node) take(ctx context.Context, tree, trigger string) (*cluster.Owner, error) {
+	ot, took, err := cn.acquireServing(ctx, tree, false)
 	if err != nil || !took {
-		return o, err
+		if ot == nil {
+			return nil, err
+		}
+		return ot.owner, err
 	}
+	defer close(ot.ready)
+	cn.countFailover(trigger)
 	ended, rerr := cn.sessions.RecoverTree(ctx, tree)
 	if len(ended) > 0 {
 		cn.logger.Warn("cluster: ended the turns the tree's previous owner left open", "tree", tree, "node", cn.name, "turns", ended)
 	}
-	if err := cn.serve(tree, o); err != nil {
-		return o, errors.Join(rerr, err)
-	}
 	if rerr != nil {
-		return o, fmt.Errorf("cluster: take %s: %w", tree, rerr)
+		return ot.owner, fmt.Errorf("cluster: take %s: %w", tree, rerr)
 	}
-	return o, nil
-}
-
-// serve starts answering the routed requests of a tree this node owns
-// (acquireServing without serve). A tree lost meanwhile is not served.
-func (cn *clusterNode) serve(tree string, o *cluster.Owner) error {
-	sv, err := cn.router.Serve(o.Context(), tree, cn)
-	if err != nil {
-		return fmt.Errorf("cluster: serve %s: %w", tree, err)
-	}
-	cn.mu.Lock()
-	ot := cn.owners[tree]
-	if ot != nil && ot.owner == o && ot.serving == nil {
-		ot.serving = sv
-		sv = nil
-	}
-	cn.mu.Unlock()
-	if sv != nil { // lost (or released) before it was served
-		sv.Stop()
-	}
-	return nil
+	return ot.owner, nil
 }
 
 // stopServing stops answering a tree's routed requests.
-func (cn *clusterNode) stopServing(ot *ownedTree) {
+func (cn *Node) stopServing(ot *ownedTree) {
 	cn.mu.Lock()
 	sv := ot.serving
 	cn.mu.Unlock()
@@ -280,9 +297,10 @@ func (cn *clusterNode) stopServing(ot *ownedTree) {
 // events are published by. A tree this node lost is not taken again
 // implicitly (the events of its cancelled turns must not reach the log):
 // only a deliberate take (take) does that.
-func (cn *clusterNode) storeOwner(ctx context.Context, tree string) (*cluster.Owner, error) {
-	if o := cn.liveOwner(tree); o != nil {
-		return o, nil
+func (cn *Node) storeOwner(ctx context.Context, tree string) (*cluster.Owner, error) {
+	if ot := cn.liveTree(tree); ot != nil {
+		ot.used()
+		return ot.owner, nil
 	}
 	cn.mu.Lock()
 	_, ending := cn.owners[tree]
@@ -297,20 +315,26 @@ func (cn *clusterNode) storeOwner(ctx context.Context, tree string) (*cluster.Ow
 // acquire returns this node's owner of tree, taking the tree if the node
 // does not own it, and answering its routed requests; took tells
 // whether this call took it.
-func (cn *clusterNode) acquire(ctx context.Context, tree string) (_ *cluster.Owner, took bool, _ error) {
-	return cn.acquireServing(ctx, tree, true)
+func (cn *Node) acquire(ctx context.Context, tree string) (_ *cluster.Owner, took bool, _ error) {
+	ot, took, err := cn.acquireServing(ctx, tree, true)
+	if ot == nil {
+		return nil, took, err
+	}
+	return ot.owner, took, err
 }
 
-// acquireServing is acquire; a tree it takes answers its routed
-// requests at once if serve, else once serve is called.
-func (cn *clusterNode) acquireServing(ctx context.Context, tree string, serve bool) (_ *cluster.Owner, took bool, _ error) {
-	if o := cn.liveOwner(tree); o != nil {
-		return o, false, nil
+// acquireServing is acquire. The tree's routed requests reach this node
+// from the moment it holds the lease (so none goes to a previous owner
+// that no longer answers); they are answered once the tree is ready:
+// at once if ready, else when the caller closes the tree's ready.
+func (cn *Node) acquireServing(ctx context.Context, tree string, ready bool) (_ *ownedTree, took bool, _ error) {
+	if ot := cn.liveTree(tree); ot != nil {
+		return ot, false, nil
 	}
 	cn.takeMu.Lock()
 	defer cn.takeMu.Unlock()
-	if o := cn.liveOwner(tree); o != nil {
-		return o, false, nil
+	if ot := cn.liveTree(tree); ot != nil {
+		return ot, false, nil
 	}
 	if err := cn.settleLoss(ctx, tree); err != nil {
 		return nil, false, err
@@ -319,16 +343,18 @@ func (cn *clusterNode) acquireServing(ctx context.Context, tree string, serve bo
 	if err != nil {
 		return nil, false, err
 	}
-	if err := cn.handOver(ctx, o); err != nil {
+	ot := &ownedTree{owner: o, handled: make(chan struct{}), ready: make(chan struct{})}
+	ot.used()
+	if ot.serving, err = cn.router.Serve(o.Context(), tree, cn.gated(ot)); err != nil {
 		return nil, false, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
 	}
-	var sv *cluster.Serving
-	if serve {
-		if sv, err = cn.router.Serve(o.Context(), tree, cn); err != nil {
-			return nil, false, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
-		}
+	if err := cn.handOver(ctx, o); err != nil {
+		ot.serving.Stop()
+		return nil, false, errors.Join(err, o.Release(context.WithoutCancel(ctx)))
 	}
-	ot := &ownedTree{owner: o, serving: sv, handled: make(chan struct{})}
+	if ready {
+		close(ot.ready)
+	}
 	cn.mu.Lock()
 	cn.owners[tree] = ot
 	cn.mu.Unlock()
@@ -340,13 +366,13 @@ func (cn *clusterNode) acquireServing(ctx context.Context, tree string, serve bo
 		cn.onLost(tree, ot)
 	}()
 	cn.logger.Info("cluster: took tree", "tree", tree, "node", cn.name)
-	return o, true, nil
+	return ot, true, nil
 }
 
 // settleLoss waits until the end of this node's previous ownership of
 // tree, if any, was handled (onLost), and forgets that the node lost
 // it: the caller takes it deliberately.
-func (cn *clusterNode) settleLoss(ctx context.Context, tree string) error {
+func (cn *Node) settleLoss(ctx context.Context, tree string) error {
 	cn.mu.Lock()
 	prev := cn.owners[tree]
 	cn.mu.Unlock()
@@ -374,7 +400,7 @@ func (cn *clusterNode) settleLoss(ctx context.Context, tree string) error {
 // bus's id sequencer and seam move past it. A tree the log has no
 // event of yet (its session.created is being published) needs none of
 // it.
-func (cn *clusterNode) handOver(ctx context.Context, o *cluster.Owner) error {
+func (cn *Node) handOver(ctx context.Context, o *cluster.Owner) error {
 	tree := o.Tree()
 	if err := cn.proj.WaitApplied(ctx, o.LastCatalogSeq()); err != nil {
 		return fmt.Errorf("cluster: take %s: %w", tree, err)
@@ -388,6 +414,7 @@ func (cn *clusterNode) handOver(ctx context.Context, o *cluster.Owner) error {
 	if err != nil {
 		return err
 	}
+	o.Follow(tail.ID) // the first event this node publishes names it as its previous
 	if cn.feeds != nil {
 		if err := cn.feeds.WaitDelivered(ctx, tree, tail.Seq); err != nil {
 			return err
@@ -404,7 +431,7 @@ func (cn *clusterNode) handOver(ctx context.Context, o *cluster.Owner) error {
 // in flight here are cancelled (none of their later events can commit:
 // the tree's new owner ends them in the log), and the tree is offered
 // to failover, in case its lease is free and nobody takes it.
-func (cn *clusterNode) onLost(tree string, ot *ownedTree) {
+func (cn *Node) onLost(tree string, ot *ownedTree) {
 	defer close(ot.handled)
 	cause := context.Cause(ot.owner.Context())
 	if errors.Is(cause, cluster.ErrLeaseReleased) {

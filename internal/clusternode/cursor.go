@@ -1,4 +1,4 @@
-package server
+package clusternode
 
 import (
 	"context"
@@ -13,7 +13,7 @@ const cursorCatchUp = readCatchUp
 // the feed has delivered what the log held.
 const cursorPoll = 5 * time.Millisecond
 
-// awaitCursor is the hub's Config.AwaitCursor in cluster mode. A client
+// AwaitCursor is the hub's Config.AwaitCursor in cluster mode. A client
 // resuming here with a cursor it got from another node (the owner, or a
 // node whose feed is ahead of this one's) may be a moment ahead of what
 // this node has delivered of the tree: without waiting, the subscribe
@@ -26,7 +26,7 @@ const cursorPoll = 5 * time.Millisecond
 // the log) costs the subscribe that bound, then is judged as a single
 // node judges it. The owner of the tree has delivered every id it
 // handed out: it does not wait.
-func (cn *clusterNode) awaitCursor(ctx context.Context, sessionID, since string) {
+func (cn *Node) AwaitCursor(ctx context.Context, sessionID, since string) {
 	tree, err := cn.treeOf(ctx, sessionID)
 	if err != nil || cn.owns(tree) {
 		return

@@ -1,15 +1,12 @@
-package server
+package clusternode
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 	"runtime/debug"
 	"sync"
 	"time"
 
-	"github.com/metis-agent/metis/internal/api"
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/metrics"
 	"github.com/metis-agent/metis/protocol"
@@ -19,7 +16,7 @@ import (
 // itself in the node directory, feeds the cluster metrics, and answers
 // GET /cluster (docs/scale-out.md, "Operating a cluster").
 type nodeStatus struct {
-	cn       *clusterNode
+	cn       *Node
 	started  time.Time
 	nodes    *cluster.Nodes
 	announce *cluster.Announcement
@@ -31,13 +28,16 @@ type nodeStatus struct {
 // lagTimeout bounds asking the log for its catalog tail at a scrape.
 const lagTimeout = 2 * time.Second
 
-// startStatus opens the node directory, announces this node, and
+// ErrNoStatus is Status's error before StartStatus.
+var ErrNoStatus = errors.New("cluster: the node's status is not started")
+
+// StartStatus opens the node directory, announces this node, and
 // registers the cluster metrics on reg. The bus and feeds exist.
-func (cn *clusterNode) startStatus(ctx context.Context, reg *metrics.Registry) error {
+func (cn *Node) StartStatus(ctx context.Context, reg *metrics.Registry) error {
 	st := &nodeStatus{cn: cn, started: time.Now().UTC()}
 	octx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	nodes, err := cluster.OpenNodes(octx, cn.log.JetStream(), cluster.NodesConfig{Logger: cn.logger})
+	nodes, err := cluster.OpenNodes(octx, cn.log.JetStream(), cluster.NodesConfig{Logger: cn.logger, Replicas: cn.replicas})
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (cn *clusterNode) startStatus(ctx context.Context, reg *metrics.Registry) e
 }
 
 // stopStatus leaves the node directory (once).
-func (cn *clusterNode) stopStatus(ctx context.Context) error {
+func (cn *Node) stopStatus(ctx context.Context) error {
 	st := cn.status
 	if st == nil {
 		return nil
@@ -63,8 +63,8 @@ func (cn *clusterNode) stopStatus(ctx context.Context) error {
 	return err
 }
 
-// listening announces the node's HTTP address.
-func (cn *clusterNode) listening(url string) {
+// Listening announces the node's HTTP address.
+func (cn *Node) Listening(url string) {
 	if cn.status != nil {
 		cn.status.announce.SetAddress(url)
 	}
@@ -72,7 +72,7 @@ func (cn *clusterNode) listening(url string) {
 
 // countLease counts a lease taken and, once the owner's context ends,
 // its loss by reason.
-func (cn *clusterNode) countLease(o *cluster.Owner) {
+func (cn *Node) countLease(o *cluster.Owner) {
 	if cn.status == nil {
 		return
 	}
@@ -124,6 +124,25 @@ func (st *nodeStatus) Feeds() float64 {
 	return float64(len(st.cn.attached))
 }
 
+// StreamingRefused implements metrics.ClusterSource.
+func (st *nodeStatus) StreamingRefused() float64 { return float64(st.cn.log.RefusedStreaming()) }
+
+// StreamingUnsent implements metrics.ClusterSource.
+func (st *nodeStatus) StreamingUnsent() float64 { return float64(st.cn.store.Unsent()) }
+
+// LateEvents implements metrics.ClusterSource.
+func (st *nodeStatus) LateEvents() float64 { return float64(st.cn.feeds.Late()) }
+
+// StreamGaps implements metrics.ClusterSource.
+func (st *nodeStatus) StreamGaps() float64 { return float64(st.cn.feeds.Gaps()) }
+
+// countFailover counts a tree this node took over from another owner.
+func (cn *Node) countFailover(trigger string) {
+	if cn.status != nil {
+		cn.status.metrics.FailoverInc(trigger)
+	}
+}
+
 // OwnedTrees implements metrics.ClusterSource.
 func (st *nodeStatus) OwnedTrees() float64 {
 	st.cn.mu.Lock()
@@ -140,9 +159,13 @@ func (st *nodeStatus) OwnedTrees() float64 {
 // statusTimeout bounds building GET /cluster's answer.
 const statusTimeout = 10 * time.Second
 
-// clusterStatus reads the cluster's state: the log's catalog tail, the
-// node directory and the leases.
-func (cn *clusterNode) clusterStatus(ctx context.Context) (protocol.ClusterStatus, error) {
+// Status reads the cluster's state for GET /cluster: the log's catalog
+// tail, the node directory and the leases. It fails with ErrNoStatus
+// before StartStatus.
+func (cn *Node) Status(ctx context.Context) (protocol.ClusterStatus, error) {
+	if cn.status == nil {
+		return protocol.ClusterStatus{}, ErrNoStatus
+	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	out := protocol.ClusterStatus{Node: cn.name, Stream: cn.log.Config().Stream, NATS: cn.nc.ConnectedClusterName()}
@@ -191,24 +214,6 @@ func (cn *clusterNode) clusterStatus(ctx context.Context) (protocol.ClusterStatu
 			AppliedSeq: applied, Lag: lag(last, applied), OwnedTrees: owned[cn.name], Self: true})
 	}
 	return out, nil
-}
-
-// serveClusterStatus answers GET /cluster: the cluster's nodes, leases
-// and lag in cluster mode, a 404 not_clustered single-node.
-func (s *Server) serveClusterStatus(w http.ResponseWriter, r *http.Request) {
-	if s.cluster == nil || s.cluster.status == nil {
-		api.WriteError(w, http.StatusNotFound, protocol.CodeNotClustered,
-			"this server runs single-node (started without --nats): there is no cluster to show")
-		return
-	}
-	st, err := s.cluster.clusterStatus(r.Context())
-	if err != nil {
-		s.Log.Error("cluster status", "err", err)
-		api.WriteError(w, http.StatusServiceUnavailable, protocol.CodeClusterUnavailable,
-			fmt.Sprintf("could not read the cluster's state from NATS: %v", err))
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, st)
 }
 
 // buildVersion is the version a node announces: the module version
