@@ -1,7 +1,8 @@
 // The same-origin HTTP API of contract §3.
 
 import type {
-  ApprovalAnswer, ApprovalConflict, ApprovalResolution, CompactAccepted, Message, Mode, ModelList, SessionSummary, SystemPrompt,
+  ApprovalAnswer, ApprovalConflict, ApprovalResolution, CompactAccepted, MCPServerConfig, MCPStatus, Message, Mode, ModelList, SessionSummary,
+  SystemPrompt,
 } from './protocol.gen';
 
 /** PATCH /sessions/{id}: the fields to change (at least one). */
@@ -247,6 +248,22 @@ export class Api {
   async models(): Promise<ModelList> {
     const m = await this.call<Partial<ModelList>>('GET', '/models');
     return { default: m?.default ?? '', models: m?.models ?? [], unavailable: m?.unavailable ?? [] };
+  }
+
+  /** GET /mcp: the MCP servers (config.yaml's and the sessions'), their state and tools. */
+  async mcp(): Promise<MCPStatus> {
+    const m = await this.call<Partial<MCPStatus>>('GET', '/mcp');
+    return { version: m?.version ?? 0, servers: m?.servers ?? [], ...(m?.config_error ? { config_error: m.config_error } : {}) };
+  }
+
+  /** GET /sessions/{id}/mcp_servers: the MCP servers a session's turns use. */
+  sessionMcp(sessionId: string): Promise<MCPStatus> {
+    return this.call('GET', `/sessions/${Api.seg(sessionId)}/mcp_servers`);
+  }
+
+  /** PUT /sessions/{id}/mcp_servers: gives the session its own MCP servers (replacing those it had). */
+  setSessionMcp(sessionId: string, servers: MCPServerConfig[]): Promise<MCPStatus> {
+    return this.call('PUT', `/sessions/${Api.seg(sessionId)}/mcp_servers`, { servers });
   }
 
   /**

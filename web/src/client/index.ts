@@ -67,6 +67,9 @@
  *   deleteSession(sessionId): Promise<void>;               // the session and its workers; 409 turn_in_flight while one runs
  *   compact(sessionId, instructions?): Promise<{ compaction_id }>;  // 409 turn_in_flight while a turn runs
  *   systemPrompt(sessionId): Promise<SystemPrompt>;
+ *   mcp(): Promise<MCPStatus>;                             // GET /mcp: MCP servers, state, tools
+ *   sessionMcp(sessionId): Promise<MCPStatus>;             // GET /sessions/{id}/mcp_servers
+ *   setSessionMcp(sessionId, servers): Promise<MCPStatus>; // PUT /sessions/{id}/mcp_servers
  *   models(): Promise<ModelList>;                          // { default, models: [{ id, provider }], unavailable: [{ provider, reason }] }
  *   streamUrl(wsUrl: string): string;                      // ws_url resolved against baseUrl (wss under https)
  * }

@@ -76,6 +76,8 @@ export interface ToolCall {
   diff_truncated?: boolean;
   /** How long the call ran (tool.completed / tool.failed duration_ms). */
   duration_ms?: number;
+  /** Images an MCP tool returned (tool.completed images; data in base64 while small enough). */
+  images?: { media_type: string; bytes: number; data?: string }[];
 }
 
 /** What the view knows about one turn from its events (a turn seen only in a snapshot has none). */
@@ -658,6 +660,13 @@ export class View {
           if (typeof raw['diff'] === 'string') tc.diff = raw['diff'];
           if (raw['diff_truncated'] === true) tc.diff_truncated = true;
           if (typeof raw['duration_ms'] === 'number') tc.duration_ms = raw['duration_ms'];
+          if (Array.isArray(raw['images'])) {
+            tc.images = (raw['images'] as unknown[]).flatMap((x) => {
+              const o = x as Record<string, unknown> | null;
+              if (!o || typeof o['media_type'] !== 'string') return [];
+              return [{ media_type: o['media_type'], bytes: typeof o['bytes'] === 'number' ? o['bytes'] : 0, ...(typeof o['data'] === 'string' ? { data: o['data'] } : {}) }];
+            });
+          }
         } else {
           const d = (ev.payload as Record<string, unknown>)['duration_ms'];
           if (typeof d === 'number') tc.duration_ms = d;

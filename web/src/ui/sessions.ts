@@ -6,6 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { signal } from '@preact/signals';
 import { ApiError, type ModelList, type SessionSummary } from '../client/index';
 import { api } from './api';
+import { McpServers } from './mcp';
 import { ago, shortId, usd } from './format';
 import { go, href } from './route';
 import { cleanTitle } from './title';
@@ -107,6 +108,7 @@ export function SessionsPage(): VNode {
     </table>
     ${all.length === 0 && !listError.value ? html`<div class="empty">No sessions yet. Create one above.</div>` : null}
     ${all.length > 0 && rows.length === 0 && archived ? html`<div class="empty">No archived sessions.</div>` : null}
+    <${McpServers} />
   </div>`;
 }
 

@@ -120,6 +120,7 @@ export function ToolCard(p: ToolCardProps): VNode {
       ${tool?.summary && name !== 'shell' ? html`<span class="tool-summary">${tool.summary}</span>` : null}
     </div>
     ${body}
+    ${tool?.images?.length ? html`<${Thumbnails} images=${tool.images} />` : null}
     ${p.approval ? html`<${ApprovalCard} a=${p.approval} sessionId=${p.sessionId} inline=${true} />` : null}
     ${tool?.error
       ? html`<div class="tool-error">${tool.error_class ? tool.error_class + ': ' : ''}${tool.error}</div>`
@@ -180,5 +181,18 @@ export function WorkerProgress(p: { id: string }): VNode {
     <span>running ${elapsed(Date.now() - state.since)}</span>
     <span class="muted">· ${state.steps} step${state.steps === 1 ? '' : 's'} done</span>
     ${state.last ? html`<span class="muted">· ${state.last}</span>` : null}
+  </div>`;
+}
+
+/** Images a tool returned, as thumbnails that open full size (data: URLs: no fetch, allowed by the page's CSP). */
+function Thumbnails(p: { images: NonNullable<ToolCall['images']> }): VNode {
+  return html`<div class="thumbs-row">
+    ${p.images.map((im, i) =>
+      im.data && /^image\/(png|jpeg|gif|webp)$/.test(im.media_type)
+        ? html`<a key=${i} href=${`data:${im.media_type};base64,${im.data}`} target="_blank" rel="noopener" title=${`${im.media_type}, ${im.bytes} bytes`}>
+            <img class="thumb-img" src=${`data:${im.media_type};base64,${im.data}`} alt=${'image ' + (i + 1)} />
+          </a>`
+        : html`<span key=${i} class="badge" title="not sent inline (too large)">${im.media_type} · ${im.bytes} bytes</span>`,
+    )}
   </div>`;
 }
