@@ -137,6 +137,7 @@ interface TurnProps {
   ctx: Ctx;
   /** The objects the block shows (messages, tools, approvals, workers): unchanged means nothing to render. */
   deps: unknown[];
+  /** The turn runs (a message streams, or the view's turn in flight is this one). */
   live: boolean;
 }
 
@@ -159,7 +160,7 @@ function TurnView(p: TurnProps): VNode {
     tout = info.usage.output_tokens;
     cost = info.usage.cost_usd;
   }
-  const running = msgs.some((m) => m.status === 'streaming') || info?.status === 'in_flight';
+  const running = p.live;
   const calls = info?.llm_calls || msgs.length;
   const model = msgs.find((m) => m.model)?.model ?? '';
   const foreign = msgs[0]!.session_id !== p.ctx.sessionId;
@@ -257,7 +258,8 @@ export function Conversation(p: { live: LiveSession }): VNode {
   const render = (r: Row): VNode => {
     if (r.kind === 'user') return html`<${UserRow} m=${r.m} ctx=${ctx} />`;
     return html`<${TurnBlock} msgs=${r.msgs} turnId=${r.turnId} info=${v.turns.get(r.turnId)} rating=${v.feedback.get(r.turnId)}
-      ctx=${ctx} deps=${depsOf(r.msgs, ctx)} live=${r.msgs.some((m) => m.status === 'streaming')} />`;
+      ctx=${ctx} deps=${depsOf(r.msgs, ctx)}
+      live=${r.msgs.some((m) => m.status === 'streaming') || (v.turn.id === r.turnId && v.turn.status === 'in_flight') || v.turns.get(r.turnId)?.status === 'in_flight'} />`;
   };
 
   return html`<div class="conversation">
