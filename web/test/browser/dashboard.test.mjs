@@ -226,6 +226,7 @@ test('worker drill-down opens the worker live; the inline toggle interleaves wor
     await until(() => obs.events.some((e) => e.type === 'turn.completed' && e.session_id === s.id), 15_000, 'observer');
     obs.close();
     await page.selectOption('#trace-family', 'catalog');
+    await page.check('#trace-meta'); // the observer's list holds the bus's meta events, folded by default
     await page.uncheck('text=follow tail');
     const last = obs.events.filter((e) => e.type === 'turn.completed').at(-1).id;
     const rows = await until(async () => {
