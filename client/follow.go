@@ -69,7 +69,8 @@ var ErrSessionGone = errors.New("metis: the session does not exist")
 // Follow attaches to a session's stream and folds it into a View until
 // ctx is done, reconnecting after any drop with the last event id as the
 // cursor (at once after a close that asks for a replay: client_too_slow,
-// resync, owner_changed; else with backoff). When the server answers cursor_expired or replay_too_large, or
+// storage_failure, resync, owner_changed; else with backoff). When the
+// server answers cursor_expired or replay_too_large, or
 // reports a streaming gap, Follow resubscribes with a fresh snapshot.
 // Server pings are answered; unknown event types are skipped. It returns
 // ctx's error, ErrSessionGone, a 401 (the server needs a token: see
@@ -131,9 +132,10 @@ func (c *Client) Follow(ctx context.Context, sessionID string, opts FollowOption
 }
 
 // replayAtOnce reports whether the server closed the stream asking for
-// a replay right away: its queue overflowed (client_too_slow), events
-// could not be delivered live (resync), or, in cluster mode, another
-// node runs the session now (owner_changed).
+// a replay right away: its queue overflowed (client_too_slow), an event
+// of the session could not be stored (storage_failure), events could
+// not be delivered live (resync), or, in cluster mode, another node runs
+// the session now (owner_changed).
 func replayAtOnce(err error) bool {
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != protocol.ClosePolicyViolation {
@@ -144,7 +146,8 @@ func replayAtOnce(err error) bool {
 		return false
 	}
 	switch r.Code {
-	case protocol.ReasonClientTooSlow.Code, protocol.ReasonResync.Code, protocol.ReasonOwnerChanged.Code:
+	case protocol.ReasonClientTooSlow.Code, protocol.ReasonStorageFailure.Code, protocol.ReasonResync.Code,
+		protocol.ReasonOwnerChanged.Code:
 		return true
 	}
 	return false

@@ -209,7 +209,7 @@ func (b *Bus) attach(ctx context.Context, sessionID, parentID string, deliveredT
 		if deliveredToo {
 			o.outMu.Lock()
 			if !o.relayed {
-				o.lastOut = max(o.lastOut, last)
+				b.moveLastOut(o, last, sessionID)
 			}
 			o.outMu.Unlock()
 		}

@@ -74,7 +74,7 @@ func (b *Bus) Resume(ctx context.Context, sessionID, tail string) error {
 		}
 	}
 	o.outMu.Lock()
-	o.lastOut = max(o.lastOut, tail)
+	b.moveLastOut(o, tail, "")
 	o.outMu.Unlock()
 	o.suspended.Store(nil)
 	return nil

@@ -71,7 +71,7 @@ func (b *Bus) CatchUp(ctx context.Context, sessionID string) error {
 	o := em.o
 	o.outMu.Lock()
 	o.relayed = true
-	o.lastOut = max(o.lastOut, last)
+	b.moveLastOut(o, last, "")
 	o.outMu.Unlock()
 	return nil
 }

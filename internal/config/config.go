@@ -55,6 +55,11 @@ type Config struct {
 	DemoDelay       time.Duration // pause between builtin:demo deltas
 	LogLevel        string        // debug, info, warn, error
 
+	// ReplayWindowBytes caps the replay windows of every session
+	// together: recent catalog events kept in memory so that a
+	// reconnect's replay does not read the trace store (0: none).
+	ReplayWindowBytes int
+
 	RoutingPoll      time.Duration // how often routing.yaml is checked for changes
 	MCPPoll          time.Duration // how often config.yaml's mcp_servers is checked for changes (internal/mcp reads it)
 	ModelIdleTimeout time.Duration // a provider stream silent this long fails with class timeout
@@ -151,34 +156,35 @@ type Providers = map[string]Provider
 // Defaults returns the configuration before the file and flags apply.
 func Defaults() Config {
 	return Config{
-		Addr:             "127.0.0.1:8421",
-		Home:             defaultHome(),
-		PingInterval:     30 * time.Second,
-		PingMisses:       3,
-		ClientQueue:      1000,
-		ClientQueueBytes: 8 << 20,
-		ReplayLimit:      10000,
-		Retention:        168 * time.Hour,
-		SnapshotMessages: 50,
-		WriteTimeout:     10 * time.Second,
-		OverflowGrace:    300 * time.Millisecond,
-		ModelIdleTimeout: 90 * time.Second,
-		RoutingPoll:      time.Second,
-		MCPPoll:          time.Second,
-		MaxOutputTokens:  8192,
-		StreamRing:       4096,
-		StreamRingBytes:  64 << 20,
-		DemoDelay:        20 * time.Millisecond,
-		LogLevel:         "info",
-		ReadTimeout:      30 * time.Second,
-		IdleTimeout:      2 * time.Minute,
-		MaxConnections:   1024,
-		LeaseTTL:         10 * time.Second,
-		StreamingTTL:     15 * time.Minute,
-		EditTools:        tool.EditToolsAuto,
-		LongSession:      defaultLongSession(),
-		DefaultMode:      permission.ModeDefault,
-		ApprovalTimeout:  5 * time.Minute,
+		Addr:              "127.0.0.1:8421",
+		Home:              defaultHome(),
+		PingInterval:      30 * time.Second,
+		PingMisses:        3,
+		ClientQueue:       1000,
+		ClientQueueBytes:  8 << 20,
+		ReplayLimit:       10000,
+		Retention:         168 * time.Hour,
+		SnapshotMessages:  50,
+		WriteTimeout:      10 * time.Second,
+		OverflowGrace:     300 * time.Millisecond,
+		ModelIdleTimeout:  90 * time.Second,
+		RoutingPoll:       time.Second,
+		MCPPoll:           time.Second,
+		MaxOutputTokens:   8192,
+		StreamRing:        4096,
+		StreamRingBytes:   64 << 20,
+		DemoDelay:         20 * time.Millisecond,
+		LogLevel:          "info",
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxConnections:    1024,
+		LeaseTTL:          10 * time.Second,
+		StreamingTTL:      15 * time.Minute,
+		EditTools:         tool.EditToolsAuto,
+		LongSession:       defaultLongSession(),
+		DefaultMode:       permission.ModeDefault,
+		ApprovalTimeout:   5 * time.Minute,
+		ReplayWindowBytes: 32 << 20,
 	}
 }
 
@@ -294,6 +300,7 @@ var fields = []field{
 	durField("write-timeout", "close a client whose frame write takes longer than this", func(c *Config) *time.Duration { return &c.WriteTimeout }),
 	intField("stream-ring", "streaming events kept per session so a reconnecting client gets its deltas back", 0, func(c *Config) *int { return &c.StreamRing }),
 	intField("stream-ring-bytes", "bytes the streaming rings of all sessions may hold together; over it, idle sessions' oldest events go first (0: no cap)", 0, func(c *Config) *int { return &c.StreamRingBytes }),
+	intField("replay-window-bytes", "bytes of recent catalog events kept in memory, per session up to --replay-limit events, so that reconnects replay without reading the trace store; over it, the least recently used sessions' go first (0: none)", 0, func(c *Config) *int { return &c.ReplayWindowBytes }),
 	durField("routing-poll", "how often <home>/routing.yaml is checked for changes", func(c *Config) *time.Duration { return &c.RoutingPoll }),
 	durField("mcp-poll", "how often <home>/config.yaml's mcp_servers is checked for changes (0: never reloaded)", func(c *Config) *time.Duration { return &c.MCPPoll }),
 	durField("model-idle-timeout", "fail a model call whose stream sends nothing for this long", func(c *Config) *time.Duration { return &c.ModelIdleTimeout }),

@@ -2,6 +2,7 @@ package event
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -133,3 +134,6 @@ func IDTime(id string) (time.Time, error) {
 func NewID(prefix string) string {
 	return prefix + ulid.Make().String()
 }
+
+// errNoIDBefore is IDBefore's answer for the smallest id.
+var errNoIDBefore = errors.New("event: no id before the smallest one")

@@ -28,7 +28,11 @@ import (
 //   - each session's turn in flight as of asOf, read from the store, is
 //     the one a snapshot names, as if its turn.started had been
 //     delivered here; so is its model call in flight, whose streaming
-//     message a snapshot builds from the backfilled ring.
+//     message a snapshot builds from the backfilled ring;
+//   - each session's replay window is filled again from the store (this
+//     node's projection) up to asOf (fillWindows), since what it held,
+//     if anything, may have missed events while the node did not follow
+//     the tree.
 //
 // Each session's ring keeps its backfilled events merged in id order
 // with what it held; held items older than from and than the session's
@@ -71,7 +75,7 @@ func (h *Hub) Backfill(ctx context.Context, tree, from, asOf string, evs []*even
 			h.ringGrew(grown)
 		}
 	}
-	return nil
+	return h.fillWindows(ctx, sessions, asOf)
 }
 
 // turnAsOf returns the session's turn in flight as of event id asOf,

@@ -250,6 +250,10 @@ type matcher struct {
 	preset string
 	types  []string // explicit list when preset == ""
 	actors []string // nil: every actor
+	// session, if set, keeps that session's events only, and the
+	// approval events of the others (a subscribe without workers, of a
+	// tree whose ground truth has them).
+	session string
 }
 
 func (m matcher) subscribe() protocol.Subscribe {
@@ -275,7 +279,14 @@ func (m matcher) typeSet() map[event.Type]bool {
 }
 
 func (m matcher) match(ev *event.Event) bool {
-	return m.typeSet()[ev.Type] && (m.actors == nil || slices.Contains(m.actors, ev.Actor))
+	return m.typeSet()[ev.Type] && (m.actors == nil || slices.Contains(m.actors, ev.Actor)) &&
+		(m.session == "" || ev.SessionID == m.session || reachesPlanners(ev.Type))
+}
+
+// reachesPlanners: a worker's approval events reach its planner's
+// clients whatever their filter says of workers.
+func reachesPlanners(t event.Type) bool {
+	return t == event.ApprovalRequested || t == event.ApprovalResolved
 }
 
 // checkResolved: the ack's resolved filter is the requested one, presets
@@ -477,4 +488,26 @@ func (e *env) sibling() *env {
 		e.t.Fatalf("emitter: %v", err)
 	}
 	return &env{t: e.t, ctx: e.ctx, st: e.st, b: e.b, h: e.h, sid: sid, em: em}
+}
+
+// replayAtLimit subscribes to sid with sub on a hub whose replay limit
+// is limit: over, it wants replay_too_large; otherwise the replay is
+// exactly want.
+func replayAtLimit(t *testing.T, ctx context.Context, h *hub.Hub, sid string, sub protocol.Subscribe, want []*event.Event, limit int, over bool) {
+	t.Helper()
+	att, serr := h.Subscribe(ctx, sid, &sub)
+	if over {
+		if serr == nil || serr.Code != protocol.CodeReplayTooLarge {
+			t.Fatalf("%d events, limit %d: want replay_too_large, got %+v", len(want), limit, serr)
+		}
+		return
+	}
+	if serr != nil {
+		t.Fatalf("%d events, limit %d: %s: %s", len(want), limit, serr.Code, serr.Message)
+	}
+	if err := att.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameEvents(t, "replay at the limit", att.Replay, want)
+	h.Unsubscribe(att.Client)
 }

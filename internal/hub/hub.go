@@ -79,6 +79,13 @@ type Config struct {
 	// ahead of what this node has relayed. Subscribe then goes on from
 	// wherever the delivery point is.
 	AwaitCursor func(ctx context.Context, sessionID, since string)
+
+	// WindowBytes caps the replay windows of all sessions together, in
+	// bytes (frames plus fixed per-event and per-session overheads);
+	// 0: no window, every replay reads the trace store. WindowEvents
+	// bounds each session's window (default ReplayLimit). See window.go.
+	WindowBytes  int64
+	WindowEvents int
 }
 
 // DefaultClientQueueBytes is the default byte bound of a client's
@@ -101,6 +108,8 @@ type Hub struct {
 	ringBytes     atomic.Int64 // the cost of every ring's held items
 	ringEvictions atomic.Int64 // items let go to honour RingBytes
 	trimMu        sync.Mutex   // one trim at a time
+
+	win *windowSet // the replay windows; nil: off
 
 	mu       sync.RWMutex
 	sessions map[string]*sessionState
@@ -150,8 +159,15 @@ func New(st Store, b *bus.Bus, cfg Config) *Hub {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Hub{cfg: cfg, store: st, bus: b, log: cfg.Logger, m: cfg.Metrics, sessions: map[string]*sessionState{},
+	if cfg.WindowEvents <= 0 {
+		cfg.WindowEvents = cfg.ReplayLimit
+	}
+	h := &Hub{cfg: cfg, store: st, bus: b, log: cfg.Logger, m: cfg.Metrics, sessions: map[string]*sessionState{},
 		parents: map[string]string{}, children: map[string][]string{}}
+	if cfg.WindowBytes > 0 {
+		h.win = newWindowSet(cfg.WindowEvents, cfg.WindowBytes, cfg.Metrics)
+	}
+	return h
 }
 
 // state returns the session's state, creating it with heldFrom if new.
@@ -227,6 +243,9 @@ func (h *Hub) Publish(ev *event.Event) {
 	st.mu.Unlock()
 	if grown != 0 {
 		h.ringGrew(grown)
+	}
+	if !streaming && h.win != nil {
+		h.win.add(frame()) // committed: delivered after its commit
 	}
 	h.offer(clients, false, ev, frame)
 	// Planners above a worker see its events if they asked for workers

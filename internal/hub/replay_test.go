@@ -124,22 +124,7 @@ func TestReplayLimitExact(t *testing.T) {
 			limit--
 		}
 		h := hub.New(tr.st, tr.b, hub.Config{ReplayLimit: limit, Logger: quiet})
-		sub := protocol.Subscribe{Filter: protocol.Filter{IncludeWorkerSessions: true}, Since: &tr.first}
-		att, serr := h.Subscribe(tr.ctx, tr.sid, &sub)
-		if over {
-			if serr == nil || serr.Code != protocol.CodeReplayTooLarge {
-				t.Fatalf("%d events, limit %d: want replay_too_large, got %+v", len(want), limit, serr)
-			}
-			continue
-		}
-		if serr != nil {
-			t.Fatalf("%d events, limit %d: %s: %s", len(want), limit, serr.Code, serr.Message)
-		}
-		if err := att.Collect(tr.ctx); err != nil {
-			t.Fatal(err)
-		}
-		sameEvents(t, "replay at the limit", att.Replay, want)
-		h.Unsubscribe(att.Client)
+		replayAtLimit(t, tr.ctx, h, tr.sid, protocol.Subscribe{Filter: protocol.Filter{IncludeWorkerSessions: true}, Since: &tr.first}, want, limit, over)
 	}
 }
 

@@ -8,11 +8,11 @@ import "github.com/metis-agent/metis/protocol"
 // have seen streaming events around it. Each of them is closed the way a
 // slow client is (its queue dropped, the close reason storage_failure
 // with resync set, which makes a client reconnect with its cursor): the
-// replay then comes
-// from the store, which never had the lost event, and the client
-// resumes at a consistent point instead of waiting for an event that
-// will never come. Called under the session's outbox lock; it never
-// blocks.
+// replay then comes from the store, which never had the lost event, and
+// the client resumes at a consistent point instead of waiting for an
+// event that will never come. Called under the session's outbox lock;
+// it never blocks. The session's replay window is forgotten too (the
+// store is the truth: what it held is read from it again).
 func (h *Hub) Resync(sessionID string) { h.resync(sessionID, protocol.ReasonStorageFailure) }
 
 // ResyncMoved implements bus.MoveResyncer: in cluster mode this node
@@ -22,6 +22,7 @@ func (h *Hub) Resync(sessionID string) { h.resync(sessionID, protocol.ReasonStor
 func (h *Hub) ResyncMoved(sessionID string) { h.resync(sessionID, protocol.ReasonOwnerChanged) }
 
 func (h *Hub) resync(sessionID string, reason protocol.CloseReason) {
+	h.Skipped([]string{sessionID})
 	ids := append([]string{sessionID}, h.ancestors(sessionID)...)
 	for i, id := range ids {
 		h.mu.RLock()

@@ -27,6 +27,13 @@ type Stream struct {
 	SubscribeErrs *prometheus.CounterVec // by subscribe_error code
 	RingBytes     prometheus.Gauge       // bytes held by every session's streaming ring
 	RingEvictions prometheus.Counter     // ring events let go to honour the global cap
+
+	// The replay window (docs/streaming.md, "The replay window").
+	WindowBytes     prometheus.Gauge       // bytes held by every session's window
+	WindowSessions  prometheus.Gauge       // sessions with a window
+	WindowEvictions prometheus.Counter     // windows let go whole to honour the cap
+	Replays         *prometheus.CounterVec // replays of catalog events, by source: memory, store or mixed
+	ReplayCatalog   *prometheus.CounterVec // catalog events replayed, by source: memory or store
 }
 
 // Registry is the server's metric registry.
@@ -63,8 +70,20 @@ func New() *Registry {
 		Help: "Bytes held by the streaming rings of every session (frames plus a fixed per-event overhead)."})
 	s.RingEvictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "metis_stream_ring_evictions_total",
 		Help: "Streaming events taken out of session rings to keep them under --stream-ring-bytes."})
+	s.WindowBytes = prometheus.NewGauge(prometheus.GaugeOpts{Name: "metis_stream_replay_window_bytes",
+		Help: "Bytes held by the replay windows of every session (frames plus a fixed per-event and per-session overhead)."})
+	s.WindowSessions = prometheus.NewGauge(prometheus.GaugeOpts{Name: "metis_stream_replay_window_sessions",
+		Help: "Sessions whose recent catalog events are held in a replay window."})
+	s.WindowEvictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "metis_stream_replay_window_evictions_total",
+		Help: "Replay windows let go whole, least recently used first, to keep them under --replay-window-bytes."})
+	s.Replays = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metis_stream_replays_total",
+		Help: "Replays of catalog events, by where they were read: memory (the replay window only), store (the trace store only) or mixed."},
+		[]string{"source"})
+	s.ReplayCatalog = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metis_stream_replay_catalog_events_total",
+		Help: "Catalog events replayed, by where they were read: memory (the replay window) or store (the trace store)."},
+		[]string{"source"})
 	reg.MustRegister(s.Clients, s.EventsSent, s.SlowCloses, s.Closes, s.ReplayEvents, s.QueueDepth, s.DeltaLatency, s.SubscribeErrs,
-		s.RingBytes, s.RingEvictions)
+		s.RingBytes, s.RingEvictions, s.WindowBytes, s.WindowSessions, s.WindowEvictions, s.Replays, s.ReplayCatalog)
 	return &Registry{reg: reg, Stream: s}
 }
 

@@ -31,8 +31,15 @@ func routeOf(t *testing.T, evs []*protocol.EventEnvelope) map[string]any {
 func TestRoutingPolicyHotReload(t *testing.T) {
 	home := t.TempDir()
 	policy := filepath.Join(home, "routing.yaml")
+	// The file is replaced whole (written beside it, then renamed), as
+	// editors save: a poll between a truncation and the write would
+	// load an empty policy, a version of its own.
 	writePolicy := func(s string) {
-		if err := os.WriteFile(policy, []byte(s), 0o600); err != nil {
+		tmp := policy + ".tmp"
+		if err := os.WriteFile(tmp, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, policy); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -156,8 +156,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.httpMetrics = s.Metrics.NewHTTP()
 	s.Hub = hub.New(st, s.Bus, hub.Config{ClientQueue: cfg.ClientQueue, ClientQueueBytes: int64(cfg.ClientQueueBytes), ReplayLimit: cfg.ReplayLimit,
 		Retention: cfg.Retention, SnapshotMessages: cfg.SnapshotMessages, RingSize: cfg.StreamRing,
-		RingBytes: int64(cfg.StreamRingBytes),
-		Logger:    log, Metrics: s.Metrics.Stream,
+		RingBytes: int64(cfg.StreamRingBytes), WindowBytes: int64(cfg.ReplayWindowBytes),
+		Logger: log, Metrics: s.Metrics.Stream,
 		Counters: func(ctx context.Context, sid string, desc []string, asOf string) (int, float64, error) {
 			return cost.CountersAsOf(ctx, st, sid, desc, asOf)
 		},
@@ -442,7 +442,11 @@ func (s *Server) pruneLoop(ctx context.Context) {
 	t := time.NewTicker(pruneInterval)
 	defer t.Stop()
 	for {
-		r, err := s.Store.Prune(ctx, time.Now().Add(-s.Config.Retention))
+		cutoff := time.Now().Add(-s.Config.Retention)
+		// The replay windows first: they never serve what the store no
+		// longer holds.
+		s.Hub.PruneWindows(cutoff)
+		r, err := s.Store.Prune(ctx, cutoff)
 		if err != nil && ctx.Err() == nil {
 			s.Log.Error("prune trace store", "err", err)
 		} else if r.Events > 0 || r.Sessions > 0 {

@@ -43,6 +43,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/benchtest"
 	"github.com/metis-agent/metis/internal/bus"
+	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/session"
 )
 
@@ -80,8 +81,15 @@ type replayRig struct {
 	types []string
 }
 
-func newReplayRig(b *testing.B) *replayRig {
-	m := startBenchMetis(b, 0)
+// newReplayRig starts the rig; window false turns the replay windows
+// off (--replay-window-bytes=0), so that every replay reads the store.
+func newReplayRig(b *testing.B, window bool) *replayRig {
+	m := startBenchMetisWith(b, func(cfg *config.Config) {
+		cfg.DemoDelay = 0
+		if !window {
+			cfg.ReplayWindowBytes = 0
+		}
+	})
 	sid := benchHistory(b, m, benchReplay+200)
 	em, err := m.srv.Bus.Emitter(context.Background(), sid)
 	if err != nil {
@@ -117,8 +125,17 @@ func (r *replayRig) once(kind string, keep bool) (benchtest.ReplayResult, time.D
 	return res, cpu, nil
 }
 
-func BenchmarkReplay10k(b *testing.B) {
-	r := newReplayRig(b)
+// BenchmarkReplay10k replays from the session's replay window (the
+// cursor is inside it: the window holds up to --replay-limit events,
+// 10,000, within its 32 MiB cap).
+func BenchmarkReplay10k(b *testing.B) { benchReplay10k(b, true) }
+
+// BenchmarkReplay10kStore is BenchmarkReplay10k with the replay windows
+// off: every replayed event is read from the trace store.
+func BenchmarkReplay10kStore(b *testing.B) { benchReplay10k(b, false) }
+
+func benchReplay10k(b *testing.B, window bool) {
+	r := newReplayRig(b, window)
 	child := r.child
 	metisOnce := func(keep bool) (benchtest.ReplayResult, time.Duration, error) {
 		return r.once(benchtest.ReplayMetis, keep)
@@ -199,7 +216,7 @@ func BenchmarkReplay10k(b *testing.B) {
 // this process's CPU per replayed event, and the time in the client
 // from the request to the last event read.
 func BenchmarkReplay10kSSE(b *testing.B) {
-	r := newReplayRig(b)
+	r := newReplayRig(b, true)
 	once := func() (benchtest.ReplayResult, time.Duration, error) { return r.once(benchtest.ReplaySSE, false) }
 	if _, _, err := once(); err != nil { // warm up
 		b.Fatal(err)

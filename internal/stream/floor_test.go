@@ -14,8 +14,13 @@ package stream_test
 //     every frame with a background context (no per-write timer);
 //   - broadcast appends the same []byte to every client's FIFO (frames
 //     are pre-encoded, so nothing is encoded or copied per client);
-//   - a replay server writes a fixed list of frames to every new
-//     connection before it joins the broadcast.
+//   - a replay server writes a fixed list of frames, held in memory, to
+//     every new connection before it joins the broadcast;
+//   - a run of frames (a drained FIFO, or floorBatch replayed frames)
+//     leaves in one write: the connection under the library holds what
+//     the library writes until the run ends, and sends it in writes of
+//     up to 64 KiB, as metis's WebSocket edge does (stream.AcceptBatched
+//     wraps the connection with metis's own batchConn).
 
 import (
 	"context"
@@ -26,7 +31,13 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/metis-agent/metis/internal/stream"
 )
+
+// floorBatch is how many replayed frames the floor writes as one run,
+// as many as metis's replay hands its writer at a time.
+const floorBatch = 512
 
 type floorClient struct {
 	mu     sync.Mutex
@@ -69,14 +80,25 @@ func (f *floorServer) Close() {
 func (f *floorServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.wg.Add(1)
 	defer f.wg.Done()
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	ws, hold, release, err := stream.AcceptBatched(w, r)
 	if err != nil {
 		return
 	}
 	defer ws.CloseNow()
 	ctx := ws.CloseRead(context.Background())
-	for _, fr := range f.replay {
-		if ws.Write(context.Background(), websocket.MessageText, fr) != nil {
+	// writeRun writes frames as one run: one write to the socket per
+	// 64 KiB.
+	writeRun := func(frames [][]byte) bool {
+		hold()
+		for _, fr := range frames {
+			if ws.Write(context.Background(), websocket.MessageText, fr) != nil {
+				return false
+			}
+		}
+		return release() == nil
+	}
+	for i := 0; i < len(f.replay); i += floorBatch {
+		if !writeRun(f.replay[i:min(i+floorBatch, len(f.replay))]) {
 			return
 		}
 	}
@@ -90,12 +112,10 @@ func (f *floorServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.mu.Lock()
 			batch, c.q = c.q, batch[:0]
 			c.mu.Unlock()
-			for i, fr := range batch {
-				if ws.Write(context.Background(), websocket.MessageText, fr) != nil {
-					return
-				}
-				batch[i] = nil
+			if !writeRun(batch) {
+				return
 			}
+			clear(batch)
 		case <-ctx.Done():
 			return
 		case <-f.stop:

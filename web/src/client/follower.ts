@@ -22,7 +22,7 @@ export interface StateInfo {
   resumed?: boolean;
   /** 'reconnecting': the WebSocket close code (1008 too slow or heartbeat, 1001 shutdown, 1006 lost). */
   closeCode?: number;
-  /** 'reconnecting': the close reason's code (client_too_slow, resync, owner_changed, server_shutdown, ...). */
+  /** 'reconnecting': the close reason's code (client_too_slow, storage_failure, resync, owner_changed, server_shutdown, ...). */
   closeReason?: string;
   /** 'reconnecting': consecutive failed attempts so far. */
   attempt?: number;
@@ -91,7 +91,7 @@ export function wireFilter(f: FollowerFilter): Filter | PresetName {
 const RESYNC = new Set(['cursor_expired', 'replay_too_large', 'invalid_cursor']);
 
 /** Close reasons after which the follower resumes at once, live or not: the server asks for a replay. */
-const RESUME_AT_ONCE = new Set(['client_too_slow', 'resync', 'owner_changed']);
+const RESUME_AT_ONCE = new Set(['client_too_slow', 'storage_failure', 'resync', 'owner_changed']);
 
 /** A decoded close reason's code (the server sends compact JSON). */
 function closeReasonCode(reason: string): string {
@@ -263,7 +263,7 @@ export class Follower {
     if (this.stopped) return;
     this.attempt++;
     let delay = backoffDelay(this.attempt, this.minBackoff, this.maxBackoff, this.random);
-    // "Too slow", "resync", "owner changed" (cluster mode): resume at once, with the cursor.
+    // "Too slow", "storage failure", "resync", "owner changed" (cluster mode): resume at once, with the cursor.
     if ((info.closeCode === 1008 && wasLive) || RESUME_AT_ONCE.has(info.closeReason ?? '')) delay = 0;
     this.restart(delay, info);
   }
