@@ -53,6 +53,44 @@ type SessionSummary struct {
 	// They are kept on the delegation tree's top session: a worker's
 	// own list is that session's.
 	SessionRules []string `json:"session_rules"`
+	// Archived: the user put the session away (PATCH /sessions/{id}
+	// "archived"). It is still listed and still works; clients list it
+	// apart. Omitted when false.
+	Archived bool `json:"archived,omitempty"`
+}
+
+// SessionEdit is how PATCH /sessions/{id} renames and archives a
+// session (the body may also hold the mode, SessionPatch, and the cost
+// limits, SessionBudgetPatch). A nil field leaves it.
+type SessionEdit struct {
+	// Title replaces the session's title (white space collapsed, at most
+	// 80 characters; empty is refused). A renamed session keeps its name.
+	Title *string `json:"title,omitempty"`
+	// Archived puts the session away (true) or back (false).
+	Archived *bool `json:"archived,omitempty"`
+}
+
+// ModelList is the answer of GET /models: the models sessions can be
+// created with (POST /sessions "model").
+type ModelList struct {
+	// Default is the model a session gets when it names none.
+	Default string      `json:"default"`
+	Models  []ModelInfo `json:"models"`
+	// Unavailable are the providers the server knows but cannot use,
+	// with the reason (a missing key).
+	Unavailable []UnavailableProvider `json:"unavailable"`
+}
+
+// ModelInfo is one model of GET /models.
+type ModelInfo struct {
+	ID       string `json:"id"`
+	Provider string `json:"provider"`
+}
+
+// UnavailableProvider is a provider GET /models cannot offer, and why.
+type UnavailableProvider struct {
+	Provider string `json:"provider"`
+	Reason   string `json:"reason"`
 }
 
 // Turn statuses of a summary's current_turn_status.

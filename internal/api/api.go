@@ -32,7 +32,8 @@ func New(m *session.Manager, tokens *attach.Registry, log *slog.Logger) *API {
 	}
 	a := &API{sessions: m, tokens: tokens, log: log, mux: http.NewServeMux()}
 	a.route("/sessions", map[string]http.HandlerFunc{"GET": a.listSessions, "POST": a.createSession})
-	a.route("/sessions/{id}", map[string]http.HandlerFunc{"GET": a.getSession, "PATCH": a.patchSession})
+	a.route("/sessions/{id}", map[string]http.HandlerFunc{"GET": a.getSession, "PATCH": a.patchSession, "DELETE": a.deleteSession})
+	a.route("/models", map[string]http.HandlerFunc{"GET": a.models})
 	a.route("/sessions/{id}/turns", map[string]http.HandlerFunc{"POST": a.submitTurn, "GET": a.listTurns})
 	a.route("/sessions/{id}/turns/{turn_id}/cancel", map[string]http.HandlerFunc{"POST": a.cancelTurn})
 	a.route("/sessions/{id}/turns/{turn_id}/feedback", map[string]http.HandlerFunc{"POST": a.feedback})

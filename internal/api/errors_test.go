@@ -352,7 +352,7 @@ func TestMethodNotAllowed(t *testing.T) {
 		{"PUT", "/sessions", []string{"GET", "POST"}},
 		{"PATCH", "/sessions", []string{"GET", "POST"}},
 		{"POST", "/sessions/" + sid, []string{"GET"}},
-		{"DELETE", "/sessions/" + sid, []string{"GET"}},
+		{"PUT", "/sessions/" + sid, []string{"GET", "PATCH", "DELETE"}},
 		{"DELETE", "/sessions/" + sid + "/turns", []string{"GET", "POST"}},
 		{"PUT", "/sessions/" + sid + "/turns", []string{"GET", "POST"}},
 		{"GET", "/sessions/" + sid + "/turns/turn_x/revert", []string{"POST"}},

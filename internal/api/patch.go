@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/metis-agent/metis/protocol"
 )
@@ -13,11 +14,13 @@ type sessionPatch struct {
 	Mode *string `json:"mode"`
 	// The cost limits (docs/context.md, "Budgets").
 	protocol.SessionBudgetPatch
+	// The title and the archived mark.
+	protocol.SessionEdit
 }
 
 // patchSession answers PATCH /sessions/{id}: it changes the fields the
-// body holds (the mode, then the cost limits) and answers 200 with the
-// summary. A body with none of them is 400 invalid_request; a mode
+// body holds (the mode, the cost limits, then the title and the archived
+// mark) and answers 200 with the summary. A body with none of them is 400 invalid_request; a mode
 // that is not one of the four is 400 invalid_mode and changes nothing.
 func (a *API) patchSession(w http.ResponseWriter, r *http.Request) {
 	var req sessionPatch
@@ -25,9 +28,14 @@ func (a *API) patchSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	budget := req.MaxTurnCostUSD != nil || req.MaxSessionCostUSD != nil
-	if req.Mode == nil && !budget {
+	edit := req.Title != nil || req.Archived != nil
+	if req.Mode == nil && !budget && !edit {
 		WriteError(w, http.StatusBadRequest, CodeInvalidRequest,
-			`nothing to change: send "mode" (default, accept_edits, plan or auto), "max_turn_cost_usd" or "max_session_cost_usd"`)
+			`nothing to change: send "mode" (default, accept_edits, plan or auto), "max_turn_cost_usd", "max_session_cost_usd", "title" or "archived"`)
+		return
+	}
+	if req.Title != nil && strings.TrimSpace(*req.Title) == "" {
+		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, `"title" is empty`)
 		return
 	}
 	var (
@@ -42,6 +50,12 @@ func (a *API) patchSession(w http.ResponseWriter, r *http.Request) {
 	}
 	if budget {
 		if s, err = a.sessions.SetBudget(r.Context(), r.PathValue("id"), req.SessionBudgetPatch); err != nil {
+			a.writeErr(w, r, err)
+			return
+		}
+	}
+	if edit {
+		if s, err = a.sessions.Edit(r.Context(), r.PathValue("id"), req.SessionEdit); err != nil {
 			a.writeErr(w, r, err)
 			return
 		}

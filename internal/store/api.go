@@ -48,6 +48,9 @@ type Session struct {
 	// SessionRules are the rules "allow for this session" answers added
 	// (UpdateSession.AddRules), in the order they were added.
 	SessionRules []string
+	// Archived: the user put the session away (SetArchived); it is
+	// still listed, marked, and works as before.
+	Archived bool
 }
 
 // TurnStatus of a turn row.

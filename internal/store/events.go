@@ -16,7 +16,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 // appendEvent stores the event's envelope bytes as they are (JSON
 // returns the sealed bytes without encoding), moves its session's last
-// activity to the event's time, and records the assigned seq for
+// activity to the event's time (not for a meta event: a client
+// attaching is not activity, see Activity), and records the assigned seq for
 // publication after commit.
 func (t *txn) appendEvent(ev *event.Event) error {
 	if ev == nil {
@@ -37,12 +38,23 @@ func (t *txn) appendEvent(ev *event.Event) error {
 	if err != nil {
 		return fmt.Errorf("store: append event %s: seq: %w", ev.ID, err)
 	}
-	if err := t.touchSession(ev.SessionID, nanos(ev.TS)); err != nil {
-		return err
+	if Activity(ev.Type) {
+		if err := t.touchSession(ev.SessionID, nanos(ev.TS)); err != nil {
+			return err
+		}
 	}
 	t.seqs = append(t.seqs, seqAssign{ev: ev, seq: seq})
 	return nil
 }
+
+// Activity reports whether an event of type typ counts as a session's
+// activity (last_activity_at): every catalog event but the bus's meta
+// events (bus.*), which say that clients attached or were slow, not that
+// the session did anything.
+func Activity(typ event.Type) bool { return !strings.HasPrefix(string(typ), "bus.") }
+
+// sqlActivityTerm is Activity as SQL on the events table.
+const sqlActivityTerm = `type NOT LIKE 'bus.%'`
 
 // eventWhere builds the WHERE clause and arguments of q.
 func eventWhere(q *EventQuery) (string, []any, error) {

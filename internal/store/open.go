@@ -115,6 +115,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if err := ensureArchived(ctx, wdb); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
 	if _, err := wdb.ExecContext(ctx, retentionIndexes); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("store: open %s: retention indexes: %w", path, err)

@@ -48,7 +48,7 @@ WHERE id = ?3`
 	sessionCols = `id, parent_session_id, workspace_path, active_model, routing_policy_version,
 cost_usd, turn_count, created_at, title, last_activity_at,
 context_tokens, context_window, max_turn_cost_usd, max_session_cost_usd, mode, session_rules,
-forked_from_session_id, forked_from_message_id`
+forked_from_session_id, forked_from_message_id, archived`
 )
 
 func (t *txn) createSession(ss *Session) error {
@@ -321,11 +321,13 @@ func scanSession(r scanner) (Session, error) {
 		ss               Session
 		created, touched int64
 		rules            string
+		archived         int
 	)
 	err := r.Scan(&ss.ID, &ss.ParentSessionID, &ss.WorkspacePath, &ss.ActiveModel,
 		&ss.RoutingPolicyVersion, &ss.CostUSD, &ss.TurnCount, &created, &ss.Title, &touched,
 		&ss.ContextTokens, &ss.ContextWindow, &ss.MaxTurnCostUSD, &ss.MaxSessionCostUSD, &ss.Mode, &rules,
-		&ss.ForkedFromSessionID, &ss.ForkedFromMessageID)
+		&ss.ForkedFromSessionID, &ss.ForkedFromMessageID, &archived)
+	ss.Archived = archived != 0
 	ss.CreatedAt, ss.LastActivityAt = fromNanos(created), fromNanos(touched)
 	ss.SessionRules = decodeRules(rules)
 	return ss, err

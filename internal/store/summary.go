@@ -42,7 +42,7 @@ WHERE session_id = ? AND role = 'user' AND event_id <= ? LIMIT 1`, sessionID, as
 	}
 	var ts int64
 	err = tx.QueryRowContext(ctx, `SELECT ts FROM events
-WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT 1`, sessionID, asOf).Scan(&ts)
+WHERE session_id = ? AND id <= ? AND `+sqlActivityTerm+` ORDER BY id DESC LIMIT 1`, sessionID, asOf).Scan(&ts)
 	switch {
 	case err == nil:
 		ss.LastActivityAt = fromNanos(ts)

@@ -371,6 +371,10 @@ func (g *gen) structs() {
 		{"TurnAccepted", reflect.TypeFor[protocol.TurnAccepted](), "The answer (202) of POST /sessions/{id}/turns: the turn started, queued, or steered into.", nil},
 		{"QueuedTurn", reflect.TypeFor[protocol.QueuedTurn](), "A turn waiting in a session's queue (the summary's queued_turns).",
 			map[string]string{"source": "QueueSource"}},
+		{"SessionEdit", reflect.TypeFor[protocol.SessionEdit](), "PATCH /sessions/{id}: rename and archive a session.", nil},
+		{"ModelList", reflect.TypeFor[protocol.ModelList](), "The answer of GET /models: the models sessions can be created with.", nil},
+		{"ModelInfo", reflect.TypeFor[protocol.ModelInfo](), "One model of GET /models.", nil},
+		{"UnavailableProvider", reflect.TypeFor[protocol.UnavailableProvider](), "A provider GET /models cannot offer, and why.", nil},
 	}
 	for _, s := range specs {
 		g.iface(s)

@@ -364,3 +364,6 @@ func seeImages(imgs []message.Block) string {
 	}
 	return fmt.Sprintf("%d %s (%s)", len(imgs), noun, strings.Join(parts, ", "))
 }
+
+// Models implements model.Lister: the demo is the one model.
+func (Demo) Models(context.Context) ([]string, error) { return []string{"demo"}, nil }

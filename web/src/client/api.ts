@@ -1,6 +1,9 @@
 // The same-origin HTTP API of contract §3.
 
-import type { ForkRequest, ForkResult, ImageInput, Message, RevertResult, SessionSummary, TurnAccepted, TurnDiff, TurnList, TurnRequest } from './protocol.gen';
+import type {
+  ApprovalAnswer, ApprovalConflict, ApprovalResolution, CompactAccepted, ForkRequest, ForkResult, ImageInput, MCPServerConfig, MCPStatus,
+  Message, Mode, ModelList, RevertResult, SessionSummary, SystemPrompt, TurnAccepted, TurnDiff, TurnList, TurnRequest,
+} from './protocol.gen';
 
 /**
  * An image to send (a pasted or dropped File, a Blob): its media type
@@ -27,7 +30,16 @@ export function sniffImage(b: Uint8Array): string {
   return '';
 }
 
-/** An error answer of the API (or a network failure: status 0, code 'network'). */
+/** PATCH /sessions/{id}: the fields to change (at least one). */
+export interface SessionChange {
+  mode?: Mode;
+  max_turn_cost_usd?: number;
+  max_session_cost_usd?: number;
+  /** A new title (replaces the derived one for good). */
+  title?: string;
+  archived?: boolean;
+}
+
 /** One page of GET /sessions. */
 export interface SessionsPage {
   sessions: SessionSummary[];
@@ -36,14 +48,18 @@ export interface SessionsPage {
   next: string;
 }
 
+/** An error answer of the API (or a network failure: status 0, code 'network'). */
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
-  constructor(status: number, code: string, message: string) {
+  /** The decoded JSON body of the error answer, if any (a 409 approval_resolved holds the resolution). */
+  readonly body: unknown;
+  constructor(status: number, code: string, message: string, body?: unknown) {
     super(message || `metis: HTTP ${status}${code ? ' ' + code : ''}`);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
+    this.body = body;
   }
 }
 
@@ -109,7 +125,7 @@ export class Api {
       const err = (json as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
       const code = typeof err?.code === 'string' ? err.code : '';
       const msg = typeof err?.message === 'string' ? err.message : '';
-      throw new ApiError(resp.status, code, msg || `metis: ${method} ${path}: HTTP ${resp.status}${code ? ' ' + code : ''}`);
+      throw new ApiError(resp.status, code, msg || `metis: ${method} ${path}: HTTP ${resp.status}${code ? ' ' + code : ''}`, json);
     }
     return json as T;
   }
@@ -291,6 +307,88 @@ export class Api {
    */
   fork(sessionId: string, req: ForkRequest = {}): Promise<ForkResult> {
     return this.call('POST', `/sessions/${Api.seg(sessionId)}/fork`, req);
+  }
+
+  /**
+   * POST /sessions/{id}/approvals/{approval_id}: answers a waiting
+   * request (a worker's through its planner's id too). A request another
+   * client answered first resolves with that winning resolution and
+   * `won: false` (the server's 409 approval_resolved); other errors throw.
+   */
+  async approve(sessionId: string, approvalId: string, answer: ApprovalAnswer): Promise<ApprovalResolution & { won: boolean }> {
+    const path = `/sessions/${Api.seg(sessionId)}/approvals/${Api.seg(approvalId)}`;
+    try {
+      const r = await this.call<ApprovalResolution>('POST', path, answer);
+      return { ...r, won: true };
+    } catch (e) {
+      const body = e instanceof ApiError ? e.body : undefined;
+      const res = (body as ApprovalConflict | undefined)?.resolution;
+      if (e instanceof ApiError && e.code === 'approval_resolved' && res) return { ...res, won: false };
+      throw e;
+    }
+  }
+
+  /** PATCH /sessions/{id}: mode, cost limits, title, archived; answers the summary. */
+  updateSession(sessionId: string, change: SessionChange): Promise<SessionSummary> {
+    return this.call('PATCH', '/sessions/' + Api.seg(sessionId), change);
+  }
+
+  /** PATCH /sessions/{id} {"mode"}: default, accept_edits, plan or auto (400 invalid_mode). */
+  setMode(sessionId: string, mode: Mode): Promise<SessionSummary> {
+    return this.updateSession(sessionId, { mode });
+  }
+
+  /** PATCH /sessions/{id}: the cost limits in USD (0: none; an omitted one is left). */
+  setLimits(sessionId: string, limits: { max_turn_cost_usd?: number; max_session_cost_usd?: number }): Promise<SessionSummary> {
+    return this.updateSession(sessionId, limits);
+  }
+
+  /** PATCH /sessions/{id} {"title"}. */
+  renameSession(sessionId: string, title: string): Promise<SessionSummary> {
+    return this.updateSession(sessionId, { title });
+  }
+
+  /** PATCH /sessions/{id} {"archived"}. */
+  archiveSession(sessionId: string, archived = true): Promise<SessionSummary> {
+    return this.updateSession(sessionId, { archived });
+  }
+
+  /** DELETE /sessions/{id}: the session and its workers, whole (409 turn_in_flight while one runs). */
+  async deleteSession(sessionId: string): Promise<void> {
+    // Every state-changing request carries Content-Type: application/json (the server's guard against cross-site requests).
+    await this.call('DELETE', '/sessions/' + Api.seg(sessionId), {});
+  }
+
+  /** POST /sessions/{id}/compact: compacts now (202); 409 turn_in_flight while a turn runs. */
+  compact(sessionId: string, instructions?: string): Promise<CompactAccepted> {
+    return this.call('POST', `/sessions/${Api.seg(sessionId)}/compact`, instructions ? { instructions } : {});
+  }
+
+  /** GET /sessions/{id}/system-prompt: what the next model call is told. */
+  systemPrompt(sessionId: string): Promise<SystemPrompt> {
+    return this.call('GET', `/sessions/${Api.seg(sessionId)}/system-prompt`);
+  }
+
+  /** GET /models: the models sessions can be created with, the default first. */
+  async models(): Promise<ModelList> {
+    const m = await this.call<Partial<ModelList>>('GET', '/models');
+    return { default: m?.default ?? '', models: m?.models ?? [], unavailable: m?.unavailable ?? [] };
+  }
+
+  /** GET /mcp: the MCP servers (config.yaml's and the sessions'), their state and tools. */
+  async mcp(): Promise<MCPStatus> {
+    const m = await this.call<Partial<MCPStatus>>('GET', '/mcp');
+    return { version: m?.version ?? 0, servers: m?.servers ?? [], ...(m?.config_error ? { config_error: m.config_error } : {}) };
+  }
+
+  /** GET /sessions/{id}/mcp_servers: the MCP servers a session's turns use. */
+  sessionMcp(sessionId: string): Promise<MCPStatus> {
+    return this.call('GET', `/sessions/${Api.seg(sessionId)}/mcp_servers`);
+  }
+
+  /** PUT /sessions/{id}/mcp_servers: gives the session its own MCP servers (replacing those it had). */
+  setSessionMcp(sessionId: string, servers: MCPServerConfig[]): Promise<MCPStatus> {
+    return this.call('PUT', `/sessions/${Api.seg(sessionId)}/mcp_servers`, { servers });
   }
 
   /**

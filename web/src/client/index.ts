@@ -69,6 +69,20 @@
  *                                                       // 'nothing_to_revert' | 'turn_in_flight' | 'checkpoints_unavailable'
  *   restoreCheckpoint(sessionId, checkpointId): Promise<RevertResult>;  // undo a revert: its undo_checkpoint_id
  *   fork(sessionId, req?: { message_id?: string; checkpoint?: boolean; mode?: Mode }): Promise<ForkResult>;  // 201
+ *   approve(sessionId, approvalId, { decision: 'allow'|'deny', scope?: 'once'|'session', reason? }): Promise<ApprovalResolution & { won }>;
+ *                                                          // won false: another client answered first (409); its resolution
+ *   updateSession(sessionId, { mode?, max_turn_cost_usd?, max_session_cost_usd?, title?, archived? }): Promise<SessionSummary>;
+ *   setMode(sessionId, mode): Promise<SessionSummary>;     // PATCH {"mode"}
+ *   setLimits(sessionId, { max_turn_cost_usd?, max_session_cost_usd? }): Promise<SessionSummary>;
+ *   renameSession(sessionId, title): Promise<SessionSummary>;
+ *   archiveSession(sessionId, archived = true): Promise<SessionSummary>;
+ *   deleteSession(sessionId): Promise<void>;               // the session and its workers; 409 turn_in_flight while one runs
+ *   compact(sessionId, instructions?): Promise<{ compaction_id }>;  // 409 turn_in_flight while a turn runs
+ *   systemPrompt(sessionId): Promise<SystemPrompt>;
+ *   mcp(): Promise<MCPStatus>;                             // GET /mcp: MCP servers, state, tools
+ *   sessionMcp(sessionId): Promise<MCPStatus>;             // GET /sessions/{id}/mcp_servers
+ *   setSessionMcp(sessionId, servers): Promise<MCPStatus>; // PUT /sessions/{id}/mcp_servers
+ *   models(): Promise<ModelList>;                          // { default, models: [{ id, provider }], unavailable: [{ provider, reason }] }
  *   streamUrl(wsUrl: string): string;                      // ws_url resolved against baseUrl (wss under https)
  * }
  * function imageInput(blob: Blob): Promise<ImageInput>;    // a pasted/dropped file: type from its bytes, data in base64
@@ -94,13 +108,18 @@
  *   readonly lastEventId: string;                          // the cursor
  *   readonly skipped: number;                              // unknown event types skipped
  *   readonly mismatches: number;                           // messages whose deltas disagreed with final_content
+ *   readonly mode: string;                                 // permission mode ('' before the snapshot says)
+ *   readonly pendingApprovals: PendingApproval[];          // waiting requests (this session's and its workers'), oldest first
+ *   readonly turns: ReadonlyMap<string, TurnInfo>;         // turns seen through events: started_at, status, duration_ms, usage, llm_calls
+ *   readonly context: ContextState;                        // { tokens, window, compacting, last }: the context gauge
  *   toJSON(): object;                                      // the Go View's JSON shape (what the conformance suite compares)
  * }
  * // ViewMessage: { id, role, session_id, turn_id, model, blocks: ViewBlock[], status: streaming|complete|cancelled|failed,
  * //                stop_reason, usage?: { input_tokens, output_tokens, cost_usd } }
  * // ViewBlock: a canonical Block (text | thinking+signature | tool_use id,name,input | tool_result tool_use_id,content,is_error)
  * //            plus partial_input: the raw tool.use_input_delta fragments until tool.use_end gives input (never parse it)
- * // ToolCall: { id, name, input?, status: pending|running|completed|failed|cancelled, summary, result, error_class, error }
+ * // ToolCall: { id, name, input?, status: pending|awaiting_approval|running|completed|failed|cancelled, summary, result,
+ * //            error_class, error, paths?, diff?, diff_truncated?, duration_ms? }   (diff: a file-changing tool's unified diff)
  * // Worker:   { session_id, task, model, status: running|completed|failed, summary, failure_mode, cost_usd }
  *
  * type ConnState = 'connecting' | 'live' | 'reconnecting' | 'closed';
@@ -150,8 +169,9 @@
 
 export * from './protocol.gen';
 export { Api, ApiError, imageInput, sniffImage } from './api';
-export type { ApiOptions, AttachInfo, MessagesPage, SessionsPage } from './api';
-export { View } from './view';
-export type { ViewMessage, ViewBlock, ToolCall, Worker, TurnState, ViewUsage } from './view';
+export type { ApiOptions, AttachInfo, MessagesPage, SessionChange, SessionsPage } from './api';
+export { View, TOOL_AWAITING_APPROVAL } from './view';
+export type { Json } from './decode';
+export type { ViewMessage, ViewBlock, ToolCall, Worker, TurnState, ViewUsage, TurnInfo, ContextState } from './view';
 export { Follower, backoffDelay, wireFilter } from './follower';
 export type { ConnState, StateInfo, FollowerOptions, FollowerFilter } from './follower';

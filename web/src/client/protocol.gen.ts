@@ -616,6 +616,7 @@ export interface SessionSummary {
   mode: Mode;
   pending_approvals: PendingApproval[];
   session_rules: string[];
+  archived?: boolean;
 }
 
 /** A tool call waiting for an answer (the summary's pending_approvals; docs/permissions.md). */
@@ -987,6 +988,7 @@ export interface ForkResult {
   mode: Mode;
   pending_approvals: PendingApproval[];
   session_rules: string[];
+  archived?: boolean;
   restored?: RevertResult | null;
   restore_error?: string;
 }
@@ -1023,6 +1025,31 @@ export interface QueuedTurn {
   images?: number;
   source: QueueSource;
   queued_at: string;
+}
+
+/** PATCH /sessions/{id}: rename and archive a session. */
+export interface SessionEdit {
+  title?: string | null;
+  archived?: boolean | null;
+}
+
+/** The answer of GET /models: the models sessions can be created with. */
+export interface ModelList {
+  default: string;
+  models: ModelInfo[];
+  unavailable: UnavailableProvider[];
+}
+
+/** One model of GET /models. */
+export interface ModelInfo {
+  id: string;
+  provider: string;
+}
+
+/** A provider GET /models cannot offer, and why. */
+export interface UnavailableProvider {
+  provider: string;
+  reason: string;
 }
 
 // ---- Event payloads (docs/event-catalog.md; checked against recorded traces) ----

@@ -6,7 +6,7 @@
 
 import { isEventType } from './protocol.gen';
 import { Reader, jsonEqual, type Json } from './decode';
-import type { QueuedTurn, RawEnvelope, SessionSummary, Snapshot } from './protocol.gen';
+import type { PendingApproval, QueuedTurn, RawEnvelope, SessionSummary, Snapshot } from './protocol.gen';
 
 export type { Json };
 
@@ -72,13 +72,47 @@ export interface ToolCall {
   id: string;
   name: string;
   input?: Json;
-  /** pending, running, completed, failed, cancelled (render struck through) */
+  /** pending, awaiting_approval, running, completed, failed, cancelled (render struck through) */
   status: string;
   summary: string;
   result: string;
   error_class: string;
   error: string;
+  /** tool.completed of a tool that changes files: the paths it changed, their unified diff, and whether the diff was cut. */
+  paths?: string[];
+  diff?: string;
+  diff_truncated?: boolean;
+  /** How long the call ran (tool.completed / tool.failed duration_ms). */
+  duration_ms?: number;
+  /** Images an MCP tool returned (tool.completed images; data in base64 while small enough). */
+  images?: { media_type: string; bytes: number; data?: string }[];
 }
+
+/** What the view knows about one turn from its events (a turn seen only in a snapshot has none). */
+export interface TurnInfo {
+  id: string;
+  /** The turn.started event's ts. */
+  started_at: string;
+  /** in_flight, completed, failed, cancelled */
+  status: string;
+  duration_ms: number;
+  /** turn.completed / turn.cancelled usage: the sum of the turn's calls. */
+  usage?: ViewUsage;
+  llm_calls: number;
+}
+
+/** The conversation's size against the model's window (summary, llm.call_*, context.compacted). */
+export interface ContextState {
+  tokens: number;
+  window: number;
+  /** A compaction runs (context.compacting seen, not yet compacted or failed). */
+  compacting: boolean;
+  /** The last compaction's outcome, for display: "" before any. */
+  last: string;
+}
+
+/** The status of a tool call waiting for an answer. */
+export const TOOL_AWAITING_APPROVAL = 'awaiting_approval';
 
 /** A delegation to a worker session. A changed worker is a new object. */
 export interface Worker {
@@ -195,6 +229,10 @@ export class View {
   private _feedback = new Map<string, string>();
   private _hasOlder = false;
   private _queued: QueuedTurn[] = [];
+  private _mode = '';
+  private _pending = new Map<string, PendingApproval>();
+  private _turns = new Map<string, TurnInfo>();
+  private _context: ContextState = { tokens: 0, window: 0, compacting: false, last: '' };
   private _version = 0;
   /** Objects created during the current change: mutated in place. */
   private fresh = new Set<object>();
@@ -260,6 +298,30 @@ export class View {
   get queued(): readonly QueuedTurn[] {
     return this._queued;
   }
+  /** The session's permission mode, as the snapshot and session.mode_changed tell it ('' before either). */
+  get mode(): string {
+    return this._mode;
+  }
+  /**
+   * The approval requests waiting for an answer, oldest first: this
+   * session's and its workers' (session_id tells). Api.approve answers one.
+   */
+  get pendingApprovals(): PendingApproval[] {
+    return [...this._pending.values()].sort((a, b) => {
+      const x = a.requested_at ?? '';
+      const y = b.requested_at ?? '';
+      if (x !== y) return x < y ? -1 : 1;
+      return a.approval_id < b.approval_id ? -1 : a.approval_id > b.approval_id ? 1 : 0;
+    });
+  }
+  /** Turns seen through their events, by id, in the order started. */
+  get turns(): ReadonlyMap<string, TurnInfo> {
+    return this._turns;
+  }
+  /** The context gauge: tokens against the window, and compaction. */
+  get context(): Readonly<ContextState> {
+    return this._context;
+  }
 
   /** A message by id. */
   message(id: string): ViewMessage | undefined {
@@ -288,6 +350,10 @@ export class View {
     this._feedback = new Map();
     this._hasOlder = false;
     this._queued = [];
+    this._mode = '';
+    this._pending = new Map();
+    this._turns = new Map();
+    this._context = { tokens: 0, window: 0, compacting: false, last: '' };
   }
 
   /** Moves the cursor without changing state (a resume point learned from an ack). */
@@ -314,6 +380,15 @@ export class View {
     const cur = sum.optStr('current_turn_id');
     if (cur !== undefined) this._turn = { id: cur, status: 'in_flight', reason: '' };
     this._queued = sum.list('queued_turns', (q) => readQueued(q, sum)) ?? [];
+    this._mode = sum.str('mode');
+    this._context = { tokens: sum.num('context_tokens'), window: sum.num('context_window'), compacting: false, last: '' };
+    const pending = sum.list('pending_approvals', (v) => v) ?? [];
+    for (const v of pending) {
+      if (v !== null && typeof v === 'object' && typeof (v as PendingApproval).approval_id === 'string' && (v as PendingApproval).approval_id !== '') {
+        const pa = v as PendingApproval;
+        this._pending.set(pa.approval_id, pa);
+      }
+    }
     for (const m of Array.isArray(raw['messages']) ? raw['messages'] : []) {
       const msg = this.decodeMessage(m);
       if (msg) {
@@ -495,6 +570,7 @@ export class View {
         if (p.err !== undefined) return;
         this._turn = { id: turnId, status: 'in_flight', reason: '' };
         this.dequeue(turnId);
+        this.setTurn({ id: turnId, started_at: str(ev.ts), status: 'in_flight', duration_ms: 0, llm_calls: 0 });
         const m = this.newMessage(id, 'user', ev, turnId, 'complete');
         m.blocks = blocks;
         this.addMessage(m);
@@ -503,6 +579,7 @@ export class View {
       case 'turn.completed': {
         const outcome = p.str('outcome');
         this._turn = { id: turnId, status: outcome === 'failed' ? 'failed' : 'completed', reason: p.str('error_class') };
+        this.endTurn(ev, turnId, this._turn.status);
         return;
       }
       case 'turn.cancelled': {
@@ -511,6 +588,7 @@ export class View {
           return;
         }
         this._turn = { id: turnId, status: 'cancelled', reason: p.str('reason') };
+        this.endTurn(ev, turnId, 'cancelled');
         for (const m of this._messages) {
           if (m.turn_id === turnId && m.status === 'streaming') this.own(m).status = 'cancelled';
         }
@@ -543,8 +621,70 @@ export class View {
         this._queued = [...this._queued, q];
         return;
       }
+      case 'llm.call_started': {
+        const req = new Reader(ev.payload, 'payload').obj('request');
+        this.setContext(req.num('context_tokens'), req.num('context_window'));
+        return;
+      }
+      case 'context.compacting':
+        this._context = { ...this._context, compacting: true };
+        return;
+      case 'context.compacted': {
+        const before = p.num('tokens_before');
+        const after = p.num('tokens_after');
+        this._context = { ...this._context, tokens: after || this._context.tokens, compacting: false,
+          last: `compacted ${before} → ${after} tokens (${p.str('method') || 'summary'})` };
+        return;
+      }
+      case 'context.compaction_failed':
+        this._context = { ...this._context, compacting: false, last: `compaction failed: ${p.str('error_class')}${p.str('message') ? ': ' + p.str('message') : ''}` };
+        return;
+      case 'approval.requested': {
+        const aid = p.str('approval_id');
+        if (p.err !== undefined || aid === '') return;
+        const raw = ev.payload as Record<string, unknown>;
+        const pa: PendingApproval = {
+          approval_id: aid, tool_use_id: p.str('tool_use_id'), tool_name: p.str('tool_name'), input: raw['input'] ?? null,
+          session_id: str(ev.session_id), turn_id: turnId, kind: p.str('kind'),
+          targets: Array.isArray(raw['targets']) ? (raw['targets'] as unknown[]).filter((t): t is string => typeof t === 'string') : [],
+          reason: p.str('reason'),
+          session_rules: Array.isArray(raw['session_rules']) ? (raw['session_rules'] as unknown[]).filter((t): t is string => typeof t === 'string') : [],
+          requested_at: str(ev.ts), expires_at: p.str('expires_at'),
+        };
+        const m = new Map(this._pending);
+        m.set(aid, pa);
+        this._pending = m;
+        const tc = this._tools.get(pa.tool_use_id);
+        if (tc && tc.status === 'pending') this.ownTool(pa.tool_use_id, tc).status = TOOL_AWAITING_APPROVAL;
+        return;
+      }
+      case 'approval.resolved': {
+        const aid = p.str('approval_id');
+        const tid = p.str('tool_use_id');
+        if (p.err !== undefined) return;
+        if (this._pending.has(aid)) {
+          const m = new Map(this._pending);
+          m.delete(aid);
+          this._pending = m;
+        }
+        const tc = this._tools.get(tid);
+        if (tc && tc.status === TOOL_AWAITING_APPROVAL) this.ownTool(tid, tc).status = 'pending';
+        return;
+      }
+      case 'session.mode_changed': {
+        const mode = p.str('mode');
+        const planner = p.str('planner_session_id');
+        if (p.err !== undefined) return;
+        const id = this._session?.id ?? '';
+        if (id === str(ev.session_id) || (id === '' && planner === '')) this._mode = mode;
+        return;
+      }
       case 'llm.call_completed':
       case 'llm.call_failed': {
+        if (ev.type === 'llm.call_completed') {
+          const c = new Reader(ev.payload, 'payload');
+          this.setContext(c.num('context_tokens'), c.num('context_window'));
+        }
         const mid = p.str('message_id');
         const cls = p.str('error_class');
         const msg = p.str('message');
@@ -578,7 +718,21 @@ export class View {
           tc.status = 'completed';
           tc.summary = summary;
           tc.result = result;
+          const raw = ev.payload as Record<string, unknown>;
+          if (Array.isArray(raw['paths'])) tc.paths = (raw['paths'] as unknown[]).filter((x): x is string => typeof x === 'string');
+          if (typeof raw['diff'] === 'string') tc.diff = raw['diff'];
+          if (raw['diff_truncated'] === true) tc.diff_truncated = true;
+          if (typeof raw['duration_ms'] === 'number') tc.duration_ms = raw['duration_ms'];
+          if (Array.isArray(raw['images'])) {
+            tc.images = (raw['images'] as unknown[]).flatMap((x) => {
+              const o = x as Record<string, unknown> | null;
+              if (!o || typeof o['media_type'] !== 'string') return [];
+              return [{ media_type: o['media_type'], bytes: typeof o['bytes'] === 'number' ? o['bytes'] : 0, ...(typeof o['data'] === 'string' ? { data: o['data'] } : {}) }];
+            });
+          }
         } else {
+          const d = (ev.payload as Record<string, unknown>)['duration_ms'];
+          if (typeof d === 'number') tc.duration_ms = d;
           tc.status = cls === 'cancelled' ? 'cancelled' : 'failed';
           tc.error_class = cls;
           tc.error = message;
@@ -621,6 +775,29 @@ export class View {
       }
     }
     if (ev.type === 'message.start' || DELTA_TYPES.has(ev.type)) this.delta(ev, p, turnId);
+  }
+
+  private setTurn(t: TurnInfo): void {
+    const m = new Map(this._turns);
+    m.set(t.id, t);
+    this._turns = m;
+  }
+
+  private endTurn(ev: RawEnvelope, turnId: string, status: string): void {
+    const r = new Reader(ev.payload, 'payload');
+    const old = this._turns.get(turnId);
+    const t: TurnInfo = old ? { ...old } : { id: turnId, started_at: '', status, duration_ms: 0, llm_calls: 0 };
+    t.status = status;
+    t.duration_ms = r.num('duration_ms');
+    t.llm_calls = r.int('llm_calls');
+    const u = readUsage(r, 'usage');
+    if (u && r.err === undefined) t.usage = u;
+    this.setTurn(t);
+  }
+
+  private setContext(tokens: number, window: number): void {
+    if (tokens <= 0 && window <= 0) return;
+    this._context = { ...this._context, tokens: tokens > 0 ? tokens : this._context.tokens, window: window > 0 ? window : this._context.window };
   }
 
   /** message.start and the block deltas; the payload is decoded whole first, as the Go View does. */
@@ -735,6 +912,8 @@ export class View {
     if (this._feedback.size > 0) out['feedback'] = Object.fromEntries(this._feedback);
     if (this._hasOlder) out['has_older_messages'] = true;
     if (this._queued.length > 0) out['queued_turns'] = this._queued.map((q) => ({ ...q }));
+    if (this._mode !== '') out['mode'] = this._mode;
+    if (this._pending.size > 0) out['pending_approvals'] = Object.fromEntries([...this._pending].map(([k, a]) => [k, approvalJSON(a)]));
     return out;
   }
 }
@@ -783,6 +962,12 @@ function toolJSON(t: ToolCall): Record<string, unknown> {
   omitEmpty(o, ['summary', 'result', 'error_class', 'error']);
   if (t.input !== undefined) o['input'] = t.input;
   return o;
+}
+
+function approvalJSON(a: PendingApproval): Record<string, unknown> {
+  const o: Record<string, unknown> = { ...a };
+  for (const k of ['targets', 'session_rules']) if (Array.isArray(o[k]) && (o[k] as unknown[]).length === 0) delete o[k];
+  return omitEmpty(o, ['turn_id', 'kind', 'reason', 'requested_at', 'expires_at']);
 }
 
 function workerJSON(w: Worker): Record<string, unknown> {

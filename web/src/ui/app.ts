@@ -3,6 +3,7 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useEffect } from 'preact/hooks';
+import { installCopy } from './copy';
 import { Palette, paletteOpen } from './palette';
 import { route } from './route';
 import { SessionPage } from './session';
@@ -20,7 +21,11 @@ export function App(): VNode {
       }
     };
     addEventListener('keydown', onKey);
-    return () => removeEventListener('keydown', onKey);
+    const offCopy = installCopy();
+    return () => {
+      removeEventListener('keydown', onKey);
+      offCopy();
+    };
   }, []);
   const r = route.value;
   const theme = resolvedTheme();
@@ -28,11 +33,12 @@ export function App(): VNode {
     <header class="topbar">
       <a class="brand" href="#/">metis</a>
       <span class="spacer"></span>
-      <button class="small ghost" id="palette-button" onClick=${() => (paletteOpen.value = true)} title="Command palette">
-        <kbd>${navigator.platform.startsWith('Mac') ? '⌘' : 'Ctrl'}</kbd> <kbd>K</kbd>
+      <button class="small ghost" id="palette-button" onClick=${() => (paletteOpen.value = true)} title="Jump to a session or run a command (Ctrl K)" aria-label="search and commands">
+        <span class="search-icon" aria-hidden="true">⌕</span><span class="palette-label">Search</span>
+        <span class="keys"><kbd>${navigator.platform.startsWith('Mac') ? '⌘' : 'Ctrl'}</kbd> <kbd>K</kbd></span>
       </button>
       <button class="small ghost" id="theme-toggle" onClick=${cycleTheme}
-        title=${'Theme: ' + themeChoice.value + ' (click to switch)'}>${theme === 'dark' ? '☾ dark' : '☀ light'}${themeChoice.value === 'system' ? ' (system)' : ''}</button>
+        title=${'Theme: ' + themeChoice.value + ' (click to switch)'}>${theme === 'dark' ? '☾' : '☀'}<span class="theme-label"> ${theme}${themeChoice.value === 'system' ? ' (system)' : ''}</span></button>
     </header>
     <main>
       ${r.page === 'sessions' ? html`<${SessionsPage} />` : html`<${SessionPage} key=${r.id} id=${r.id} tab=${r.tab} />`}

@@ -1,159 +1,224 @@
-// The conversation: messages as they stream (text live, markdown once a
-// message completes, thinking collapsed, tool cards with their streaming
-// input, then the final input and the result), "(cancelled)" messages,
-// struck-through cancelled tools, failed calls inline; older history on
-// scroll-up; and the composer.
+// The conversation: each user message, then its turn as one block (every
+// model call of the turn inside it, not a card each) with the turn's
+// total time, tokens and cost, a copy button and the feedback thumbs.
+// Text renders as markdown while it streams (markdown.ts: finished blocks
+// are cached, only the growing one is parsed again); thinking is
+// collapsed; tools are cards a person reads (tools.ts); a call waiting for
+// an answer carries its approval card. Older history loads on scroll-up.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { memo } from 'preact/compat';
 import { useRef, useState } from 'preact/hooks';
-import { ApiError, type ToolCall, type ViewBlock, type ViewMessage } from '../client/index';
+import { ApiError, type PendingApproval, type ToolCall, type TurnInfo, type ViewBlock, type ViewMessage, type Worker } from '../client/index';
 import { api } from './api';
-import { shortId, tokens, usd } from './format';
+import { ApprovalBar } from './approvals';
+import { copyText, flash } from './copy';
+import { elapsed, shortId, tokens, usd } from './format';
 import type { LiveSession } from './live';
-import { renderMarkdown } from './markdown';
+import { blockNodes, splitBlocks } from './markdown';
+import { ToolCard } from './tools';
 import { VirtualList } from './virtual';
 
-// Markdown is parsed once per finished message object (a changed message
-// is a new object, so identity is the cache key).
-const mdCache = new WeakMap<object, VNode<any>[]>();
-function markdownOf(b: ViewBlock): VNode<any>[] {
-  let v = mdCache.get(b);
-  if (!v) {
-    v = renderMarkdown(b.text ?? '');
-    mdCache.set(b, v);
-  }
-  return v;
-}
+/** One block of markdown; skipped when its source did not change. */
+const MdBlock = memo(
+  (p: { src: string; growing: boolean }) => html`<div class="md-block">${blockNodes(p.src, !p.growing)}</div>`,
+  (a, b) => a.src === b.src,
+);
 
-function pretty(input: unknown): string {
-  if (input === undefined || input === null) return '';
-  try {
-    return JSON.stringify(typeof input === 'string' ? JSON.parse(input) : input, null, 2);
-  } catch {
-    return String(input);
-  }
-}
-
-function ToolCard(p: { block: ViewBlock; tool: ToolCall | undefined; streaming: boolean }): VNode {
-  const { block, tool } = p;
-  const status = tool?.status ?? (p.streaming ? 'streaming' : 'pending');
-  const cancelled = status === 'cancelled' || tool?.error_class === 'cancelled';
-  // While the input streams, partial_input holds it so far (a snapshot's
-  // block then also has input {}).
-  const input = !block.partial_input && block.input !== undefined && block.input !== null ? pretty(block.input) : '';
-  return html`<div class=${'tool tool-' + status + (cancelled ? ' tool-cancelled' : '')} data-tool-id=${block.id}>
-    <div class="tool-head">
-      <span class="tool-name">${block.name || tool?.name || 'tool'}</span>
-      <span class=${'badge st-' + status}>${cancelled ? 'cancelled' : status}</span>
-      ${tool?.summary ? html`<span class="tool-summary">${tool.summary}</span>` : null}
-    </div>
-    ${input
-      ? html`<pre class="tool-input">${input}</pre>`
-      : block.partial_input
-        ? html`<pre class="tool-input tool-partial">${block.partial_input}<span class="caret"></span></pre>`
-        : null}
-    ${tool?.status === 'completed' && tool.result
-      ? html`<details class="tool-result"><summary>result</summary><pre>${tool.result}</pre></details>`
-      : null}
-    ${tool?.error
-      ? html`<div class="tool-error">${tool.error_class ? tool.error_class + ': ' : ''}${tool.error}</div>`
-      : null}
+export function Markdown(p: { text: string; streaming?: boolean }): VNode {
+  const blocks = splitBlocks(p.text);
+  return html`<div class=${'text md' + (p.streaming ? ' streaming' : '')}>
+    ${blocks.map((src, i) => html`<${MdBlock} key=${i} src=${src} growing=${!!p.streaming && i === blocks.length - 1} />`)}
+    ${p.streaming ? html`<span class="caret"></span>` : null}
   </div>`;
 }
 
-function Block(p: { b: ViewBlock; m: ViewMessage; tools: ReadonlyMap<string, ToolCall> }): VNode | null {
-  const { b, m } = p;
+/** What a turn block needs from the view besides its messages. */
+interface Ctx {
+  tools: ReadonlyMap<string, ToolCall>;
+  pending: ReadonlyMap<string, PendingApproval>; // by tool_use_id, this page's session and its workers
+  workers: readonly Worker[];
+  sessionId: string;
+}
+
+function Block(p: { b: ViewBlock; m: ViewMessage; ctx: Ctx }): VNode | null {
+  const { b, m, ctx } = p;
   const streaming = m.status === 'streaming';
   switch (b.type) {
     case 'text':
-      if (streaming) return html`<div class="text plain streaming">${chunks(b.text ?? '').map((c, i) => html`<div key=${i} class="chunk">${c}</div>`)}</div>`;
-      return m.role === 'user' ? html`<div class="text plain">${b.text}</div>` : html`<div class="text md">${markdownOf(b)}</div>`;
+      return m.role === 'user' ? html`<div class="text plain">${b.text}</div>` : html`<${Markdown} text=${b.text} streaming=${streaming} />`;
     case 'thinking':
       return html`<details class="thinking"><summary>thinking${streaming ? '…' : ''}</summary><div class="plain">${b.thinking}</div></details>`;
-    case 'tool_use':
-      return html`<${ToolCard} block=${b} tool=${b.id ? p.tools.get(b.id) : undefined} streaming=${streaming} />`;
+    case 'tool_use': {
+      const tool = b.id ? ctx.tools.get(b.id) : undefined;
+      const task = b.name === 'delegate' && b.input && typeof b.input === 'object' ? String((b.input as Record<string, unknown>)['task'] ?? '') : '';
+      const worker = task ? ctx.workers.find((w) => w.task === task) : undefined;
+      return html`<${ToolCard} block=${b} tool=${tool} streaming=${streaming} approval=${ctx.pending.get(b.id)} worker=${worker} sessionId=${ctx.sessionId} />`;
+    }
     case 'tool_result':
-      return html`<div class=${'tool-result-block' + (b.is_error ? ' is-error' : '')}><pre>${typeof b.content === 'string' ? b.content : pretty(b.content)}</pre></div>`;
+      return html`<div class=${'tool-result-block' + (b.is_error ? ' is-error' : '')}><pre>${b.content}</pre></div>`;
+    case 'compaction':
+      return html`<div class="compaction-mark">Context compacted here: the model sees a summary of what came before.</div>`;
     default:
       return null;
   }
 }
 
-/**
- * Streaming text in blocks of about CHUNK characters cut at white space:
- * a new delta changes only the last block, so the browser lays out only
- * that block instead of the whole, ever longer paragraph.
- */
-const CHUNK = 1500;
-export function chunks(text: string): string[] {
-  if (text.length <= CHUNK) return [text];
-  const out: string[] = [];
-  let at = 0;
-  while (text.length - at > CHUNK) {
-    let cut = text.lastIndexOf(' ', at + CHUNK);
-    if (cut <= at) cut = at + CHUNK;
-    out.push(text.slice(at, cut + 1));
-    at = cut + 1;
-  }
-  out.push(text.slice(at));
-  return out;
-}
-
-/**
- * Same message object and the same tool objects (a changed message or
- * tool is a new object): nothing to render. The tools map itself is
- * updated in place, so the row is given the tool objects it shows.
- */
-function sameMessage(a: MessageProps, b: MessageProps): boolean {
-  if (a.m !== b.m || a.sessionId !== b.sessionId || a.shown.length !== b.shown.length) return false;
-  return a.shown.every((t, i) => t === b.shown[i]);
-}
-
-interface MessageProps {
-  m: ViewMessage;
-  tools: ReadonlyMap<string, ToolCall>;
-  shown: (ToolCall | undefined)[];
-  sessionId: string;
-}
-
-function toolsOf(m: ViewMessage, tools: ReadonlyMap<string, ToolCall>): (ToolCall | undefined)[] {
-  const out: (ToolCall | undefined)[] = [];
-  for (const b of m.blocks) if (b.type === 'tool_use' && b.id) out.push(tools.get(b.id));
-  return out;
-}
-
-export const MessageItem = memo(MessageView, sameMessage);
-
-function MessageView(p: MessageProps): VNode {
+/** One model call's message inside a turn block (or a user message). */
+function MessageView(p: { m: ViewMessage; ctx: Ctx }): VNode {
   const { m } = p;
-  const foreign = m.session_id && m.session_id !== p.sessionId;
-  const u = m.usage;
+  const foreign = m.session_id && m.session_id !== p.ctx.sessionId;
   return html`<article class=${'msg msg-' + m.role + ' msg-' + m.status} data-message-id=${m.id} data-session=${m.session_id}>
-    <header class="msg-head">
-      <span class="who">${m.role === 'user' ? 'you' : m.role}</span>
-      ${foreign ? html`<a class="tag worker-tag" href=${'#/s/' + m.session_id}>worker ${shortId(m.session_id)}</a>` : null}
-      ${m.model ? html`<span class="model">${m.model}</span>` : null}
-      ${m.status === 'streaming' ? html`<span class="badge st-streaming">streaming</span>` : null}
-      ${m.status === 'cancelled' ? html`<span class="badge st-cancelled">(cancelled)</span>` : null}
-      ${m.status === 'failed' ? html`<span class="badge st-failed">failed</span>` : null}
-      ${u
-        ? html`<span class="usage" title="input / output tokens, cost">${tokens(u.input_tokens)} in · ${tokens(u.output_tokens)} out · ${usd(u.cost_usd)}</span>`
-        : null}
-    </header>
+    ${foreign || m.status !== 'complete' || m.role === 'user'
+      ? html`<header class="msg-head">
+          ${m.role === 'user' ? html`<span class="who">you</span>` : null}
+          ${foreign ? html`<a class="tag worker-tag" href=${'#/s/' + m.session_id}>worker ${shortId(m.session_id)}</a>` : null}
+          ${m.status === 'streaming' ? html`<span class="badge st-streaming">streaming</span>` : null}
+          ${m.status === 'cancelled' ? html`<span class="badge st-cancelled">(cancelled)</span>` : null}
+          ${m.status === 'failed' ? html`<span class="badge st-failed">failed</span>` : null}
+          ${m.role === 'user' ? html`<span class="spacer"></span><${CopyButton} text=${() => textOf([m])} label="Copy" />` : null}
+        </header>`
+      : null}
     <div class="msg-body">
       ${m.start_missing
         ? html`<div class="start-missing" title="The server no longer held the first part of this answer when this page attached.">… the start of this answer is no longer held; it is shown whole once it completes</div>`
         : null}
-      ${m.blocks.map((b, i) => html`<${Block} key=${i} b=${b} m=${m} tools=${p.tools} />`)}
+      ${m.blocks.map((b, i) => html`<${Block} key=${i} b=${b} m=${m} ctx=${p.ctx} />`)}
     </div>
   </article>`;
 }
 
-/** The messages a reader sees: tool-result messages show in their tool card. */
-function visible(msgs: readonly ViewMessage[]): ViewMessage[] {
-  const out: ViewMessage[] = [];
-  for (const m of msgs) if (m.role !== 'tool') out.push(m);
+function textOf(msgs: readonly ViewMessage[]): string {
+  return msgs
+    .map((m) => m.blocks.filter((b) => b.type === 'text').map((b) => b.text).join('\n\n'))
+    .filter(Boolean)
+    .join('\n\n');
+}
+
+export function CopyButton(p: { text: () => string; label: string; id?: string }): VNode {
+  return html`<button type="button" class="small ghost copy-msg" id=${p.id} title="Copy as markdown"
+    onClick=${(e: Event) => {
+      const btn = e.currentTarget as HTMLElement;
+      void copyText(p.text()).then((ok) => flash(btn, ok));
+    }}>${p.label}</button>`;
+}
+
+/** A row of the conversation: a user message, a turn's answer, or a lone message. */
+type Row =
+  | { kind: 'user'; key: string; m: ViewMessage }
+  | { kind: 'turn'; key: string; turnId: string; msgs: ViewMessage[] };
+
+/** The rows: each user message, then the assistant messages of its turn grouped (tool-result messages show in their cards). */
+export function rows(msgs: readonly ViewMessage[]): Row[] {
+  const out: Row[] = [];
+  let cur: Extract<Row, { kind: 'turn' }> | undefined;
+  for (const m of msgs) {
+    if (m.role === 'tool') continue;
+    if (m.role === 'user') {
+      out.push({ kind: 'user', key: m.id, m });
+      cur = undefined;
+      continue;
+    }
+    if (cur && cur.turnId === m.turn_id && cur.msgs[0]!.session_id === m.session_id) {
+      cur.msgs.push(m);
+      continue;
+    }
+    cur = { kind: 'turn', key: 't:' + m.id, turnId: m.turn_id, msgs: [m] };
+    out.push(cur);
+  }
+  return out;
+}
+
+interface TurnProps {
+  msgs: ViewMessage[];
+  turnId: string;
+  info: TurnInfo | undefined;
+  rating: string | undefined;
+  ctx: Ctx;
+  /** The objects the block shows (messages, tools, approvals, workers): unchanged means nothing to render. */
+  deps: unknown[];
+  /** The turn runs (a message streams, or the view's turn in flight is this one). */
+  live: boolean;
+}
+
+const TurnBlock = memo(TurnView, (a, b) => a.live === b.live && a.rating === b.rating && a.info === b.info && a.deps.length === b.deps.length && a.deps.every((x, i) => x === b.deps[i]));
+
+function TurnView(p: TurnProps): VNode {
+  const { msgs, info } = p;
+  let tin = 0;
+  let tout = 0;
+  let cost = 0;
+  for (const m of msgs) {
+    if (m.usage) {
+      tin += m.usage.input_tokens;
+      tout += m.usage.output_tokens;
+      cost += m.usage.cost_usd;
+    }
+  }
+  if (info?.usage) {
+    tin = info.usage.input_tokens;
+    tout = info.usage.output_tokens;
+    cost = info.usage.cost_usd;
+  }
+  const running = p.live;
+  const calls = info?.llm_calls || msgs.length;
+  const model = msgs.find((m) => m.model)?.model ?? '';
+  const foreign = msgs[0]!.session_id !== p.ctx.sessionId;
+  return html`<section class=${'turn' + (running ? ' running' : '')} data-turn=${p.turnId}>
+    <div class="turn-who"><span class="who">assistant</span>${model ? html`<span class="model">${model}</span>` : null}</div>
+    ${msgs.map((m) => html`<${MessageView} key=${m.id} m=${m} ctx=${p.ctx} />`)}
+    ${running
+      ? null
+      : html`<footer class="turn-foot">
+          <span class="turn-stats" title="the turn's time, tokens (in / out) and cost, its model calls included">
+            ${info?.status && info.status !== 'completed' ? html`<span class=${'badge st-' + info.status}>${info.status}</span>` : null}
+            ${info?.duration_ms ? html`<span>${elapsed(info.duration_ms)}</span>` : null}
+            <span>${tokens(tin)} in · ${tokens(tout)} out</span>
+            <span>${usd(cost)}</span>
+            ${calls > 1 ? html`<span>${calls} model calls</span>` : null}
+          </span>
+          <span class="spacer"></span>
+          <${CopyButton} text=${() => textOf(msgs)} label="Copy" />
+          ${!foreign && p.turnId ? html`<${Thumbs} sessionId=${p.ctx.sessionId} turnId=${p.turnId} rating=${p.rating} />` : null}
+        </footer>`}
+  </section>`;
+}
+
+function Thumbs(p: { sessionId: string; turnId: string; rating: string | undefined }): VNode {
+  const [sent, setSent] = useState<string | undefined>(undefined);
+  const [err, setErr] = useState('');
+  const rating = p.rating ?? sent;
+  const rate = async (r: 'up' | 'down'): Promise<void> => {
+    setErr('');
+    try {
+      await api.submitFeedback(p.sessionId, p.turnId, r);
+      setSent(r);
+    } catch (e) {
+      setErr((e as Error).message);
+    }
+  };
+  return html`<span class="thumbs" data-rating=${rating ?? ''}>
+    <button type="button" class=${'small ghost thumb' + (rating === 'up' ? ' on' : '')} aria-label="good answer" title="Good answer" aria-pressed=${rating === 'up'} onClick=${() => rate('up')}>▲</button>
+    <button type="button" class=${'small ghost thumb' + (rating === 'down' ? ' on' : '')} aria-label="bad answer" title="Bad answer" aria-pressed=${rating === 'down'} onClick=${() => rate('down')}>▼</button>
+    ${err ? html`<span class="error-line">${err}</span>` : null}
+  </span>`;
+}
+
+const UserRow = memo(
+  (p: { m: ViewMessage; ctx: Ctx }) => html`<${MessageView} m=${p.m} ctx=${p.ctx} />`,
+  (a, b) => a.m === b.m,
+);
+
+/** The objects a turn block shows: identity tells whether it changed. */
+function depsOf(msgs: readonly ViewMessage[], ctx: Ctx): unknown[] {
+  const out: unknown[] = [...msgs];
+  for (const m of msgs) {
+    for (const b of m.blocks) {
+      if (b.type !== 'tool_use' || !b.id) continue;
+      out.push(ctx.tools.get(b.id), ctx.pending.get(b.id));
+      if (b.name === 'delegate') out.push(...ctx.workers);
+    }
+  }
   return out;
 }
 
@@ -165,14 +230,21 @@ export function Conversation(p: { live: LiveSession }): VNode {
   const [atBottom, setAtBottom] = useState(true);
   const [jump, setJump] = useState(0);
   const busy = useRef(false);
-  const items = visible(v.messages);
+  const pendingList = v.pendingApprovals;
+  const ctx: Ctx = {
+    tools: v.tools,
+    pending: new Map(pendingList.map((a) => [a.tool_use_id, a])),
+    workers: [...v.workers.values()],
+    sessionId: live.sessionId,
+  };
+  const items = rows(v.messages);
 
   const loadOlder = async (): Promise<void> => {
     if (busy.current || !v.hasOlder || v.messages.length === 0) return;
     busy.current = true;
     setLoading(true);
     try {
-      const page = await api.messages(live.sessionId, { before: v.messages[0].id, limit: 100 });
+      const page = await api.messages(live.sessionId, { before: v.messages[0]!.id, limit: 100 });
       v.prependMessages(page.messages, page.has_more);
       live.ticker.poke();
     } catch (e) {
@@ -183,29 +255,41 @@ export function Conversation(p: { live: LiveSession }): VNode {
     }
   };
 
+  const render = (r: Row): VNode => {
+    if (r.kind === 'user') return html`<${UserRow} m=${r.m} ctx=${ctx} />`;
+    return html`<${TurnBlock} msgs=${r.msgs} turnId=${r.turnId} info=${v.turns.get(r.turnId)} rating=${v.feedback.get(r.turnId)}
+      ctx=${ctx} deps=${depsOf(r.msgs, ctx)}
+      live=${r.msgs.some((m) => m.status === 'streaming') || (v.turn.id === r.turnId && v.turn.status === 'in_flight') || v.turns.get(r.turnId)?.status === 'in_flight'} />`;
+  };
+
   return html`<div class="conversation">
     ${v.hasOlder || loading
       ? html`<div class="older">${loading ? 'Loading older messages…' : html`<button class="link" onClick=${loadOlder}>Load older messages</button>`}</div>`
       : null}
     ${items.length === 0 && live.conn.value === 'live'
-      ? html`<div class="empty">No messages yet. Say something below.</div>`
+      ? html`<div class="empty">No messages yet. Say something below.
+          ${v.session?.active_model === 'builtin:demo'
+            ? html`<div class="muted small demo-hint">The offline demo model understands <code>/echo TEXT</code>, <code>/long N</code> and <code>/tool NAME {json}</code>; set a provider key for a real model.</div>`
+            : null}</div>`
       : null}
     <${VirtualList}
       class="messages"
       label="conversation"
       items=${items}
-      keyOf=${(m: ViewMessage) => m.id}
+      keyOf=${(r: Row) => r.key}
       estimate=${120}
       follow=${true}
       scrollToBottom=${jump}
       onAtBottom=${setAtBottom}
       onNearTop=${loadOlder}
-      render=${(m: ViewMessage) => html`<${MessageItem} m=${m} tools=${v.tools} shown=${toolsOf(m, v.tools)} sessionId=${live.sessionId} />`}
+      render=${render}
     />
     ${v.errors.length
       ? html`<div class="errors" role="alert">${v.errors.slice(-3).map((e, i) => html`<div key=${i} class="error-line">${e}</div>`)}</div>`
       : null}
     ${!atBottom ? html`<button class="jump" onClick=${() => setJump((n) => n + 1)}>↓ Latest</button>` : null}
+    <${ApprovalBar} pending=${pendingList} sessionId=${live.sessionId}
+      onPage=${(a: PendingApproval) => a.session_id === live.sessionId && v.tools.has(a.tool_use_id)} />
     <${Composer} live=${live} />
   </div>`;
 }
@@ -223,7 +307,13 @@ export function Composer(p: { live: LiveSession }): VNode {
     if (!content || sending) return;
     setSending(true);
     try {
-      await api.submitTurn(live.sessionId, content);
+      const compact = /^\/compact(?:\s+([\s\S]*))?$/.exec(content);
+      if (compact) {
+        await api.compact(live.sessionId, compact[1]?.trim() || undefined);
+        live.say('info', 'Compacting the conversation…');
+      } else {
+        await api.submitTurn(live.sessionId, content);
+      }
       setText('');
     } catch (e) {
       if (e instanceof ApiError && e.code === 'turn_in_flight') {
@@ -249,7 +339,7 @@ export function Composer(p: { live: LiveSession }): VNode {
     <textarea
       id="composer"
       rows="2"
-      placeholder="Message the agent (Enter sends, Shift+Enter adds a line)"
+      placeholder="Message the agent (Enter sends, Shift+Enter adds a line, /compact compacts)"
       value=${text}
       onInput=${(e: Event) => setText((e.target as HTMLTextAreaElement).value)}
       onKeyDown=${onKey}

@@ -51,3 +51,14 @@ export function oneLine(s: string, max = 120): string {
   const t = s.replace(/\s+/g, ' ').trim();
   return t.length > max ? t.slice(0, max - 1) + '…' : t;
 }
+
+/** A human duration: "850 ms", "12 s", "3m 05s", "1h 02m". */
+export function elapsed(v: number): string {
+  if (!isFinite(v) || v < 0) return '';
+  if (v < 1000) return Math.round(v) + ' ms';
+  const s = Math.floor(v / 1000);
+  if (s < 60) return (v < 10_000 ? (v / 1000).toFixed(1) : String(s)) + ' s';
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
+}

@@ -31,6 +31,8 @@ export class LiveSession {
   readonly banner = signal(false);
   readonly notice = signal<Notice | null>(null);
   readonly inline = signal(false);
+  /** A title this page set (a rename), until the next snapshot carries it. */
+  readonly title = signal('');
   /** Events seen (replays included), in arrival order = id order per connection. */
   readonly events: RawEnvelope[] = [];
   /** Bumps when events were added or cleared (once per frame, through ticker). */

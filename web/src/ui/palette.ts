@@ -25,7 +25,7 @@ function commands(): Cmd[] {
   const out: Cmd[] = [];
   const live = current.value;
   const r = route.value;
-  out.push({ id: 'new', label: 'New session', run: () => (go({ page: 'sessions' }), (showNew.value = true), setTimeout(() => document.getElementById('new-workspace')?.focus(), 50)) });
+  out.push({ id: 'new', label: 'New session', run: () => (go({ page: 'sessions' }), (showNew.value = true), setTimeout(() => (document.getElementById('new-workspace-pick') ?? document.getElementById('new-workspace'))?.focus(), 50)) });
   if (live && live.view.turn.status === 'in_flight') out.push({ id: 'cancel', label: 'Cancel the running turn', run: () => cancelTurn(live) });
   if (r.page === 'session') {
     out.push({ id: 'trace', label: 'Trace mode', hint: 'events and timeline', run: () => go({ page: 'session', id: r.id, tab: 'trace' }) });

@@ -5,8 +5,11 @@ import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { signal } from '@preact/signals';
+import { ApiError, type Mode } from '../client/index';
+import { api } from './api';
 import { Conversation, cancelTurn } from './conversation';
 import { shortId, tokens, usd } from './format';
+import { cleanTitle } from './title';
 import { LiveSession } from './live';
 import { href, type Tab } from './route';
 import { TracePage, eventJSON } from './trace';
@@ -42,21 +45,19 @@ function Header(p: { live: LiveSession; tab: Tab }): VNode {
   live.ticker.tick.value;
   const v = live.view;
   const s = v.session;
-  let tin = 0;
-  let tout = 0;
-  for (const m of v.messages) {
-    if (m.usage) {
-      tin += m.usage.input_tokens;
-      tout += m.usage.output_tokens;
-    }
-  }
   const firstUser = v.messages.find((m) => m.role === 'user' && m.session_id === live.sessionId);
   // The snapshot's title; a session whose first turn started after the
   // snapshot takes it from that turn's user message, as shown.
-  const title =
-    s?.title ||
-    firstUser?.blocks.map((b) => b.text ?? '').join(' ').replace(/\s+/g, ' ').trim() ||
-    (s?.parent_session_id ? 'worker session' : 'new session');
+  const raw = live.title.value || s?.title || firstUser?.blocks.map((b) => b.text ?? '').join(' ') || '';
+  const title = cleanTitle(raw) || (s?.parent_session_id ? 'worker session' : 'new session');
+  const waiting = v.pendingApprovals.length;
+  useEffect(() => {
+    const was = document.title;
+    document.title = (waiting ? `(${waiting}) waiting · ` : '') + title + ' · metis';
+    return () => {
+      document.title = was;
+    };
+  }, [title, waiting]);
   const tab = (t: Tab, label: string, extra = '') =>
     html`<a class=${'tab' + (p.tab === t ? ' active' : '')} id=${'tab-' + t} href=${href({ page: 'session', id: live.sessionId, tab: t })}>${label}${extra}</a>`;
   const nw = v.workers.size;
@@ -64,18 +65,20 @@ function Header(p: { live: LiveSession; tab: Tab }): VNode {
   return html`<header class="session-head">
     <div class="row">
       ${s?.parent_session_id
-        ? html`<a class="back" id="back-to-planner" href=${href({ page: 'session', id: s.parent_session_id, tab: 'workers' })}>← planner ${shortId(s.parent_session_id)}</a>`
+        ? html`<a class="back" id="back-to-planner" href=${href({ page: 'session', id: s.parent_session_id, tab: 'workers' })}>← planner</a>`
         : html`<a class="back" href="#/">← sessions</a>`}
-      <h1 title=${title}>${title}</h1>
+      <${Title} live=${live} title=${title} />
+      ${waiting ? html`<span class="badge st-waiting" id="waiting-badge" title="tool calls wait for your answer">${waiting} waiting</span>` : null}
       <span class="spacer"></span>
       <${ConnBadge} live=${live} />
     </div>
     <div class="row meta">
       <span class="mono" title=${live.sessionId}>${shortId(live.sessionId)}</span>
-      <span>${s?.active_model ?? ''}</span>
+      <span class="model-name">${s?.active_model ?? ''}</span>
       <span class=${'badge st-' + turn.status} id="turn-status">${turn.status.replace('_', ' ')}${turn.reason ? ' · ' + turn.reason : ''}</span>
       <span title="session cost, workers included" id="session-cost">${usd(v.costUsd)}</span>
-      <span title="input / output tokens of the messages shown">${tokens(tin)} in · ${tokens(tout)} out</span>
+      <${ModeSelect} live=${live} />
+      <${ContextGauge} live=${live} />
       <span class="spacer"></span>
       ${turn.status === 'in_flight' ? html`<button class="danger small" onClick=${() => cancelTurn(live)}>Cancel turn</button>` : null}
       <button class="small" id="export" onClick=${() => exportEvents(live)} title="Download the events this page received as JSON lines">Export</button>
@@ -84,6 +87,86 @@ function Header(p: { live: LiveSession; tab: Tab }): VNode {
       ${tab('chat', 'Conversation')} ${tab('workers', 'Workers', nw ? ` (${nw})` : '')} ${tab('trace', 'Trace')}
     </nav>
   </header>`;
+}
+
+/** The title; click (or the pencil) to rename it. */
+function Title(p: { live: LiveSession; title: string }): VNode {
+  const [editing, setEditing] = useState(false);
+  const [text, setText] = useState('');
+  const save = async (): Promise<void> => {
+    const t = text.trim();
+    setEditing(false);
+    if (!t || t === p.title) return;
+    try {
+      const s = await api.renameSession(p.live.sessionId, t);
+      p.live.title.value = s.title;
+    } catch (e) {
+      p.live.say('error', 'Could not rename: ' + (e as Error).message);
+    }
+  };
+  if (editing) {
+    return html`<form class="rename" onSubmit=${(e: Event) => (e.preventDefault(), void save())}>
+      <input id="rename-input" value=${text} aria-label="session title" maxLength=${80}
+        onInput=${(e: Event) => setText((e.target as HTMLInputElement).value)}
+        onKeyDown=${(e: KeyboardEvent) => e.key === 'Escape' && setEditing(false)}
+        onBlur=${() => void save()} ref=${(el: HTMLInputElement | null) => el && document.activeElement !== el && el.focus()} />
+    </form>`;
+  }
+  return html`<h1 title=${p.title}>${p.title}</h1>
+    <button class="small ghost icon" id="rename" aria-label="rename" title="Rename" onClick=${() => (setText(p.title), setEditing(true))}>✎</button>`;
+}
+
+const MODES: { id: Mode; label: string; hint: string }[] = [
+  { id: 'default', label: 'ask', hint: 'reads run; edits, commands and fetches ask' },
+  { id: 'accept_edits', label: 'accept edits', hint: 'edits inside the workspace run; commands ask' },
+  { id: 'plan', label: 'plan (read-only)', hint: 'edits and commands are refused' },
+  { id: 'auto', label: 'auto', hint: 'everything runs (commands in the sandbox)' },
+];
+
+/** The permission mode, switchable (PATCH /sessions/{id}). */
+function ModeSelect(p: { live: LiveSession }): VNode {
+  const mode = (p.live.view.mode || 'default') as Mode;
+  const hint = MODES.find((m) => m.id === mode)?.hint ?? '';
+  const change = async (e: Event): Promise<void> => {
+    const sel = e.target as HTMLSelectElement;
+    const next = sel.value as Mode;
+    try {
+      await api.setMode(p.live.sessionId, next);
+    } catch (x) {
+      sel.value = mode;
+      p.live.say('error', 'Could not change the mode: ' + (x as Error).message);
+    }
+  };
+  return html`<label class=${'mode mode-' + mode} title=${'Permission mode: ' + hint}>
+    <span class="muted">mode</span>
+    <select id="mode-select" value=${mode} onChange=${change} aria-label="permission mode">
+      ${MODES.map((m) => html`<option key=${m.id} value=${m.id}>${m.label}</option>`)}
+    </select>
+  </label>`;
+}
+
+/** The conversation's size against the window, and the Compact button. */
+function ContextGauge(p: { live: LiveSession }): VNode {
+  const { live } = p;
+  const c = live.view.context;
+  const pct = c.window > 0 ? Math.min(100, (c.tokens / c.window) * 100) : 0;
+  const level = pct >= 85 ? 'hot' : pct >= 60 ? 'warm' : 'ok';
+  const compact = async (): Promise<void> => {
+    try {
+      await api.compact(live.sessionId);
+    } catch (e) {
+      live.say(e instanceof ApiError && e.code === 'turn_in_flight' ? 'warn' : 'error',
+        e instanceof ApiError && e.code === 'turn_in_flight' ? 'A turn is running: compact when it ends.' : 'Could not compact: ' + (e as Error).message);
+    }
+  };
+  const label = c.window > 0 ? `${tokens(c.tokens)} / ${tokens(c.window)}` : `${tokens(c.tokens)} tokens`;
+  return html`<span class="context" id="context-gauge" title=${(c.window > 0 ? `context: ${c.tokens} of ${c.window} tokens (${Math.round(pct)}%)` : 'context: the window of this model is unknown') + (c.last ? '; ' + c.last : '')}>
+    ${c.window > 0 ? html`<span class=${'gauge ' + level}><span class="gauge-fill" style=${{ width: pct + '%' }}></span></span>` : null}
+    <span>${label}</span>
+    ${c.compacting
+      ? html`<span class="badge st-running" id="compacting">compacting…</span>`
+      : html`<button class="small ghost" id="compact" onClick=${compact} disabled=${live.view.turn.status === 'in_flight'} title="Summarise the older conversation now (/compact)">Compact</button>`}
+  </span>`;
 }
 
 function ConnBadge(p: { live: LiveSession }): VNode {

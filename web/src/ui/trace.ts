@@ -64,6 +64,17 @@ interface Filters {
   family: string;
   session: string;
   q: string;
+  /** Show the streaming deltas (one row per token): off by default. */
+  deltas: boolean;
+  /** Show the bus's meta events (clients attaching, slow handlers): off by default. */
+  meta: boolean;
+}
+
+/** The streaming deltas folded by default: the message.start / message.complete rows stay. */
+const DELTAS = new Set(['text.delta', 'thinking.delta', 'tool.use_input_delta']);
+
+export function isMeta(type: string): boolean {
+  return type.startsWith('bus.');
 }
 
 /**
@@ -90,6 +101,8 @@ class Filtered {
     for (let i = this.seen; i < all.length; i++) {
       const e = all[i];
       if (f.type && e.type !== f.type) continue;
+      if (!f.type && !f.deltas && DELTAS.has(e.type)) continue;
+      if (!f.type && !f.meta && isMeta(e.type)) continue;
       if (f.family && familyOf(e.type) !== f.family) continue;
       if (f.session && e.session_id !== f.session) continue;
       if (q && !eventJSON(e).toLowerCase().includes(q)) continue;
@@ -101,14 +114,44 @@ class Filtered {
   }
 }
 
+/** Counts the deltas and meta events of the log, incrementally (the fold note). */
+class FoldCount {
+  deltas = 0;
+  meta = 0;
+  private seen = 0;
+  private head: RawEnvelope | undefined;
+
+  update(all: RawEnvelope[]): this {
+    if (all[0] !== this.head || all.length < this.seen) {
+      this.deltas = this.meta = this.seen = 0;
+      this.head = all[0];
+    }
+    for (let i = this.seen; i < all.length; i++) {
+      const t = all[i]!.type;
+      if (DELTAS.has(t)) this.deltas++;
+      else if (isMeta(t)) this.meta++;
+    }
+    this.seen = all.length;
+    return this;
+  }
+}
+
+function foldNote(c: FoldCount, f: Filters): VNode | null {
+  if (f.type) return null;
+  const parts = [!f.deltas && c.deltas ? `${c.deltas} deltas` : '', !f.meta && c.meta ? `${c.meta} meta` : ''].filter(Boolean);
+  if (!parts.length) return null;
+  return html`<span class="muted small" id="trace-folded">(${parts.join(', ')} folded)</span>`;
+}
+
 export function TracePage(p: { live: LiveSession }): VNode {
   const { live } = p;
   live.ticker.tick.value;
-  const [f, setF] = useState<Filters>({ type: '', family: '', session: '', q: '' });
+  const [f, setF] = useState<Filters>({ type: '', family: '', session: '', q: '', deltas: false, meta: false });
   const [follow, setFollow] = useState(true);
   const [sel, setSel] = useState<RawEnvelope | null>(null);
   const [showWaterfall, setShowWaterfall] = useState(true);
   const filtered = useRef(new Filtered()).current;
+  const counts = useRef(new FoldCount()).current;
   useEffect(() => {
     void live.loadHistory();
   }, [live]);
@@ -143,12 +186,15 @@ export function TracePage(p: { live: LiveSession }): VNode {
         ${[...sessions].map((s) => html`<option key=${s} value=${s}>${s === live.sessionId ? 'this session' : 'worker ' + shortId(s)}</option>`)}
       </select>
       <input type="search" id="trace-search" placeholder="search events" value=${f.q} onInput=${set('q')} aria-label="search" />
+      <label class="toggle" title="One row per streamed token"><input type="checkbox" id="trace-deltas" checked=${f.deltas} onChange=${(e: Event) => setF({ ...f, deltas: (e.target as HTMLInputElement).checked })} /> deltas</label>
+      <label class="toggle" title="bus.* events: clients attaching and leaving, slow handlers"><input type="checkbox" id="trace-meta" checked=${f.meta} onChange=${(e: Event) => setF({ ...f, meta: (e.target as HTMLInputElement).checked })} /> meta</label>
       <label class="toggle"><input type="checkbox" checked=${follow} onChange=${(e: Event) => setFollow((e.target as HTMLInputElement).checked)} /> follow tail</label>
       <label class="toggle"><input type="checkbox" checked=${showWaterfall} onChange=${(e: Event) => setShowWaterfall((e.target as HTMLInputElement).checked)} /> timeline</label>
       <${InlineToggle} live=${live} />
       <span class="spacer"></span>
       ${live.historyNote.value ? html`<span class="muted" id="trace-history">${live.historyNote.value} ·</span>` : null}
       <span class="muted" id="trace-count">${rows.length} of ${live.events.length} events</span>
+      ${foldNote(counts.update(live.events), f)}
     </div>
     ${live.gaps.length
       ? html`<div class="notice warn">The log restarted from a fresh snapshot ${live.gaps.length} time${live.gaps.length === 1 ? '' : 's'} (${live.gaps.map((g) => g.why).join(', ')}): events in between are not listed.</div>`

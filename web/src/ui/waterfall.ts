@@ -131,6 +131,26 @@ export class SpanBuilder {
   }
 }
 
+/** Tick positions (ms from the turn's start): a 1-2-5 step giving at most 6 ticks. */
+export function ticks(span: number): number[] {
+  if (!(span > 0)) return [0];
+  let step = 1;
+  for (let k = 0; k < 40 && span / step > 5; k++) {
+    const d = step.toString()[0];
+    step = d === '1' ? step * 2 : d === '2' ? (step / 2) * 5 : step * 2;
+  }
+  const out: number[] = [];
+  for (let t = 0; t <= span + 1e-9 && out.length < 8; t += step) out.push(t);
+  return out;
+}
+
+function axisLabel(t: number, span: number): string {
+  if (t === 0) return '0';
+  if (span < 2000) return Math.round(t) + ' ms';
+  if (span < 120_000) return (t / 1000).toFixed(t % 1000 ? 1 : 0) + ' s';
+  return Math.floor(t / 60000) + 'm' + (t % 60000 ? ' ' + Math.round((t % 60000) / 1000) + 's' : '');
+}
+
 /**
  * `events` grows in place, so `version` (bumped on every change) is what
  * tells the signals integration, which skips components whose props are
@@ -157,6 +177,13 @@ export function Waterfall(p: { events: RawEnvelope[]; epoch: number; version: nu
       <span class="muted">${ms(span)}</span>
     </div>
     <div class="wf-rows">
+      <div class="wf-row wf-axis" aria-hidden="true">
+        <span class="wf-label muted">time</span>
+        <span class="wf-track wf-ticks">
+          ${ticks(span).map((t) => html`<span key=${t} class="wf-tick" style=${{ left: (t / span) * 100 + '%' }}><span>${axisLabel(t, span)}</span></span>`)}
+        </span>
+        <span></span>
+      </div>
       ${turn.spans.slice(0, 60).map(
         (s) => html`<div key=${s.key} class=${'wf-row wf-' + s.kind} onClick=${() => p.onPick(s.first)} title=${s.label}>
           <span class="wf-label">${s.label}</span>

@@ -10,6 +10,7 @@ import type { VNode } from 'preact';
 import type { Worker } from '../client/index';
 import { oneLine, shortId, usd } from './format';
 import type { LiveSession } from './live';
+import { McpServers } from './mcp';
 import { href } from './route';
 
 export function InlineToggle(p: { live: LiveSession }): VNode {
@@ -50,5 +51,6 @@ export function WorkersPage(p: { live: LiveSession }): VNode {
     ${ws.length === 0
       ? html`<div class="empty">No delegations yet. When the agent uses the <code>delegate</code> tool, each worker appears here as it runs.</div>`
       : html`<div class="cards">${ws.map((w) => html`<${WorkerCard} key=${w.session_id} w=${w} />`)}</div>`}
+    <${McpServers} sessionId=${live.sessionId} />
   </div>`;
 }

@@ -226,6 +226,7 @@ test('worker drill-down opens the worker live; the inline toggle interleaves wor
     await until(() => obs.events.some((e) => e.type === 'turn.completed' && e.session_id === s.id), 15_000, 'observer');
     obs.close();
     await page.selectOption('#trace-family', 'catalog');
+    await page.check('#trace-meta'); // the observer's list holds the bus's meta events, folded by default
     await page.uncheck('text=follow tail');
     const last = obs.events.filter((e) => e.type === 'turn.completed').at(-1).id;
     const rows = await until(async () => {
@@ -251,6 +252,9 @@ test('trace mode lists every event of a turn in id order', async () => {
     const s = await srv.createSession();
     const { page } = await open(`${srv.url}/#/s/${s.id}/trace`);
     await live(page);
+    // Every event: the deltas and the meta events are folded by default.
+    await page.check('#trace-deltas');
+    await page.check('#trace-meta');
     const obs = await srv.observe(s.id);
     await srv.submit(s.id, 'what is in my workspace?');
     await srv.idle(s.id);
@@ -324,7 +328,8 @@ test("the sessions list shows the server's titles and fetches no messages to gue
     await page.goto(`${srv.url}/#/`);
     const cell = (id) => page.textContent(`tr[data-session="${id}"] td.title a`);
     await page.waitForSelector(`tr[data-session="${titled.id}"]`);
-    await until(async () => (await cell(titled.id)) === '/echo list me by title', 15_000, 'the server title');
+    // The server's title is the prompt as typed; the list shows it clean (no slash command).
+    await until(async () => (await cell(titled.id)) === 'list me by title', 15_000, 'the clean title');
     assert.equal(await cell(untitled.id), 'untitled');
     const { sessions } = await srv.req('GET', '/sessions');
     const s = sessions.find((x) => x.id === titled.id);

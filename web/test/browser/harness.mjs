@@ -164,7 +164,7 @@ export async function launch() {
  * csp() lists the Content-Security-Policy violations seen.
  */
 export async function openPage(browser, url, opts = {}) {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: opts.colorScheme ?? 'light' });
+  const ctx = await browser.newContext({ viewport: opts.viewport ?? { width: 1280, height: 800 }, colorScheme: opts.colorScheme ?? 'light', hasTouch: !!opts.touch, isMobile: !!opts.touch });
   const page = await ctx.newPage();
   const logs = [];
   page.on('console', (m) => logs.push(`${m.type()}: ${m.text()}`));
@@ -181,7 +181,7 @@ export async function openPage(browser, url, opts = {}) {
 }
 
 /** Waits for the session page's connection badge to say live. */
-export async function live(page, timeout = 15_000) {
+export async function live(page, timeout = 30_000) {
   await page.waitForSelector('#conn-state[data-state=live]', { timeout });
 }
 

@@ -20,7 +20,8 @@ before(async () => {
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const ALLOWED = new Set(['p', 'pre', 'code', 'h3', 'h4', 'h5', 'h6', 'blockquote', 'ul', 'ol', 'li', 'strong', 'em', 'a', 'span']);
+const ALLOWED = new Set(['p', 'pre', 'code', 'h3', 'h4', 'h5', 'h6', 'blockquote', 'ul', 'ol', 'li', 'strong', 'em', 'del', 'a', 'span',
+  'div', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'hr', 'button', 'input']);
 
 function walk(node, visit) {
   if (node == null || typeof node === 'boolean' || typeof node === 'string' || typeof node === 'number') return;
@@ -60,11 +61,68 @@ test('intraword underscores are not emphasis', () => {
 test('random input never throws and yields only allowed elements', () => {
   let seed = 42;
   const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-  const atoms = ['`', '```', '*', '**', '_', '__', '[', ']', '(', ')', 'http://a.b', 'javascript:x', '#', '> ', '- ', '1. ', '\n', '\n\n', ' ', 'word', '<b>', '~~~', '\\', 'é', '\u0000'];
+  const atoms = ['`', '```', '*', '**', '_', '__', '[', ']', '(', ')', 'http://a.b', 'javascript:x', '#', '> ', '- ', '1. ', '\n', '\n\n', ' ', 'word', '<b>', '~~~', '\\', 'é', '\u0000',
+    '|', ' | ', '|---|', '---', '~~', '- [ ] ', '- [x] ', '```go\n', '  - '];
   for (let i = 0; i < 3000; i++) {
     let s = '';
     const n = Math.floor(rnd() * 40);
     for (let j = 0; j < n; j++) s += atoms[Math.floor(rnd() * atoms.length)];
     check(s);
   }
+});
+
+function texts(tree) {
+  const out = [];
+  const go = (n) => {
+    if (n == null || typeof n === 'boolean') return;
+    if (typeof n === 'string' || typeof n === 'number') return void out.push(String(n));
+    if (Array.isArray(n)) return n.forEach(go);
+    go(n.props?.children);
+  };
+  go(tree);
+  return out.join('');
+}
+
+function find(tree, type) {
+  const out = [];
+  walk(tree, (n) => n.type === type && out.push(n));
+  return out;
+}
+
+test('GFM tables render as tables with their alignment', () => {
+  const tree = check('| a | b |\n| :-- | --: |\n| 1 | `x|y` |\n| 2 | **z** |');
+  assert.equal(find(tree, 'table').length, 1);
+  assert.equal(find(tree, 'th').length, 2);
+  assert.equal(find(tree, 'tr').length, 3);
+  assert.equal(find(tree, 'td')[1].props.class, 'al-right');
+  assert.equal(texts(find(tree, 'td')[1]), 'x|y', 'a pipe inside code stays in its cell');
+});
+
+test('a code block has its language, highlighted tokens and a copy button; its text is the code', () => {
+  const code = 'func main() {\n\treturn "hi" // done\n}';
+  const tree = check('```go\n' + code + '\n```');
+  const block = find(tree, 'div').find((d) => d.props.class?.startsWith('md-codeblock'));
+  assert.equal(block.props['data-lang'], 'go');
+  assert.equal(find(block, 'button')[0].props['data-copy'], 'code');
+  const pre = find(block, 'code')[0];
+  assert.equal(texts(pre), code, 'highlighting keeps the text as it is');
+  const classes = find(pre, 'span').map((s) => s.props.class);
+  for (const c of ['tok-k', 'tok-s', 'tok-c']) assert.ok(classes.includes(c), c);
+});
+
+test('streaming: the text is cut into blocks at blank lines outside fences, and a finished block renders the same alone', () => {
+  const src = 'para one\nstill one\n\n```\na\n\nb\n```\n\n| x |\n| - |\n| 1 |';
+  const blocks = md.splitBlocks(src);
+  assert.deepEqual(blocks, ['para one\nstill one', '```\na\n\nb\n```', '| x |\n| - |\n| 1 |']);
+  // Every prefix of the text renders without throwing, and the blocks
+  // before the last are the final ones (cached by their text).
+  for (let i = 0; i <= src.length; i++) check(src.slice(0, i));
+  assert.equal(md.blockNodes(blocks[0]), md.blockNodes(blocks[0]), 'a finished block is parsed once');
+  assert.equal(JSON.stringify(md.renderMarkdown(src)), JSON.stringify(blocks.flatMap((b) => md.blockNodes(b))));
+});
+
+test('an unclosed fence while streaming is an open code block, not text', () => {
+  const tree = check('```py\nprint(1)');
+  const block = find(tree, 'div').find((d) => d.props.class?.startsWith('md-codeblock'));
+  assert.ok(block && block.props.class.includes('open'));
 });
