@@ -20,16 +20,11 @@ type sessionPatch struct {
 // summary. A body with none of them is 400 invalid_request; a mode
 // that is not one of the four is 400 invalid_mode and changes nothing.
 func (a *API) patchSession(w http.ResponseWriter, r *http.Request) {
-	var req sessionPatch
-	if !decode(w, r, &req, false) {
+	req, ok := decodePatch(w, r)
+	if !ok {
 		return
 	}
 	budget := req.MaxTurnCostUSD != nil || req.MaxSessionCostUSD != nil
-	if req.Mode == nil && !budget {
-		WriteError(w, http.StatusBadRequest, CodeInvalidRequest,
-			`nothing to change: send "mode" (default, accept_edits, plan or auto), "max_turn_cost_usd" or "max_session_cost_usd"`)
-		return
-	}
 	var (
 		s   protocol.SessionSummary
 		err error
@@ -47,4 +42,19 @@ func (a *API) patchSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, s)
+}
+
+// decodePatch reads a PATCH /sessions/{id} body, refusing one with
+// nothing to change (the cluster front decodes it so too).
+func decodePatch(w http.ResponseWriter, r *http.Request) (sessionPatch, bool) {
+	var req sessionPatch
+	if !decode(w, r, &req, false) {
+		return req, false
+	}
+	if req.Mode == nil && req.MaxTurnCostUSD == nil && req.MaxSessionCostUSD == nil {
+		WriteError(w, http.StatusBadRequest, CodeInvalidRequest,
+			`nothing to change: send "mode" (default, accept_edits, plan or auto), "max_turn_cost_usd" or "max_session_cost_usd"`)
+		return req, false
+	}
+	return req, true
 }
