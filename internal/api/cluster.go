@@ -3,9 +3,11 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 
 	"github.com/metis-agent/metis/internal/cluster"
@@ -66,7 +68,7 @@ type routedRequest struct {
 // kind in internal/cluster and the owner's handler in
 // internal/clusternode's handlers.
 func clusterRouted() map[string]routedRequest {
-	return map[string]routedRequest{
+	routes := map[string]routedRequest{
 		"POST /sessions/{id}/turns": {verb: cluster.KindSubmit.Verb,
 			decode: func(w http.ResponseWriter, r *http.Request) (any, any, bool) {
 				var body struct {
@@ -118,6 +120,8 @@ func clusterRouted() map[string]routedRequest {
 				WriteJSON(w, http.StatusCreated, map[string]string{"event_id": reply.(*cluster.FeedbackReply).EventID})
 			}},
 	}
+	maps.Copy(routes, sessionRouted()) // cluster_session.go
+	return routes
 }
 
 // ClusterFront puts the cluster in front of the API (next): a request
@@ -196,25 +200,25 @@ func writeRemoteError(w http.ResponseWriter, cn Cluster, r *http.Request, err er
 		WriteError(w, http.StatusBadGateway, CodeInternal, "the session's owner node did not answer; see the server log")
 		return
 	}
-	status := http.StatusInternalServerError
-	switch re.Code {
-	case protocol.CodeSessionNotFound, protocol.CodeTurnNotFound, protocol.CodeMessageNotFound:
-		status = http.StatusNotFound
-	case protocol.CodeTurnInFlight:
-		status = http.StatusConflict
-	case protocol.CodeInvalidRequest, "bad_request":
-		status = http.StatusBadRequest
-	case protocol.CodeShuttingDown:
-		status = http.StatusServiceUnavailable
-	}
+	status := remoteStatus(re.Code)
 	code := re.Code
 	if code == "bad_request" {
 		code = protocol.CodeInvalidRequest
 	}
-	if status == http.StatusInternalServerError {
+	if status == 0 {
 		cn.Logger().Error("cluster: owner failed a routed request", "method", r.Method, "path", r.URL.Path, "err", err)
-		WriteError(w, status, CodeInternal, "internal error on the session's owner node; see its log")
+		WriteError(w, http.StatusInternalServerError, CodeInternal, "internal error on the session's owner node; see its log")
 		return
+	}
+	if code == protocol.CodeApprovalResolved {
+		// The resolution that won, beside the error, as the owner's API
+		// writes it.
+		var res protocol.ApprovalResolution
+		if json.Unmarshal(re.Detail, &res) == nil && res.ApprovalID != "" {
+			WriteJSON(w, status, protocol.ApprovalConflict{Error: protocol.HTTPErrorDetail{Code: code, Message: re.Message}, Resolution: res})
+			return
+		}
+		cn.Logger().Warn("cluster: the owner's approval_resolved came without its resolution", "path", r.URL.Path)
 	}
 	WriteError(w, status, code, re.Message)
 }

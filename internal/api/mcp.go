@@ -66,14 +66,22 @@ func (a *API) mcpStatus(w http.ResponseWriter, r *http.Request, m MCP) {
 }
 
 func (a *API) putSessionMCP(w http.ResponseWriter, r *http.Request, m MCP) {
+	if servers, ok := decodeMCPServers(w, r); ok {
+		a.sessionMCP(w, r, m, servers, true)
+	}
+}
+
+// decodeMCPServers reads a PUT /sessions/{id}/mcp_servers body (the
+// cluster front decodes it so too).
+func decodeMCPServers(w http.ResponseWriter, r *http.Request) ([]protocol.MCPServerConfig, bool) {
 	var body protocol.MCPSessionServers
 	if !decode(w, r, &body, false) {
-		return
+		return nil, false
 	}
 	if body.Servers == nil {
 		body.Servers = []protocol.MCPServerConfig{}
 	}
-	a.sessionMCP(w, r, m, body.Servers, true)
+	return body.Servers, true
 }
 
 // sessionMCP answers with the session's view of the servers, after

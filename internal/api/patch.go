@@ -20,24 +20,16 @@ type sessionPatch struct {
 
 // patchSession answers PATCH /sessions/{id}: it changes the fields the
 // body holds (the mode, the cost limits, then the title and the archived
-// mark) and answers 200 with the summary. A body with none of them is 400 invalid_request; a mode
-// that is not one of the four is 400 invalid_mode and changes nothing.
+// mark) and answers 200 with the summary. A body with none of them is
+// 400 invalid_request; a mode that is not one of the four is 400
+// invalid_mode and changes nothing.
 func (a *API) patchSession(w http.ResponseWriter, r *http.Request) {
-	var req sessionPatch
-	if !decode(w, r, &req, false) {
+	req, ok := decodePatch(w, r)
+	if !ok {
 		return
 	}
 	budget := req.MaxTurnCostUSD != nil || req.MaxSessionCostUSD != nil
 	edit := req.Title != nil || req.Archived != nil
-	if req.Mode == nil && !budget && !edit {
-		WriteError(w, http.StatusBadRequest, CodeInvalidRequest,
-			`nothing to change: send "mode" (default, accept_edits, plan or auto), "max_turn_cost_usd", "max_session_cost_usd", "title" or "archived"`)
-		return
-	}
-	if req.Title != nil && strings.TrimSpace(*req.Title) == "" {
-		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, `"title" is empty`)
-		return
-	}
 	var (
 		s   protocol.SessionSummary
 		err error
@@ -61,4 +53,24 @@ func (a *API) patchSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, s)
+}
+
+// decodePatch reads a PATCH /sessions/{id} body, refusing one with
+// nothing to change or an empty title (the cluster front decodes it so
+// too).
+func decodePatch(w http.ResponseWriter, r *http.Request) (sessionPatch, bool) {
+	var req sessionPatch
+	if !decode(w, r, &req, false) {
+		return req, false
+	}
+	if req.Mode == nil && req.MaxTurnCostUSD == nil && req.MaxSessionCostUSD == nil && req.Title == nil && req.Archived == nil {
+		WriteError(w, http.StatusBadRequest, CodeInvalidRequest,
+			`nothing to change: send "mode" (default, accept_edits, plan or auto), "max_turn_cost_usd", "max_session_cost_usd", "title" or "archived"`)
+		return req, false
+	}
+	if req.Title != nil && strings.TrimSpace(*req.Title) == "" {
+		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, `"title" is empty`)
+		return req, false
+	}
+	return req, true
 }

@@ -28,7 +28,10 @@
 //     the newest event id of a tree that a new owner's ids must follow;
 //   - routing ([Router]): request/reply subjects that carry turn
 //     submission, cancel and feedback from any node to the tree's owner,
-//     and the meta-events of other nodes' clients, which only the owner
+//     the requests that change a session's running state (an approval's
+//     answer, mode and cost limits, a compaction by hand, the session's
+//     MCP servers: route_session.go), and the meta-events of other
+//     nodes' clients, which only the owner
 //     may emit into the tree ([MetaRequest]); each kind is a [Kind] with
 //     its decoder, the owner answers with a [Handlers] table;
 //   - the node directory ([Nodes]): each node announces itself (name,

@@ -14,8 +14,9 @@ import (
 
 // Request/reply subjects that reach a tree's owner from any node:
 // metis.rpc.<tree>.submit, metis.rpc.<tree>.cancel,
-// metis.rpc.<tree>.feedback and metis.rpc.<tree>.meta. Only the owner
-// subscribes to them, while it holds the tree.
+// metis.rpc.<tree>.feedback and metis.rpc.<tree>.meta, and those about a
+// session's running state (route_session.go). Only the owner subscribes
+// to them, while it holds the tree.
 const (
 	rpcPrefix   = "metis.rpc."
 	rpcSubmit   = "submit"
@@ -92,9 +93,13 @@ type FeedbackReply struct {
 // RemoteError is an error the owner answered with. Handlers return one
 // to pass a code (for example turn_in_flight, session_not_found) to the
 // node that asked; any other handler error reaches it as code internal.
+// Detail, when set, is what the owner's API writes beside the error
+// (for CodeApprovalResolved, the resolution that won), so the node that
+// asked answers exactly as the owner would.
 type RemoteError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Detail  json.RawMessage `json:"detail,omitempty"`
 }
 
 func (e *RemoteError) Error() string { return "cluster: owner answered " + e.Code + ": " + e.Message }
@@ -265,7 +270,8 @@ func NewRouter(nc *nats.Conn, timeout time.Duration, log *slog.Logger) *Router {
 }
 
 // Observe sets a function told the kind (RouteSubmit, RouteCancel,
-// RouteFeedback, RouteMeta) and result (RouteOK, RouteRefused, RouteNoOwner,
+// RouteFeedback, RouteMeta, RouteApprove, RoutePatch, RouteCompact,
+// RouteMCP) and result (RouteOK, RouteRefused, RouteNoOwner,
 // RouteFailed) of every request this router sends: the node's metrics.
 // Call it before the first request.
 func (r *Router) Observe(f func(kind, result string)) { r.observe = f }

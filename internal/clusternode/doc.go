@@ -12,8 +12,10 @@
 //     (the tree's work stops here) and failover, taking over the trees
 //     of dead owners as their leases expire (failover.go);
 //   - the owner's side of routed requests (submit, cancel, feedback,
-//     meta-events), answered with the session manager, and the
-//     stream's cancel frame sent to a tree's owner (handlers.go);
+//     meta-events; approvals, mode and cost limits, compactions and a
+//     session's MCP servers in handlers_session.go), answered with the
+//     session manager (and the MCP manager), and the stream's cancel
+//     frame sent to a tree's owner (handlers.go);
 //   - following a tree owned elsewhere for this node's clients: the
 //     feed, the backfill of the in-flight ring, the seam (follow.go),
 //     a cursor taken on another node (cursor.go), reads that catch up

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/session"
 	"github.com/metis-agent/metis/internal/store"
@@ -71,18 +72,32 @@ func (cn *Node) inTree(ctx context.Context, tree, sessionID string) error {
 // remoteError gives a session manager error the code the API answers
 // it with, so the node that asked answers the same.
 func remoteError(err error) error {
-	code := ""
+	code := mcpCode(err)
 	switch {
+	case code != "":
 	case errors.Is(err, session.ErrNotFound):
 		code = protocol.CodeSessionNotFound
 	case errors.Is(err, session.ErrTurnNotFound):
 		code = protocol.CodeTurnNotFound
+	case errors.Is(err, session.ErrNoMessage):
+		code = protocol.CodeMessageNotFound
 	case errors.Is(err, session.ErrTurnInFlight):
 		code = protocol.CodeTurnInFlight
+	case errors.Is(err, session.ErrInvalidMode):
+		code = protocol.CodeInvalidMode
+	case errors.Is(err, session.ErrApprovalNotFound):
+		code = protocol.CodeApprovalNotFound
+	case errors.Is(err, session.ErrApprovalElsewhere):
+		// A request a crash left waiting (recovery ends it): the
+		// owner's own API answers it so.
+		code = protocol.CodeOwnerUnavailable
 	case errors.Is(err, session.ErrInvalid):
 		code = protocol.CodeInvalidRequest
 	case errors.Is(err, session.ErrClosed):
 		code = protocol.CodeShuttingDown
+	case errors.Is(err, bus.ErrMoved):
+		// The tree moved to another node while the request ran.
+		code = protocol.CodeOwnerUnavailable
 	default:
 		return err
 	}

@@ -45,6 +45,7 @@ type Node struct {
 	projDone chan error
 
 	sessions *session.Manager // set once the manager exists
+	mcp      SessionMCP       // its MCP manager (SetMCP; handlers_session.go)
 
 	takeMu sync.Mutex // one tree taken at a time
 	mu     sync.Mutex // guards owners and lost

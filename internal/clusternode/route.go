@@ -32,6 +32,10 @@ func (cn *Node) handlers() cluster.Handlers {
 	cluster.Handle(hs, cluster.KindCancel, cn.Cancel)
 	cluster.Handle(hs, cluster.KindFeedback, cn.Feedback)
 	cluster.Handle(hs, cluster.KindMeta, cn.Meta)
+	cluster.Handle(hs, cluster.KindApprove, cn.Approve) // handlers_session.go
+	cluster.Handle(hs, cluster.KindPatch, cn.Patch)
+	cluster.Handle(hs, cluster.KindCompact, cn.Compact)
+	cluster.Handle(hs, cluster.KindMCP, cn.MCPServers)
 	return hs
 }
 

@@ -230,6 +230,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.Sessions = mgr
 	if s.cluster != nil {
 		s.cluster.SetSessions(mgr)
+		s.cluster.SetMCP(s.MCP) // a session's own MCP servers run on its tree's owner
 	}
 	s.Tools.Register(&delegate.Tool{Sessions: mgr, Store: st, Bus: s.Bus, Models: s.Models})
 	// In cluster mode a turn left open may belong to a tree another node
