@@ -47,7 +47,7 @@ func sessionRouted() map[string]routedRequest {
 					return nil, nil, false
 				}
 				return cluster.PatchRequest{SessionID: r.PathValue("id"), Mode: p.Mode, SessionBudgetPatch: p.SessionBudgetPatch,
-					SessionEdit: p.SessionEdit},
+						SessionEdit: p.SessionEdit},
 					new(protocol.SessionSummary), true
 			},
 			answer: answerOK},
