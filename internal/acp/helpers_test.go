@@ -43,7 +43,7 @@ type editor struct {
 	updates []sdk.SessionNotification
 	changed chan struct{}
 	// perm answers session/request_permission (nil: method not found).
-	perm func(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error)
+	perm  func(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error)
 	asked []sdk.RequestPermissionRequest
 }
 
