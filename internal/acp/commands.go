@@ -199,16 +199,18 @@ func (t *turn) submitCompaction(ctx context.Context) (string, error) {
 // answer.
 func (t *turn) compactionEvent(ctx context.Context, ev *protocol.EventEnvelope) {
 	var p struct {
-		CompactionID string `json:"compaction_id"`
-		TokensBefore int    `json:"tokens_before"`
-		TokensAfter  int    `json:"tokens_after"`
-		Method       string `json:"method"`
-		ErrorClass   string `json:"error_class"`
-		Message      string `json:"message"`
+		CompactionID string          `json:"compaction_id"`
+		TokensBefore int             `json:"tokens_before"`
+		TokensAfter  int             `json:"tokens_after"`
+		Method       string          `json:"method"`
+		ErrorClass   string          `json:"error_class"`
+		Message      json.RawMessage `json:"message"`
 	}
 	if json.Unmarshal(ev.Payload, &p) != nil || p.CompactionID == "" || p.CompactionID != t.id {
 		return
 	}
+	var msg string // context.compaction_failed's (context.compacted's message is the compaction message)
+	_ = json.Unmarshal(p.Message, &msg)
 	meta := map[string]any{"metis": map[string]any{"command": "compact", "compaction_id": t.id}}
 	switch protocol.EventType(ev.Type) {
 	case protocol.EventContextCompacting:
@@ -224,7 +226,7 @@ func (t *turn) compactionEvent(ctx context.Context, ev *protocol.EventEnvelope) 
 			t.result = &sdk.PromptResponse{StopReason: sdk.StopReasonCancelled, Meta: meta}
 			return
 		}
-		t.send(ctx, sdk.UpdateAgentMessageText("Nothing compacted: "+p.Message))
+		t.send(ctx, sdk.UpdateAgentMessageText("Nothing compacted: "+msg))
 		t.result = &sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn, Meta: meta}
 	}
 }
