@@ -91,9 +91,16 @@ func (t *turn) collect(ctx context.Context, ev *protocol.EventEnvelope, cancelle
 	switch typ := protocol.EventType(ev.Type); typ {
 	case protocol.EventToolCalled, protocol.EventToolCompleted, protocol.EventToolFailed:
 		var p toolPayload
-		if json.Unmarshal(ev.Payload, &p) == nil && p.ToolUseID != "" {
-			t.toolEvent(ctx, typ, p)
+		if json.Unmarshal(ev.Payload, &p) != nil || p.ToolUseID == "" {
+			return
 		}
+		if pr := t.progress[p.ToolUseID]; pr != nil && typ == protocol.EventToolCompleted && pr.answer == "" {
+			// The worker's last answer came live from its
+			// message.complete, which is not stored; it is the
+			// delegate's result.
+			pr.answer = p.Result
+		}
+		t.toolEvent(ctx, typ, p)
 	case protocol.EventDelegateStarted, protocol.EventDelegateCompleted, protocol.EventDelegateFailed:
 		t.delegateEvent(ctx, ev)
 	case protocol.EventTurnCancelled:
