@@ -90,7 +90,7 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 		return sdk.NewSessionResponse{}, apiError("create a session", err)
 	}
 	a.log.Info("session created", "session", s.ID, "workspace", s.WorkspacePath, "model", s.ActiveModel)
-	modes, opts := a.sessionSetup(ctx, s)
+	modes, opts := a.sessionSetup(s)
 	a.announceCommands(s.ID, true)
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.ID), Modes: modes, ConfigOptions: opts}, nil
 }
@@ -110,7 +110,7 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	modes, opts := a.sessionSetup(ctx, s)
+	modes, opts := a.sessionSetup(s)
 	a.announceCommands(s.ID, false)
 	return sdk.LoadSessionResponse{Modes: modes, ConfigOptions: opts}, nil
 }
@@ -122,7 +122,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
-	modes, opts := a.sessionSetup(ctx, s)
+	modes, opts := a.sessionSetup(s)
 	a.announceCommands(s.ID, false)
 	return sdk.ResumeSessionResponse{Modes: modes, ConfigOptions: opts}, nil
 }

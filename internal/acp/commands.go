@@ -155,7 +155,7 @@ func (a *Agent) runCommand(ctx context.Context, sid, name, arg string) (sdk.Prom
 			if m == "" {
 				m = s.ActiveModel
 			}
-			return reply("Model: " + m + ". Available: " + strings.Join(a.modelChoices(ctx, s, m), ", ") + ".")
+			return reply("Model: " + m + ". Available: " + strings.Join(a.modelChoices(s, m), ", ") + ".")
 		}
 		if _, err := a.setModel(ctx, sid, arg); err != nil {
 			return sdk.PromptResponse{}, err

@@ -96,18 +96,19 @@ func configOptions(mode, model string, models []string) []sdk.SessionConfigOptio
 
 // sessionSetup is what session/new, session/load and session/resume
 // answer with: the modes and the config options of session s.
-func (a *Agent) sessionSetup(ctx context.Context, s client.Session) (*sdk.SessionModeState, []sdk.SessionConfigOption) {
+func (a *Agent) sessionSetup(s client.Session) (*sdk.SessionModeState, []sdk.SessionConfigOption) {
 	model := a.ui.chosenModel(s.ID)
 	if model == "" {
 		model = s.ActiveModel
 	}
-	return modeState(s.Mode), configOptions(s.Mode, model, a.modelChoices(ctx, s, model))
+	return modeState(s.Mode), configOptions(s.Mode, model, a.modelChoices(s, model))
 }
 
-// modelChoices are the models offered for a session: the session's own,
-// the one chosen, the agent's --model, and the server's list of
-// usable models (modelList).
-func (a *Agent) modelChoices(ctx context.Context, s client.Session, chosen string) []string {
+// modelChoices are the models offered for a session: the one chosen,
+// the session's own, the agent's --model, and builtin:demo. (The server
+// has no list of the models its keys can use; another model is chosen
+// by typing it: /model provider:model.)
+func (a *Agent) modelChoices(s client.Session, chosen string) []string {
 	out := []string{}
 	add := func(m string) {
 		if m != "" && !slices.Contains(out, m) {
@@ -117,9 +118,7 @@ func (a *Agent) modelChoices(ctx context.Context, s client.Session, chosen strin
 	add(chosen)
 	add(s.ActiveModel)
 	add(a.model)
-	for _, m := range a.modelList(ctx) {
-		add(m)
-	}
+	add(demoModel)
 	return out
 }
 
@@ -176,7 +175,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConf
 	default:
 		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "unknown config option " + quote(string(v.ConfigId)) + ": mode or model"})
 	}
-	_, opts := a.sessionSetup(ctx, s)
+	_, opts := a.sessionSetup(s)
 	return sdk.SetSessionConfigOptionResponse{ConfigOptions: opts}, nil
 }
 
@@ -208,7 +207,7 @@ func (a *Agent) sendConfig(ctx context.Context, s client.Session) {
 	if a.conn == nil {
 		return
 	}
-	_, opts := a.sessionSetup(ctx, s)
+	_, opts := a.sessionSetup(s)
 	if err := a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sdk.SessionId(s.ID),
 		Update: sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: opts}}}); err != nil {
 		a.log.Debug("send the config options", "session", s.ID, "err", err)
@@ -227,6 +226,6 @@ func (t *turn) modeChanged(ctx context.Context, ev *protocol.EventEnvelope) {
 	if err != nil {
 		return
 	}
-	_, opts := t.a.sessionSetup(ctx, s)
+	_, opts := t.a.sessionSetup(s)
 	t.send(ctx, sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: opts}})
 }

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -22,8 +21,5 @@ func validModelID(s string) bool {
 // decodePayload decodes an event's payload.
 func decodePayload(ev *protocol.EventEnvelope, v any) error { return json.Unmarshal(ev.Payload, v) }
 
-// modelList is the server's list of usable models ("" entries never).
-func (a *Agent) modelList(ctx context.Context) []string {
-	_ = ctx
-	return []string{"builtin:demo"}
-}
+// demoModel is the built-in offline model, which every server can use.
+const demoModel = "builtin:demo"
