@@ -131,9 +131,7 @@ func FuzzParseUnifiedDiff(f *testing.F) {
 func TestEditToolDiffReachesTheEditor(t *testing.T) {
 	leakCheck(t)
 	h := servertest.Start(t, "")
-	s := serveAgent(t, h.URL)
-	s.initialize(t)
-	sid := s.newSession(t, h.Workspace)
+	s, sid := openSession(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	if _, err := s.prompt(ctx, sid, `/tool edit_file {"path": "README.md", "old_string": "content of", "new_string": "the text of"}`); err != nil {

@@ -129,9 +129,7 @@ func TestNewSessionOffersModesConfigAndCommands(t *testing.T) {
 func TestSetModeChangesTheSession(t *testing.T) {
 	leakCheck(t)
 	h := servertest.Start(t, "")
-	s := serveAgent(t, h.URL)
-	s.initialize(t)
-	sid := s.newSession(t, h.Workspace)
+	s, sid := openSession(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	if _, err := s.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: sdk.SessionId(sid), ModeId: "plan"}); err != nil {
@@ -173,9 +171,7 @@ func TestModelConfigOption(t *testing.T) {
 	leakCheck(t)
 	h := servertest.Start(t, "")
 	withSecondModel(t, h)
-	s := serveAgent(t, h.URL)
-	s.initialize(t)
-	sid := s.newSession(t, h.Workspace)
+	s, sid := openSession(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	set := func(v string) (sdk.SetSessionConfigOptionResponse, error) {
@@ -222,9 +218,7 @@ func TestSlashCommands(t *testing.T) {
 	leakCheck(t)
 	h := servertest.Start(t, "")
 	withSecondModel(t, h)
-	s := serveAgent(t, h.URL)
-	s.initialize(t)
-	sid := s.newSession(t, h.Workspace)
+	s, sid := openSession(t, h)
 	reply := func(text string) string {
 		t.Helper()
 		before := len(agentText(s.ed.all()))
@@ -284,9 +278,7 @@ func TestCompactCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(h.Workspace, "notes.txt"), []byte(notes), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := serveAgent(t, h.URL)
-	s.initialize(t)
-	sid := s.newSession(t, h.Workspace)
+	s, sid := openSession(t, h)
 	for i := range 6 {
 		if i%2 == 0 {
 			mustPrompt(t, s, sid, `/tool read_file {"path": "notes.txt"}`)

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,6 +41,15 @@ func resolutions(h *servertest.Harness, sid string) []protocol.ApprovalResolvedP
 	return out
 }
 
+// wantOneResolution checks that the session's one approval request was
+// decided so.
+func wantOneResolution(t *testing.T, h *servertest.Harness, sid, decision, reason string) {
+	t.Helper()
+	if res := resolutions(h, sid); len(res) != 1 || res[0].Decision != decision || res[0].Reason != reason {
+		t.Fatalf("resolutions %+v, want one %s (%s)", res, decision, reason)
+	}
+}
+
 // toolFailures are the session's tool.failed payloads so far.
 func toolFailures(h *servertest.Harness, sid string) []toolPayload {
 	var out []toolPayload
@@ -51,6 +61,15 @@ func toolFailures(h *servertest.Harness, sid string) []toolPayload {
 		}
 	}
 	return out
+}
+
+// openSession serves an agent over h, initializes it and opens a
+// session in h's workspace.
+func openSession(t *testing.T, h *servertest.Harness) (*session, string) {
+	t.Helper()
+	s := serveAgent(t, h.URL)
+	s.initialize(t)
+	return s, s.newSession(t, h.Workspace)
 }
 
 func mustPrompt(t *testing.T, s *session, sid, text string) sdk.PromptResponse {
@@ -87,9 +106,7 @@ func TestPermissionOptions(t *testing.T) {
 		{optRejectAlways, protocol.DecisionDeny, protocol.ScopeSession, false, false},
 	} {
 		t.Run(string(tc.option), func(t *testing.T) {
-			s := serveAgent(t, h.URL)
-			s.initialize(t)
-			sid := s.newSession(t, h.Workspace)
+			s, sid := openSession(t, h)
 			s.ed.answering(tc.option)
 
 			r := mustPrompt(t, s, sid, shellPrompt("echo first"))
@@ -111,7 +128,7 @@ func TestPermissionOptions(t *testing.T) {
 				kinds = append(kinds, o.Kind)
 			}
 			if want := []sdk.PermissionOptionKind{sdk.PermissionOptionKindAllowOnce, sdk.PermissionOptionKindAllowAlways,
-				sdk.PermissionOptionKindRejectOnce, sdk.PermissionOptionKindRejectAlways}; !equal(kinds, want) {
+				sdk.PermissionOptionKindRejectOnce, sdk.PermissionOptionKindRejectAlways}; !slices.Equal(kinds, want) {
 				t.Fatalf("options %v, want %v", kinds, want)
 			}
 			res := resolutions(h, sid)
@@ -148,18 +165,6 @@ func TestPermissionOptions(t *testing.T) {
 	}
 }
 
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // When the editor cancels the turn while it asks (session/cancel, then
 // ACP's cancelled outcome for the open request), the turn is cancelled:
 // the request is denied with reason cancelled, nothing runs, and the
@@ -167,9 +172,7 @@ func equal[T comparable](a, b []T) bool {
 func TestPermissionCancelWhileAsking(t *testing.T) {
 	leakCheck(t)
 	h := askingServer(t)
-	s := serveAgent(t, h.URL)
-	s.initialize(t)
-	sid := s.newSession(t, h.Workspace)
+	s, sid := openSession(t, h)
 	asked := make(chan struct{})
 	release := make(chan struct{})
 	s.ed.perm = func(ctx context.Context, _ sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
@@ -192,10 +195,7 @@ func TestPermissionCancelWhileAsking(t *testing.T) {
 	if a.err != nil || a.r.StopReason != sdk.StopReasonCancelled {
 		t.Fatalf("prompt: %+v %v", a.r, a.err)
 	}
-	res := resolutions(h, sid)
-	if len(res) != 1 || res[0].Decision != protocol.DecisionDeny || res[0].Reason != protocol.ApprovalReasonCancelled {
-		t.Fatalf("resolutions %+v", res)
-	}
+	wantOneResolution(t, h, sid, protocol.DecisionDeny, protocol.ApprovalReasonCancelled)
 }
 
 // A cancelled outcome alone (the editor cancelled its prompt turn
@@ -204,9 +204,7 @@ func TestPermissionCancelWhileAsking(t *testing.T) {
 func TestPermissionCancelledOutcomeCancelsTheTurn(t *testing.T) {
 	leakCheck(t)
 	h := askingServer(t)
-	s := serveAgent(t, h.URL)
-	s.initialize(t)
-	sid := s.newSession(t, h.Workspace)
+	s, sid := openSession(t, h)
 	s.ed.perm = func(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}, nil
 	}
@@ -227,9 +225,7 @@ func TestPermissionCancelledOutcomeCancelsTheTurn(t *testing.T) {
 func TestPermissionDecidedElsewhereIsWithdrawn(t *testing.T) {
 	leakCheck(t)
 	h := askingServer(t)
-	s := serveAgent(t, h.URL)
-	s.initialize(t)
-	sid := s.newSession(t, h.Workspace)
+	s, sid := openSession(t, h)
 	withdrawn := make(chan struct{})
 	s.ed.perm = func(ctx context.Context, _ sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 		go func() {
@@ -272,17 +268,12 @@ func TestPermissionDecidedElsewhereIsWithdrawn(t *testing.T) {
 func TestPermissionEditorThatCannotAsk(t *testing.T) {
 	leakCheck(t)
 	h := askingServer(t)
-	s := serveAgent(t, h.URL)
-	s.initialize(t)
-	sid := s.newSession(t, h.Workspace)
+	s, sid := openSession(t, h)
 	r := mustPrompt(t, s, sid, shellPrompt("echo never"))
 	if r.StopReason != sdk.StopReasonEndTurn {
 		t.Fatalf("stop reason %q", r.StopReason)
 	}
-	res := resolutions(h, sid)
-	if len(res) != 1 || res[0].Decision != protocol.DecisionDeny || res[0].Reason != protocol.ApprovalReasonUser {
-		t.Fatalf("resolutions %+v", res)
-	}
+	wantOneResolution(t, h, sid, protocol.DecisionDeny, protocol.ApprovalReasonUser)
 }
 
 // An edit that asks shows the change it would make: edit_file's
@@ -290,9 +281,7 @@ func TestPermissionEditorThatCannotAsk(t *testing.T) {
 func TestPermissionShowsTheProposedEdit(t *testing.T) {
 	leakCheck(t)
 	h := askingServer(t)
-	s := serveAgent(t, h.URL)
-	s.initialize(t)
-	sid := s.newSession(t, h.Workspace)
+	s, sid := openSession(t, h)
 	s.ed.answering(optRejectOnce)
 	mustPrompt(t, s, sid, `/tool edit_file {"path": "README.md", "old_string": "content", "new_string": "text"}`)
 	qs := s.ed.questions()
