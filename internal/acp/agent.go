@@ -135,7 +135,7 @@ func (a *Agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sd
 	t := a.turns[string(p.SessionId)]
 	a.mu.Unlock()
 	switch {
-	case t != nil && t.text == "":
+	case t != nil && t.text == "" && t.compaction == nil:
 		t.stop()
 	case t != nil:
 		t.requestCancel()

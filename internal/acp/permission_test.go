@@ -293,3 +293,34 @@ func TestPermissionShowsTheProposedEdit(t *testing.T) {
 		t.Fatalf("diff %+v", d)
 	}
 }
+
+// A worker's call that asks (a delegate call's worker) is asked in the
+// editor too, as a tool call of its own titled "Worker: …", which ends
+// as the worker's call ends; the planner's session answers it.
+func TestPermissionOfAWorker(t *testing.T) {
+	leakCheck(t)
+	h := askingServer(t)
+	s, sid := openSession(t, h)
+	s.ed.answering(optAllowOnce)
+	r := mustPrompt(t, s, sid, `/tool delegate {"task": "/tool shell {\"command\": \"echo from the worker\"}"}`)
+	if r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("stop reason %q", r.StopReason)
+	}
+	var workerAsks []sdk.RequestPermissionRequest
+	for _, q := range s.ed.questions() {
+		if q.ToolCall.Title != nil && strings.HasPrefix(*q.ToolCall.Title, "Worker: Run echo from the worker") {
+			workerAsks = append(workerAsks, q)
+		}
+	}
+	if len(workerAsks) != 1 {
+		t.Fatalf("questions %+v", s.ed.questions())
+	}
+	id := string(workerAsks[0].ToolCall.ToolCallId)
+	us := s.ed.all()
+	if count(us, func(u sdk.SessionUpdate) bool { return u.ToolCall != nil && string(u.ToolCall.ToolCallId) == id }) != 1 {
+		t.Errorf("the worker's call was not announced once; %s", describe(us))
+	}
+	if st := toolStatus(us, id); st != sdk.ToolCallStatusCompleted {
+		t.Errorf("the worker's call ends %q", st)
+	}
+}
