@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -88,11 +89,10 @@ func parseCommand(text string) (name, arg string, ok bool) {
 	if !found {
 		return "", "", false
 	}
-	name, arg, _ = strings.Cut(rest, " ")
-	if i := strings.IndexAny(name, "\n\t"); i >= 0 {
-		name, arg = name[:i], strings.TrimSpace(rest[i:]+" "+arg)
+	name = rest
+	if i := strings.IndexFunc(rest, unicode.IsSpace); i >= 0 {
+		name, arg = rest[:i], strings.TrimSpace(rest[i:])
 	}
-	arg = strings.TrimSpace(arg)
 	for _, c := range commands {
 		if c.name != name {
 			continue
