@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -322,5 +323,35 @@ func TestPermissionOfAWorker(t *testing.T) {
 	}
 	if st := toolStatus(us, id); st != sdk.ToolCallStatusCompleted {
 		t.Errorf("the worker's call ends %q", st)
+	}
+}
+
+// session/load of a session whose turn waits for an approval asks the
+// editor about it; the answer lets the turn go on.
+func TestLoadAsksAWaitingRequest(t *testing.T) {
+	leakCheck(t)
+	h := askingServer(t)
+	sid := h.CreateSession()
+	h.Submit(sid, shellPrompt("echo waited"))
+	for deadline := time.Now().Add(testTimeout); len(summary(t, h, sid).PendingApprovals) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the request never waited")
+		}
+	}
+	s := serveAgent(t, h.URL)
+	s.initialize(t)
+	s.ed.answering(optAllowOnce)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(sid), Cwd: h.Workspace, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitTurn(sid)
+	if qs := s.ed.questions(); len(qs) != 1 || !strings.HasPrefix(*qs[0].ToolCall.Title, "Run echo waited") {
+		t.Fatalf("questions %+v", qs)
+	}
+	wantOneResolution(t, h, sid, protocol.DecisionAllow, protocol.ApprovalReasonUser)
+	if fails := toolFailures(h, sid); len(fails) != 0 {
+		t.Fatalf("failures %+v", fails)
 	}
 }
