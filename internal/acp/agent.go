@@ -30,7 +30,9 @@ type Agent struct {
 	// ctx is the agent's lifetime: turns are followed under it, not under
 	// the request's context, so that a session/cancel can still collect
 	// the cancellation's events.
-	ctx  context.Context
+	ctx context.Context
+	ui  editorState // the model chosen and requests rejected, per session (modes.go)
+
 	conn *sdk.AgentSideConnection
 
 	mu    sync.Mutex
@@ -99,7 +101,9 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	if err := a.setMCP(ctx, s.ID, p.Cwd, p.McpServers, true); err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
-	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.ID)}, nil
+	modes, opts := a.sessionSetup(s)
+	a.announceCommands(s.ID, true)
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.ID), Modes: modes, ConfigOptions: opts}, nil
 }
 
 // LoadSession replays a session's whole conversation as session/update
@@ -120,20 +124,29 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	if err := a.load(ctx, sid); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	return sdk.LoadSessionResponse{}, nil
+	s, err := a.session(ctx, string(p.SessionId))
+	if err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	modes, opts := a.sessionSetup(s)
+	a.announceCommands(s.ID, false)
+	return sdk.LoadSessionResponse{Modes: modes, ConfigOptions: opts}, nil
 }
 
 // ResumeSession checks the session exists; metis keeps everything on the
 // server, so there is nothing else to restore.
 func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
-	if _, err := a.session(ctx, string(p.SessionId)); err != nil {
+	s, err := a.session(ctx, string(p.SessionId))
+	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
 	// mcpServers is optional here: absent, the session keeps its servers.
 	if err := a.setMCP(ctx, string(p.SessionId), p.Cwd, p.McpServers, p.McpServers == nil); err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
-	return sdk.ResumeSessionResponse{}, nil
+	modes, opts := a.sessionSetup(s)
+	a.announceCommands(s.ID, false)
+	return sdk.ResumeSessionResponse{Modes: modes, ConfigOptions: opts}, nil
 }
 
 // CloseSession cancels the session's turn if this agent runs one, and
@@ -144,7 +157,7 @@ func (a *Agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sd
 	t := a.turns[string(p.SessionId)]
 	a.mu.Unlock()
 	switch {
-	case t != nil && t.text == "":
+	case t != nil && t.text == "" && t.compaction == nil:
 		t.stop()
 	case t != nil:
 		t.requestCancel()
@@ -179,16 +192,6 @@ func (a *Agent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sd
 		})
 	}
 	return out, nil
-}
-
-// SetSessionMode: metis has no session modes.
-func (a *Agent) SetSessionMode(context.Context, sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
-	return sdk.SetSessionModeResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetMode)
-}
-
-// SetSessionConfigOption: metis offers no config options.
-func (a *Agent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
-	return sdk.SetSessionConfigOptionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetConfigOption)
 }
 
 // Cancel cancels the session's turn on the server (the same cancel every

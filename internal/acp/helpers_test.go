@@ -42,6 +42,9 @@ type editor struct {
 	mu      sync.Mutex
 	updates []sdk.SessionNotification
 	changed chan struct{}
+	// perm answers session/request_permission (nil: method not found).
+	perm  func(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error)
+	asked []sdk.RequestPermissionRequest
 }
 
 func newEditor() *editor { return &editor{changed: make(chan struct{}, 1)} }
@@ -89,8 +92,32 @@ func (e *editor) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.Rea
 func (e *editor) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
 	return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsWriteTextFile)
 }
-func (e *editor) RequestPermission(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
-	return sdk.RequestPermissionResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodSessionRequestPermission)
+func (e *editor) RequestPermission(ctx context.Context, r sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	e.mu.Lock()
+	e.asked = append(e.asked, r)
+	perm := e.perm
+	e.mu.Unlock()
+	if perm == nil {
+		return sdk.RequestPermissionResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodSessionRequestPermission)
+	}
+	return perm(ctx, r)
+}
+
+// questions returns the permission requests so far.
+func (e *editor) questions() []sdk.RequestPermissionRequest {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]sdk.RequestPermissionRequest(nil), e.asked...)
+}
+
+// answering makes the editor answer every permission request with
+// option.
+func (e *editor) answering(option sdk.PermissionOptionId) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.perm = func(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(option)}, nil
+	}
 }
 func (e *editor) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
 	return sdk.CreateTerminalResponse{}, sdk.NewMethodNotFound("terminal/create")

@@ -26,6 +26,7 @@ func (a *Agent) load(ctx context.Context, sid string) error {
 		return err
 	}
 	t := newTurn(a, sid, sess.WorkspacePath, "")
+	t.useHistory(a.readHistory(ctx, sess))
 	t.ctx, t.stop = context.WithCancel(a.ctx)
 	loaded := make(chan error, 1)
 	t.loaded = loaded
@@ -33,6 +34,7 @@ func (a *Agent) load(ctx context.Context, sid string) error {
 	go func() {
 		defer a.inflight.Done()
 		defer t.stop()
+		defer t.asks.close()
 		err := a.c.Follow(t.ctx, sid, client.FollowOptions{
 			Filter:   protocol.Filter{IncludeWorkerSessions: true},
 			OnUpdate: func(u client.Update) { t.onUpdate(t.ctx, u) },
@@ -69,7 +71,8 @@ func (a *Agent) load(ctx context.Context, sid string) error {
 func newTurn(a *Agent, sid, workspace, text string) *turn {
 	return &turn{a: a, sid: sid, workspace: workspace, text: text,
 		sent: map[blockKey]string{}, started: map[string]bool{}, complete: map[string]bool{}, held: map[string]bool{},
-		tools: map[string]*toolState{}, workers: map[string]string{}, progress: map[string]*progress{}}
+		tools: map[string]*toolState{}, workers: map[string]string{}, progress: map[string]*progress{},
+		outcomes: map[string]outcome{}}
 }
 
 // loadedFrom replays the conversation the first snapshot holds, and
@@ -98,6 +101,13 @@ func (t *turn) loadedFrom(ctx context.Context, v *client.View) {
 	t.loaded = nil
 	if running {
 		t.a.log.Info("following the session's running turn after session/load", "session", t.sid, "turn", t.id)
+		// Requests already waiting are asked now; later ones come as
+		// events.
+		for _, p := range v.PendingApprovals() {
+			if p.TurnID == "" || p.TurnID == t.id || p.SessionID != t.sid {
+				t.askApproval(ctx, p)
+			}
+		}
 	}
 }
 
@@ -147,9 +157,17 @@ func (t *turn) replay(ctx context.Context, v *client.View) error {
 		current = v.Turn.ID
 	}
 	turnOf := map[string]string{} // tool call id → its turn
+	prev := ""                    // the turn of the previous message
 	for _, m := range all {
 		if t.err != nil {
 			break
+		}
+		if m.TurnID != prev {
+			t.endReplayedTurn(ctx, prev, current, turnOf)
+			prev = m.TurnID
+		}
+		if m.Role == string(protocol.RoleAssistant) && m.Status == "cancelled" && t.cancelledTurns[m.TurnID] == "" {
+			t.cancelledTurns[m.TurnID] = "cancelled" // no history: the message says it
 		}
 		for _, b := range m.Content {
 			if b != nil && b.Type == "tool_use" {
@@ -169,13 +187,51 @@ func (t *turn) replay(ctx context.Context, v *client.View) error {
 		}
 		t.reconcileMessages(ctx, []storedMessage{m})
 	}
+	t.endReplayedTurn(ctx, prev, current, turnOf)
 	for _, id := range t.order {
 		if s := t.tools[id]; !s.final() && (current == "" || turnOf[id] != current) {
-			t.toolEvent(ctx, protocol.EventToolFailed, toolPayload{ToolUseID: id, ToolName: s.name, ErrorClass: "cancelled",
-				Message: "the turn ended before this call ran"})
+			t.endReplayedCall(ctx, id, s)
 		}
 	}
 	return t.err
+}
+
+// endReplayedTurn closes a replayed turn that has ended: its calls that
+// got no result end as their events said (failed, cancelled, when the
+// history does not know), and a cancelled turn is marked as such.
+func (t *turn) endReplayedTurn(ctx context.Context, turnID, current string, turnOf map[string]string) {
+	if turnID == "" || turnID == current {
+		return
+	}
+	for _, id := range t.order {
+		if s := t.tools[id]; !s.final() && turnOf[id] == turnID {
+			t.endReplayedCall(ctx, id, s)
+		}
+	}
+	if reason, ok := t.cancelledTurns[turnID]; ok {
+		t.send(ctx, cancelledMarker(reason))
+	}
+}
+
+func (t *turn) endReplayedCall(ctx context.Context, id string, s *toolState) {
+	if o, ok := t.hist[id]; ok {
+		t.toolEvent(ctx, o.typ, o.p)
+		return
+	}
+	t.toolEvent(ctx, protocol.EventToolFailed, toolPayload{ToolUseID: id, ToolName: s.name, ErrorClass: "cancelled",
+		Message: "the turn ended before this call ran"})
+}
+
+// cancelledMarker is the line session/load shows after a cancelled
+// turn (live, the prompt's stop reason cancelled says it).
+func cancelledMarker(reason string) sdk.SessionUpdate {
+	text := "\n\n*Cancelled*"
+	if reason != "" && reason != "cancelled" {
+		text += " (" + reason + ")"
+	}
+	u := sdk.UpdateAgentMessageText(text + "\n")
+	u.AgentMessageChunk.Meta = map[string]any{"metis": map[string]any{"cancelled": true, "reason": reason}}
+	return u
 }
 
 // partial sends an answer as far as it has streamed: its text and

@@ -107,7 +107,10 @@ func TestMalformedInput(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":8,"method":"session/prompt","params":{"sessionId":"sess_nope","prompt":[{"type":"audio","data":"AA==","mimeType":"audio/wav"}]}}`, -32602, float64(8)},
 		{`{"jsonrpc":"2.0","id":9,"method":"session/new","params":{"cwd":"relative/dir","mcpServers":[]}}`, -32602, float64(9)},
 		{`{"jsonrpc":"2.0","id":10,"method":"session/new","params":{"cwd":"/no/such/dir","mcpServers":[]}}`, -32602, float64(10)},
-		{`{"jsonrpc":"2.0","id":11,"method":"session/set_mode","params":{"sessionId":"s","modeId":"m"}}`, -32601, float64(11)},
+		{`{"jsonrpc":"2.0","id":11,"method":"session/set_mode","params":{"sessionId":"s","modeId":"m"}}`, -32602, float64(11)},
+		{`{"jsonrpc":"2.0","id":13,"method":"session/set_mode","params":{"sessionId":"sess_nope","modeId":"plan"}}`, codeResourceNotFound, float64(13)},
+		{`{"jsonrpc":"2.0","id":14,"method":"session/set_config_option","params":{"sessionId":"sess_nope","configId":"colour","value":"x"}}`, -32602, float64(14)},
+		{`{"jsonrpc":"2.0","id":15,"method":"session/set_config_option","params":{"sessionId":"sess_nope","configId":"model","value":"x"}}`, codeResourceNotFound, float64(15)},
 	}
 	for _, tc := range cases {
 		m := r.roundTrip(t, tc.line)

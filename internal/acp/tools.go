@@ -17,6 +17,8 @@ type toolState struct {
 	name   string
 	input  json.RawMessage // the input the editor was last sent (nil: none yet)
 	status sdk.ToolCallStatus
+	// worker: a worker's call, shown because it asked for permission.
+	worker bool
 }
 
 func (s *toolState) final() bool {
@@ -29,12 +31,14 @@ func toolKind(name string) sdk.ToolKind {
 	switch name {
 	case "read_file":
 		return sdk.ToolKindRead
-	case "write_file":
+	case "write_file", "edit_file", "apply_patch":
 		return sdk.ToolKindEdit
-	case "list_dir":
+	case "list_dir", "glob", "grep":
 		return sdk.ToolKindSearch
-	case "shell":
+	case "shell", "shell_output", "shell_kill":
 		return sdk.ToolKindExecute
+	case "web_fetch":
+		return sdk.ToolKindFetch
 	case "delegate":
 		return sdk.ToolKindThink
 	}
@@ -45,6 +49,8 @@ type toolInput struct {
 	Path    string `json:"path"`
 	Command string `json:"command"`
 	Task    string `json:"task"`
+	Pattern string `json:"pattern"`
+	URL     string `json:"url"`
 }
 
 func decodeInput(raw json.RawMessage) toolInput {
@@ -62,6 +68,14 @@ func toolTitle(name string, raw json.RawMessage) string {
 		return "Read " + in.Path
 	case name == "write_file" && in.Path != "":
 		return "Write " + in.Path
+	case name == "edit_file" && in.Path != "":
+		return "Edit " + in.Path
+	case name == "apply_patch":
+		return "Apply a patch"
+	case (name == "glob" || name == "grep") && in.Pattern != "":
+		return "Search " + clip(firstLine(in.Pattern), 80)
+	case name == "web_fetch" && in.URL != "":
+		return "Fetch " + clip(in.URL, 80)
 	case name == "list_dir" && in.Path != "":
 		return "List " + in.Path
 	case name == "shell" && in.Command != "":
@@ -75,7 +89,7 @@ func toolTitle(name string, raw json.RawMessage) string {
 // toolLocations are the files a call touches, as absolute paths.
 func toolLocations(name string, raw json.RawMessage, workspace string) []sdk.ToolCallLocation {
 	switch name {
-	case "read_file", "write_file", "list_dir":
+	case "read_file", "write_file", "edit_file", "list_dir":
 	default:
 		return nil
 	}
@@ -165,12 +179,24 @@ func (t *turn) toolEvent(ctx context.Context, typ protocol.EventType, p toolPayl
 		t.send(ctx, sdk.UpdateToolCall(id, opts...))
 	case protocol.EventToolCompleted:
 		s.status = sdk.ToolCallStatusCompleted
+		t.outcomes[p.ToolUseID] = outcome{typ, p}
 		content := t.progressContent(p.ToolUseID)
+		diff, locs := diffContent(p.Diff, p.DiffTruncated, t.workspace)
+		content = append(content, diff...)
 		content = append(content, sdk.ToolContent(sdk.TextBlock(p.Result)))
-		t.send(ctx, sdk.UpdateToolCall(id, sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted), sdk.WithUpdateContent(content),
-			sdk.WithUpdateRawOutput(map[string]any{"summary": p.Summary, "truncated": p.Truncated})))
+		out := map[string]any{"summary": p.Summary, "truncated": p.Truncated}
+		if len(p.Paths) > 0 {
+			out["paths"] = p.Paths
+			out["diff_truncated"] = p.DiffTruncated
+		}
+		opts := []sdk.ToolCallUpdateOpt{sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted), sdk.WithUpdateContent(content), sdk.WithUpdateRawOutput(out)}
+		if len(locs) > 0 {
+			opts = append(opts, sdk.WithUpdateLocations(locs))
+		}
+		t.send(ctx, sdk.UpdateToolCall(id, opts...))
 	case protocol.EventToolFailed:
 		s.status = sdk.ToolCallStatusFailed
+		t.outcomes[p.ToolUseID] = outcome{typ, p}
 		msg := p.ErrorClass + ": " + p.Message
 		if p.ErrorClass == "cancelled" {
 			msg = "cancelled: " + p.Message
@@ -186,6 +212,10 @@ func (t *turn) toolEvent(ctx context.Context, typ protocol.EventType, p toolPayl
 func (t *turn) storedResult(ctx context.Context, id, content string, isError bool) {
 	s := t.tools[id]
 	if s == nil || s.final() {
+		return
+	}
+	if o, ok := t.hist[id]; ok {
+		t.toolEvent(ctx, o.typ, o.p) // as it was shown live (session/load)
 		return
 	}
 	typ, p := protocol.EventToolCompleted, toolPayload{ToolUseID: id, ToolName: s.name, Result: content}

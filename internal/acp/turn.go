@@ -53,6 +53,19 @@ type turn struct {
 	failure   *callFailure // the last failed model call
 	result    *sdk.PromptResponse
 	err       error
+
+	asks asks // permission requests open in the editor (permission.go)
+	// compaction is set for a /compact prompt: the "turn" is a
+	// compaction by hand, whose id stands for the turn id (commands.go).
+	compaction *compaction
+	// quiet: the turn only folds events and sends nothing (the history
+	// read of session/load, history.go).
+	quiet bool
+	// outcomes are the terminal events of the calls seen; hist those of
+	// the history, and cancelledTurns its cancelled turns (session/load).
+	outcomes       map[string]outcome
+	hist           map[string]outcome
+	cancelledTurns map[string]string
 }
 
 type blockKey struct {
@@ -78,12 +91,32 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
+	if name, arg, ok := parseCommand(text); ok && sid != "" {
+		return a.runCommand(ctx, sid, name, arg)
+	}
 	sess, err := a.session(ctx, sid)
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	t := newTurn(a, sid, sess.WorkspacePath, text)
+	t := newTurn(a, sid, sess.WorkspacePath, a.withModel(sid, sess, text))
 	t.images = imgs
+	return a.runTurn(ctx, t)
+}
+
+// withModel prefixes a prompt with the model chosen in the editor, when
+// it is not the session's own and the prompt names no model itself.
+func (a *Agent) withModel(sid string, sess client.Session, text string) string {
+	m := a.ui.chosenModel(sid)
+	if m == "" || m == sess.ActiveModel || strings.HasPrefix(strings.TrimSpace(text), "/model ") {
+		return text
+	}
+	return "/model " + m + " " + text
+}
+
+// runTurn runs a prompt's turn (or /compact's compaction) as the
+// session's one prompt in flight, and answers it.
+func (a *Agent) runTurn(ctx context.Context, t *turn) (sdk.PromptResponse, error) {
+	sid := t.sid
 	a.mu.Lock()
 	if a.turns[sid] != nil {
 		a.mu.Unlock()
@@ -109,6 +142,7 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		}
 	})
 	defer stop()
+	defer t.asks.close()
 	return t.run()
 }
 
@@ -221,8 +255,17 @@ func (t *turn) onUpdate(ctx context.Context, u client.Update) {
 			// Not cut short by a cancel: the turn id is needed to cancel
 			// the turn the server may already have started.
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpTimeout)
-			acc, err := t.a.c.SubmitTurn(sctx, t.sid, client.TurnRequest{Content: t.text, Images: t.images})
-			id := acc.TurnID
+			var (
+				id  string
+				err error
+			)
+			if t.compaction != nil {
+				id, err = t.submitCompaction(sctx)
+			} else {
+				var acc client.TurnAccepted
+				acc, err = t.a.c.SubmitTurn(sctx, t.sid, client.TurnRequest{Content: t.text, Images: t.images})
+				id = acc.TurnID
+			}
 			cancel()
 			if err != nil {
 				t.err = apiError("submit the turn", err)
@@ -292,14 +335,19 @@ type (
 		ContextWindow int `json:"context_window"`
 	}
 	toolPayload struct {
-		ToolUseID  string          `json:"tool_use_id"`
-		ToolName   string          `json:"tool_name"`
-		Input      json.RawMessage `json:"input"`
-		Summary    string          `json:"summary"`
-		Result     string          `json:"result"`
-		Truncated  bool            `json:"truncated"`
-		ErrorClass string          `json:"error_class"`
-		Message    string          `json:"message"`
+		ToolUseID string          `json:"tool_use_id"`
+		ToolName  string          `json:"tool_name"`
+		Input     json.RawMessage `json:"input"`
+		Summary   string          `json:"summary"`
+		// The tools that change files: the paths changed and their
+		// unified diff (cut at 64 KiB, then DiffTruncated).
+		Paths         []string `json:"paths"`
+		Diff          string   `json:"diff"`
+		DiffTruncated bool     `json:"diff_truncated"`
+		Result        string   `json:"result"`
+		Truncated     bool     `json:"truncated"`
+		ErrorClass    string   `json:"error_class"`
+		Message       string   `json:"message"`
 	}
 	turnEndPayload struct {
 		Outcome    string       `json:"outcome"`
@@ -316,10 +364,25 @@ func (t *turn) handle(ctx context.Context, ev *protocol.EventEnvelope, v *client
 		t.workerEvent(ctx, ev)
 		return
 	}
+	switch protocol.EventType(ev.Type) {
+	case protocol.EventSessionModeChanged:
+		t.modeChanged(ctx, ev)
+		return
+	case protocol.EventApprovalResolved:
+		t.approvalResolved(ev)
+		return
+	case protocol.EventContextCompacting, protocol.EventContextCompacted, protocol.EventContextCompactionFailed:
+		if t.compaction != nil {
+			t.compactionEvent(ctx, ev)
+		}
+		return
+	}
 	if ev.TurnID == nil || *ev.TurnID != t.id {
 		return
 	}
 	switch protocol.EventType(ev.Type) {
+	case protocol.EventApprovalRequested:
+		t.approvalRequested(ctx, ev)
 	case protocol.EventMessageStart:
 		var p deltaPayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
@@ -377,6 +440,9 @@ func (t *turn) handle(ctx context.Context, ev *protocol.EventEnvelope, v *client
 // send sends one session/update; a failed write (the editor is gone)
 // ends the follow.
 func (t *turn) send(ctx context.Context, u sdk.SessionUpdate) {
+	if t.quiet {
+		return
+	}
 	if err := t.a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sdk.SessionId(t.sid), Update: u}); err != nil {
 		if t.err == nil && t.result == nil {
 			t.err = sdk.NewInternalError(map[string]any{"error": "sending an update: " + err.Error()})

@@ -100,20 +100,25 @@ func (t *turn) workerEvent(ctx context.Context, ev *protocol.EventEnvelope) {
 			t.workers[p.WorkerSessionID] = call
 			t.logLine(ctx, ev.SessionID, "delegates: "+clip(firstLine(p.Task), 100))
 		}
-	case protocol.EventToolCalled:
+	case protocol.EventApprovalRequested:
+		t.approvalRequested(ctx, ev)
+	case protocol.EventApprovalResolved:
+		t.approvalResolved(ev)
+	case protocol.EventToolCalled, protocol.EventToolCompleted, protocol.EventToolFailed:
 		var p toolPayload
-		if json.Unmarshal(ev.Payload, &p) == nil {
+		if json.Unmarshal(ev.Payload, &p) != nil {
+			return
+		}
+		switch typ := protocol.EventType(ev.Type); typ {
+		case protocol.EventToolCalled:
 			t.logLine(ctx, ev.SessionID, "▸ "+toolTitle(p.ToolName, p.Input))
-		}
-	case protocol.EventToolCompleted:
-		var p toolPayload
-		if json.Unmarshal(ev.Payload, &p) == nil {
+		case protocol.EventToolCompleted:
 			t.logLine(ctx, ev.SessionID, "✓ "+p.ToolName+": "+clip(firstLine(p.Summary), 100))
-		}
-	case protocol.EventToolFailed:
-		var p toolPayload
-		if json.Unmarshal(ev.Payload, &p) == nil {
+		default:
 			t.logLine(ctx, ev.SessionID, "✗ "+p.ToolName+": "+p.ErrorClass+": "+clip(firstLine(p.Message), 100))
+		}
+		if s := t.tools[p.ToolUseID]; s != nil && s.worker {
+			t.toolEvent(ctx, protocol.EventType(ev.Type), p) // a call shown because it asked
 		}
 	case protocol.EventMessageComplete:
 		var p completePayload
