@@ -100,7 +100,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // explain adds a hint to a 401: where the token comes from.
 func explain(err error) string {
 	if client.IsUnauthorized(err) {
-		return err.Error() + " (give the server's token with --token-file or $" + token.EnvVar + ")"
+		return ErrText(err) + " (give the server's token with --token-file or $" + token.EnvVar + ")"
 	}
-	return err.Error()
+	return ErrText(err)
 }
