@@ -49,9 +49,9 @@ type Model struct {
 	// Derived from the events as they are applied.
 	deltas      map[string]int // message id → streaming deltas seen (the token estimate)
 	callErrors  []callError
-	workerOrder []string // worker session ids, first seen first
-	modelName   string   // the model of the latest call
-	events      ring     // the inspector's raw events
+	workerOrder []string              // worker session ids, first seen first
+	modelName   string                // the model of the latest call
+	events      ring                  // the inspector's raw events
 	diffs       map[string]*toolDiff  // tool use id → the change a file tool made
 	turnStats   map[string]*turnStats // turn id → its totals, once it ended
 	compactions []compactNote         // where the model's view was compacted, seen live
@@ -76,8 +76,8 @@ type Model struct {
 	flash        string // transient status line message
 	flashIsError bool
 
-	overlay  overlay   // help or the session picker, over the conversation
-	picker   picker    // the session picker's state
+	overlay  overlay    // help or the session picker, over the conversation
+	picker   picker     // the session picker's state
 	approval approvalUI // the approval prompt's state
 	// next is the session to open when the program ends (/new, the
 	// picker): Run opens it and starts the screen again.
@@ -124,17 +124,17 @@ func newModel(ctx context.Context, api backend, f *feed, o options) *Model {
 	return &Model{
 		ctx: ctx, api: api, feed: f,
 		sessionID: o.sessionID, workspace: o.workspace, note: o.note,
-		view:     client.NewView(discardLogger()),
+		view:      client.NewView(discardLogger()),
 		deltas:    map[string]int{},
 		diffs:     map[string]*toolDiff{},
 		turnStats: map[string]*turnStats{},
-		events:   ring{max: inspectorKeep},
-		dark:     true,
-		vp:       vp,
-		composer: ta,
-		st:       newStyles(),
-		md:       newMarkdown(),
-		dirty:    true,
+		events:    ring{max: inspectorKeep},
+		dark:      true,
+		vp:        vp,
+		composer:  ta,
+		st:        newStyles(),
+		md:        newMarkdown(),
+		dirty:     true,
 	}
 }
 
