@@ -33,7 +33,9 @@ import (
 const usage = `metis: a local AI-agent server
 
 usage:
-  metis [chat] [--session ID] [--server URL]  the terminal UI (starts a server in-process if none runs)
+  metis [chat] [--session ID | --continue] [--server URL]
+                                            the terminal UI in the current directory (its workspace);
+                                            starts a server in-process if none runs
   metis serve [flags]                       run the server; "metis serve -h" lists the flags
   metis serve --nats URL [--node NAME]      run as a node of a cluster sharing a NATS JetStream log
                                             (--nats-creds F for a credentials file; see docs/scale-out.md)

@@ -25,8 +25,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 			return m.ctrlC()
 		case "esc", "?", "f1", "q", "enter", "space":
 			m.overlay = overlayNone
+			return nil
 		}
-		return nil
+		m.overlay = overlayNone // any other key closes it and does its work
 	case overlayPicker:
 		return m.pickerKey(k)
 	}

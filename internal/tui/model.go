@@ -102,12 +102,12 @@ type Model struct {
 
 // options configure a Model.
 type options struct {
-	sessionID, workspace, note string
+	sessionID, workspace, note, title string
 }
 
 func newModel(ctx context.Context, api backend, f *feed, o options) *Model {
 	ta := textarea.New()
-	ta.Placeholder = "Message metis — enter sends, alt+enter adds a line"
+	ta.Placeholder = composerPlaceholder
 	ta.ShowLineNumbers = false
 	ta.Prompt = "│ "
 	ta.CharLimit = 0
@@ -123,7 +123,7 @@ func newModel(ctx context.Context, api backend, f *feed, o options) *Model {
 
 	return &Model{
 		ctx: ctx, api: api, feed: f,
-		sessionID: o.sessionID, workspace: o.workspace, note: o.note,
+		sessionID: o.sessionID, workspace: o.workspace, note: o.note, title: o.title,
 		view:      client.NewView(discardLogger()),
 		deltas:    map[string]int{},
 		diffs:     map[string]*toolDiff{},

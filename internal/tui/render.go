@@ -319,13 +319,18 @@ func (r *renderer) result(tc *client.ToolCall) string {
 }
 
 // exitFailed reports whether a completed shell call's command exited
-// non-zero (its summary is "exit N in …").
+// non-zero: its summary is "exit N in …", or, from a snapshot (which
+// holds no summary), its result starts "exit code: N".
 func exitFailed(tc *client.ToolCall) bool {
 	rest, ok := strings.CutPrefix(tc.Summary, "exit ")
+	if !ok && tc.Summary == "" {
+		rest, ok = strings.CutPrefix(tc.Result, "exit code: ")
+	}
 	if !ok {
 		return false
 	}
 	code, _, _ := strings.Cut(rest, " ")
+	code, _, _ = strings.Cut(code, "\n")
 	return code != "0" && code != ""
 }
 

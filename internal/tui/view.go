@@ -121,6 +121,8 @@ func (m *Model) activityView() string {
 		s = st.err.Render("✗ disconnected: " + m.followErr.Error())
 	case !m.subscribed:
 		s = st.faint.Render("connecting…")
+	case m.approval.reasonFor != "":
+		s = st.warn.Render("⏸ denying: type why below (optional, the model is told) — enter denies · esc goes back")
 	case m.pending() != nil:
 		p := m.pending()
 		s = st.warn.Render("⏸ waiting for you: " + p.ToolName + " " + approvalTarget(p) + " — y allow · a allow for the session · n deny")
