@@ -2,7 +2,7 @@
 //
 //	metis serve [flags]   run the server (see `metis serve -h`)
 //
-// The client commands (chat, tail, send, sessions) find the server with
+// The client commands (chat, new, tail, send, sessions) find the server with
 // --server URL (default $METIS_SERVER, else the unix socket
 // <home>/metis.sock when a server answers on it, else
 // http://127.0.0.1:8421).
@@ -39,12 +39,16 @@ usage:
   metis serve [flags]                       run the server; "metis serve -h" lists the flags
   metis serve --nats URL [--node NAME]      run as a node of a cluster sharing a NATS JetStream log
                                             (--nats-creds F for a credentials file; see docs/scale-out.md)
-  metis sessions [--json]                   list sessions
+  metis new [DIR] [--model M] [--mode M]    create a session whose workspace is DIR (default the current
+                                            directory) and print its id
+  metis sessions [--json]                   list sessions, with their last activity
   metis send SESSION "text"                 run a turn and print its answer as it streams; tool calls that
                                             need approval ask on the terminal (--approve-all / --deny-all
-                                            for scripts; without a terminal they are denied)
-  metis tail SESSION [--filter F] [--since ID] [--json] [--workers]
-                                            print a session's events live, with reconnect
+                                            for scripts; without a terminal they are denied); ctrl-c
+                                            cancels the turn
+  metis tail SESSION [--filter F] [--since ID] [--json | --events] [--workers]
+                                            follow a session live as a chat (--events: one line per
+                                            event, --json: the event envelopes), with reconnect
   metis cluster status [--json]             a cluster's nodes, tree leases and projection lag
                                             (asks the server; see docs/scale-out.md)
   metis acp [--model M] [--log-file F]      an Agent Client Protocol agent on stdio, for editors
@@ -85,6 +89,8 @@ func run(args []string) int {
 		return serve(args[1:])
 	case "sessions":
 		return cli.Sessions(ctx, args[1:], env)
+	case "new":
+		return cli.New(ctx, args[1:], env)
 	case "send":
 		return cli.Send(ctx, args[1:], env)
 	case "tail":

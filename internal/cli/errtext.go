@@ -9,8 +9,10 @@ import (
 )
 
 // ErrText is an error's text for a command's one-line message, which
-// already starts with the command's name: an API error reads "409
-// turn_in_flight: a turn is running" rather than repeating "metis:".
+// already starts with the command's name: the client package's errors
+// start with "metis: " (and wrap each other), so an API error reads
+// "metis send: 409 turn_in_flight: a turn is running" rather than
+// "metis send: metis: 409 …".
 func ErrText(err error) string {
 	s := err.Error()
 	var ae *client.APIError
@@ -18,5 +20,9 @@ func ErrText(err error) string {
 		plain := fmt.Sprintf("%d %s: %s", ae.Status, ae.Code, ae.Message)
 		s = strings.Replace(s, ae.Error(), plain, 1)
 	}
-	return s
+	s = strings.TrimPrefix(s, clientPrefix)
+	return strings.ReplaceAll(s, ": "+clientPrefix, ": ")
 }
+
+// clientPrefix starts the client package's errors.
+const clientPrefix = "metis: "
