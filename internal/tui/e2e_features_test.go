@@ -87,7 +87,9 @@ func TestKeysCommandsAndApprovalsInTmux(t *testing.T) {
 	tm.keys("Enter")
 	tm.waitFor("the stream", func(s string) bool { return strings.Contains(s, "Sentence 5 of 2000.") })
 	tm.keys("Escape")
-	tm.waitFor("the cancel", func(s string) bool { return strings.Contains(s, "■ cancelled after") && strings.Contains(s, "idle ·") })
+	tm.waitFor("the cancel", func(s string) bool {
+		return strings.Contains(s, "■ cancelled after") && strings.Contains(s, "idle ·")
+	})
 
 	// /new switches to a new session; /sessions lists both, this one
 	// first; enter on the other goes back to it.
