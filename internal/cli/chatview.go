@@ -115,7 +115,8 @@ func (p *chatPrinter) event(ev *protocol.EventEnvelope) {
 		}
 	case protocol.EventMessageComplete:
 		if p.midLine {
-			p.line(nil, "")
+			fmt.Fprintln(p.w)
+			p.midLine = false
 		}
 	case protocol.EventToolCalled:
 		p.line(ev, "▸ %s %s", x.ToolName, toolInput(x.ToolName, x.Input))
