@@ -25,7 +25,11 @@ type (
 		err  error
 	}
 	compactSentMsg struct{ err error }
-	createdMsg     struct {
+	modelsMsg      struct {
+		list []client.Session
+		err  error
+	}
+	createdMsg struct {
 		sess client.Session
 		err  error
 	}
@@ -63,11 +67,13 @@ func (m *Model) command(text string) (tea.Cmd, bool) {
 		}
 		switch arg {
 		case "":
-			s := "model " + m.model()
-			if m.modelPin != "" {
-				s += " (this screen's choice; /model default goes back to the session's)"
-			}
-			m.setFlash(s+" · /model provider:model (e.g. anthropic:claude-sonnet-4-6, openai:gpt-4.1, builtin:demo) runs the next turns on it", false)
+			// The server has no list of its models: the ones its
+			// sessions use are the ones known to work.
+			ctx, api := m.ctx, m.api
+			return func() tea.Msg {
+				list, err := api.Sessions(ctx)
+				return modelsMsg{list: list, err: err}
+			}, true
 		case "default", "-":
 			m.modelPin = ""
 			m.setFlash("the next turns run on the session's model ("+m.sessionModel()+")", false)
@@ -163,6 +169,24 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 			m.view.Mode = msg.mode
 			m.setFlash("mode "+msg.mode, false)
 		}
+	case modelsMsg:
+		var known []string
+		if strings.Contains(m.model(), ":") {
+			known = append(known, m.model())
+		}
+		for _, s := range msg.list {
+			if !slices.Contains(known, s.ActiveModel) && s.ActiveModel != "" {
+				known = append(known, s.ActiveModel)
+			}
+		}
+		if !slices.Contains(known, "builtin:demo") {
+			known = append(known, "builtin:demo")
+		}
+		s := "model " + m.model()
+		if m.modelPin != "" {
+			s += " (chosen here; /model default goes back to the session's)"
+		}
+		m.setFlash(s+" · in use on this server: "+strings.Join(known, ", ")+" · /model provider:model runs the next turns on another", false)
 	case compactSentMsg:
 		if msg.err != nil {
 			m.compacting = false

@@ -78,6 +78,10 @@ func TestSlashCommandsAreHandledLocally(t *testing.T) {
 
 	h.typeText("/compact keep the test names")
 	h.run(h.key(enter))
+	h.api.sessions = []client.Session{{ID: "sess_x", ActiveModel: "openai:gpt-4.1"}}
+	h.typeText("/model")
+	h.run(h.key(enter))
+	h.contains("in use on this server: openai:gpt-4.1, builtin:demo")
 	h.typeText("/model anthropic:claude-sonnet-4-6")
 	h.key(enter)
 	h.contains("anthropic:claude-sonnet-4-6")

@@ -53,7 +53,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case sessionsMsg:
 		m.loaded(msg)
 		return m, nil
-	case modeSetMsg, compactSentMsg, createdMsg:
+	case modeSetMsg, compactSentMsg, createdMsg, modelsMsg:
 		return m, m.commandResult(msg)
 	case cancelSentMsg:
 		if msg.err != nil {
