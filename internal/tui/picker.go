@@ -140,7 +140,11 @@ func (m *Model) pickerView(width, height int) string {
 		if s.WorkspacePath != m.workspace {
 			where = " · " + s.WorkspacePath
 		}
-		line := fmt.Sprintf("%s%s — %s · %d turns · %s%s", mark, oneLine(title), ago(now, lastActive(s)), s.TurnCount, s.ID, where)
+		turns := fmt.Sprintf("%d turns", s.TurnCount)
+		if s.TurnCount == 1 {
+			turns = "1 turn"
+		}
+		line := fmt.Sprintf("%s%s — %s · %s · %s%s", mark, oneLine(title), ago(now, lastActive(s)), turns, s.ID, where)
 		line = ansi.Truncate(line, inner, "…")
 		if i == m.picker.cursor {
 			line = st.selected.Render(line + strings.Repeat(" ", max(inner-ansi.StringWidth(line), 0)))
