@@ -162,7 +162,8 @@ func TestApprovalPromptOnTheToolCard(t *testing.T) {
 		h.complete("turn_1", "msg_a", "tool_use", toolBlock("tu_1", "shell", map[string]string{"command": "rm -rf build"}))
 		h.approvalRequested("apr_1", "tu_1", "shell", map[string]any{"command": "rm -rf build"}, "rm -rf build")
 		h.frame()
-		h.contains("▸ shell $ rm -rf build", "shell waits for your approval", "y allow once", "⏸ waiting for you")
+		h.contains("▸ shell $ rm -rf build", "shell waits for your approval", "y allow once", "⏸ waiting for you",
+			"⏸ the session waits for you")
 		if !strings.Contains(h.m.View().WindowTitle, "waiting for you") {
 			t.Fatalf("window title %q", h.m.View().WindowTitle)
 		}

@@ -234,6 +234,8 @@ func (m *Model) statusView() string {
 		s = m.st.err.Render(m.flash)
 	case m.flash != "":
 		s = m.st.warn.Render(m.flash)
+	case m.pending() != nil && m.approval.reasonFor == "":
+		s = m.st.warn.Render("⏸ the session waits for you: y allow once · a allow for the session · n deny · esc cancel the turn")
 	default:
 		// The keys first: a narrow terminal cuts the note, never them.
 		help := keyHints
