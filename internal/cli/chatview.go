@@ -80,12 +80,6 @@ func (p *chatPrinter) event(ev *protocol.EventEnvelope) {
 			OutputTokens int64   `json:"output_tokens"`
 			CostUSD      float64 `json:"cost_usd"`
 		} `json:"usage"`
-		UserMessage struct {
-			Content []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
-		} `json:"user_message"`
 	}
 	if json.Unmarshal(ev.Payload, &x) != nil {
 		return
@@ -96,14 +90,8 @@ func (p *chatPrinter) event(ev *protocol.EventEnvelope) {
 	}
 	switch protocol.EventType(ev.Type) {
 	case protocol.EventTurnStarted:
-		var texts []string
-		for _, b := range x.UserMessage.Content {
-			if b.Type == "text" {
-				texts = append(texts, b.Text)
-			}
-		}
 		p.line(nil, "")
-		p.line(ev, "› %s", strings.ReplaceAll(strings.Join(texts, "\n"), "\n", "\n  "))
+		p.line(ev, "› %s", strings.ReplaceAll(UserText(ev.Payload), "\n", "\n  "))
 	case protocol.EventThinkingDelta:
 		if !p.thinking[x.MessageID] {
 			p.thinking[x.MessageID] = true
@@ -193,4 +181,25 @@ func firstN(s string, n int) string {
 
 func indentLines(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+// UserText is the text of a turn.started payload's user message (its
+// text blocks, one per line).
+func UserText(payload json.RawMessage) string {
+	var p struct {
+		UserMessage struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"user_message"`
+	}
+	_ = json.Unmarshal(payload, &p)
+	var texts []string
+	for _, b := range p.UserMessage.Content {
+		if b.Type == "text" {
+			texts = append(texts, b.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
 }

@@ -76,13 +76,19 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 	return 0
 }
 
-// lastActivity is a session's last activity for the table: relative
-// when recent ("5m ago"), else a date; its creation before any turn.
+// lastActivity is a session's last activity for the table (its
+// creation before any turn).
 func lastActivity(now time.Time, s client.Session) string {
 	t := s.LastActivityAt
 	if t.IsZero() {
 		t = s.CreatedAt
 	}
+	return Ago(now, t)
+}
+
+// Ago is how long before now t was, for people: "just now", "5m ago",
+// "3h ago" within a day, then the local date and time ("-" for none).
+func Ago(now, t time.Time) string {
 	d := now.Sub(t)
 	switch {
 	case t.IsZero():

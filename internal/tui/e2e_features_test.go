@@ -2,8 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,28 +14,12 @@ import (
 // an edit's diff after shift+tab to accept_edits, esc cancelling a turn,
 // /new and the session picker, then quitting and `--continue`.
 func TestKeysCommandsAndApprovalsInTmux(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: skipping the tmux end-to-end test")
-	}
-	tmuxBin, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is not installed (apt-get install -y tmux); skipping the end-to-end TUI test")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	metis := buildMetis(t, dir)
-	home, ws := filepath.Join(dir, "home"), filepath.Join(dir, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
+	e := newE2E(t)
+	dir, metis, home, ws, addr, self := e.dir, e.metis, e.home, e.ws, e.addr, e.self
 	srv := startServe(t, metis, addr, home, filepath.Join(dir, "serve.log"))
 	defer stopServe(t, srv)
 
-	tm := &tmux{t: t, bin: tmuxBin, sock: filepath.Join(dir, "tmux.sock")}
+	tm := &tmux{t: t, bin: e.tmuxBin, sock: filepath.Join(dir, "tmux.sock")}
 	tui := func(tm *tmux, args string) {
 		tm.run("new-session", "-d", "-s", "tui", "-x", "120", "-y", "50", "-c", ws,
 			fmt.Sprintf("env %s=1 %s --server %s %s; sleep 60", mainEnv, shq(self), shq("http://"+addr), args))
@@ -124,7 +106,7 @@ func TestKeysCommandsAndApprovalsInTmux(t *testing.T) {
 	tm.keys("Enter")
 	tm.waitFor("the exit line", func(s string) bool { return strings.Contains(s, "resume with: metis --session") })
 	_ = tm.cmd("kill-server").Run()
-	tm = &tmux{t: t, bin: tmuxBin, sock: filepath.Join(dir, "tmux2.sock")}
+	tm = &tmux{t: t, bin: e.tmuxBin, sock: filepath.Join(dir, "tmux2.sock")}
 	tui(tm, "--continue")
 	t.Cleanup(func() { _ = tm.cmd("kill-server").Run() })
 	tm.waitFor("the resumed session", func(s string) bool {

@@ -19,27 +19,11 @@ import (
 // built from ./cmd/metis and started as a separate process; keys go in
 // with send-keys and the screen comes back with capture-pane.
 func TestEndToEndInTmux(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: skipping the tmux end-to-end test")
-	}
-	tmuxBin, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is not installed (apt-get install -y tmux); skipping the end-to-end TUI test")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	metis := buildMetis(t, dir)
-	home, ws := filepath.Join(dir, "home"), filepath.Join(dir, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
+	e := newE2E(t)
+	dir, metis, home, ws, addr, self := e.dir, e.metis, e.home, e.ws, e.addr, e.self
 	srv := startServe(t, metis, addr, home, filepath.Join(dir, "serve.log"))
 
-	tm := &tmux{t: t, bin: tmuxBin, sock: filepath.Join(dir, "tmux.sock")}
+	tm := &tmux{t: t, bin: e.tmuxBin, sock: filepath.Join(dir, "tmux.sock")}
 	exitFile := filepath.Join(dir, "exit")
 	tm.run("new-session", "-d", "-s", "tui", "-x", "120", "-y", "50", "-c", ws,
 		fmt.Sprintf("env %s=1 %s --server %s; echo $? > %s", mainEnv, shq(self), shq("http://"+addr), shq(exitFile)))
@@ -97,6 +81,37 @@ func TestEndToEndInTmux(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	stopServe(t, srv)
+}
+
+// e2e is what an end-to-end test in tmux needs: tmux, this test binary
+// (run as the TUI, see TestMain), metis built from ./cmd/metis, a home,
+// a workspace and a free address for `metis serve`.
+type e2e struct {
+	tmuxBin, self, metis string
+	dir, home, ws, addr  string
+}
+
+// newE2E skips the test under -short or without tmux, and builds metis.
+func newE2E(t *testing.T) *e2e {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping the tmux end-to-end test")
+	}
+	tmuxBin, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux is not installed (apt-get install -y tmux); skipping the end-to-end TUI test")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	e := &e2e{tmuxBin: tmuxBin, self: self, dir: dir, metis: buildMetis(t, dir),
+		home: filepath.Join(dir, "home"), ws: filepath.Join(dir, "ws"), addr: freeAddr(t)}
+	if err := os.MkdirAll(e.ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // tmux drives one private tmux server.

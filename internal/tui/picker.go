@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/metis-agent/metis/client"
+	"github.com/metis-agent/metis/internal/cli"
 )
 
 // picker is the session picker (/sessions): the server's top-level
@@ -144,7 +145,7 @@ func (m *Model) pickerView(width, height int) string {
 		if s.TurnCount == 1 {
 			turns = "1 turn"
 		}
-		line := fmt.Sprintf("%s%s — %s · %s · %s%s", mark, oneLine(title), ago(now, lastActive(s)), turns, s.ID, where)
+		line := fmt.Sprintf("%s%s — %s · %s · %s%s", mark, oneLine(title), cli.Ago(now, lastActive(s)), turns, s.ID, where)
 		line = ansi.Truncate(line, inner, "…")
 		if i == m.picker.cursor {
 			line = st.selected.Render(line + strings.Repeat(" ", max(inner-ansi.StringWidth(line), 0)))
@@ -152,21 +153,4 @@ func (m *Model) pickerView(width, height int) string {
 		lines = append(lines, line)
 	}
 	return st.overlay.Width(width).Render(strings.Join(lines, "\n"))
-}
-
-// ago is how long before now t was, for people: "just now", "5m ago",
-// "3h ago", "2d ago".
-func ago(now, t time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case t.IsZero():
-		return "never"
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/metis-agent/metis/internal/cli"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -137,21 +138,7 @@ func (m *Model) observeMore(ev *protocol.EventEnvelope) {
 		}
 	case protocol.EventTurnStarted:
 		if m.title == "" && ev.SessionID == m.sessionID {
-			var p struct {
-				UserMessage struct {
-					Content []struct {
-						Type string `json:"type"`
-						Text string `json:"text"`
-					} `json:"content"`
-				} `json:"user_message"`
-			}
-			_ = json.Unmarshal(ev.Payload, &p)
-			for _, b := range p.UserMessage.Content {
-				if b.Type == "text" {
-					m.title = titleOf(b.Text)
-					break
-				}
-			}
+			m.title = titleOf(cli.UserText(ev.Payload))
 		}
 	}
 }
