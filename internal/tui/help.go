@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 
 	"charm.land/lipgloss/v2"
@@ -88,8 +89,12 @@ func (m *Model) helpView(width, height int) string {
 		lines = append(lines, "", st.faint.Render("no provider key: the offline demo model answers. Try /echo hi, /long 20,"),
 			st.faint.Render(`/tool list_dir {"path": "."}; set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real model.`))
 	}
-	if len(lines) > height-2 {
-		lines = lines[:max(height-2, 1)]
+	if room := max(height-2, 1); len(lines) > room {
+		// Too short a terminal: ↑↓ scroll the help; the last line says so.
+		m.helpTop = min(m.helpTop, len(lines)-room+1)
+		lines = append(lines[m.helpTop:m.helpTop+room-1], st.warn.Render(fmt.Sprintf("↑↓ more (%d of %d lines shown)", room-1, len(lines))))
+	} else {
+		m.helpTop = 0
 	}
 	return st.overlay.Width(width).Render(strings.Join(lines, "\n"))
 }

@@ -26,6 +26,12 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		case "esc", "?", "f1", "q", "enter", "space":
 			m.overlay = overlayNone
 			return nil
+		case "up", "k", "pgup":
+			m.helpTop = max(m.helpTop-1, 0)
+			return nil
+		case "down", "j", "pgdown":
+			m.helpTop++ // helpView bounds it
+			return nil
 		}
 		m.overlay = overlayNone // any other key closes it and does its work
 	case overlayPicker:

@@ -77,6 +77,7 @@ type Model struct {
 	flashIsError bool
 
 	overlay  overlay    // help or the session picker, over the conversation
+	helpTop  int        // the help's first line shown, on a short terminal
 	picker   picker     // the session picker's state
 	approval approvalUI // the approval prompt's state
 	// next is the session to open when the program ends (/new, the
