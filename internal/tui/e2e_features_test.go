@@ -77,7 +77,7 @@ func TestKeysCommandsAndApprovalsInTmux(t *testing.T) {
 	// first; enter on the other goes back to it.
 	tm.keys("-l", "/new")
 	tm.keys("Enter")
-	scr = tm.waitFor("a new session", func(s string) bool {
+	tm.waitFor("a new session", func(s string) bool {
 		return strings.Contains(s, "No messages yet") && !strings.Contains(strings.SplitN(s, "\n", 2)[0], firstID)
 	})
 	tm.keys("-l", "/echo second session")
