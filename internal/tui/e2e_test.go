@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -167,20 +168,45 @@ func (x *tmux) waitFor(what string, cond func(string) bool) string {
 	}
 }
 
-// buildMetis builds ./cmd/metis into dir.
-func buildMetis(t *testing.T, dir string) string {
+// built is metis built once for every end-to-end test of the package
+// (a build takes minutes on a loaded machine); TestMain removes it.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+	out  []byte
+}
+
+// buildMetis builds ./cmd/metis, once for the package's tests (dir is
+// unused: the binary lives in a directory of its own).
+func buildMetis(t *testing.T, _ string) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
+	built.once.Do(func() {
+		root, err := filepath.Abs(filepath.Join("..", ".."))
+		if err != nil {
+			built.err = err
+			return
+		}
+		if built.dir, built.err = os.MkdirTemp("", "metis-tui-e2e-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "metis")
+		cmd := exec.Command("go", "build", "-o", built.bin, "./cmd/metis")
+		cmd.Dir = root
+		built.out, built.err = cmd.CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("go build ./cmd/metis: %v\n%s", built.err, built.out)
 	}
-	bin := filepath.Join(dir, "metis")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/metis")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/metis: %v\n%s", err, out)
+	return built.bin
+}
+
+// removeBuilt removes the binary buildMetis built, if any.
+func removeBuilt() {
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
 	}
-	return bin
 }
 
 // startServe runs `metis serve` and waits for its ready line.
