@@ -7,14 +7,14 @@ import (
 )
 
 // Compact asks the server to compact a session's conversation now (POST
-// /sessions/{id}/compact), with optional instructions saying what the
-// summary must keep, and returns the compaction's id. The compaction
-// then reports itself through the events context.compacting and
-// context.compacted or context.compaction_failed, each carrying that
-// id; Cancel with the id as the turn id cancels it. A turn in flight is
-// a 409 turn_in_flight.
+// /sessions/{id}/compact) and returns the compaction's id. instructions
+// ("" for none) say what the summary must keep. The compaction then
+// reports itself through context.compacting and context.compacted (or
+// context.compaction_failed) events; while it runs it holds the session's
+// turn slot, so Cancel with its id stops it. A turn in flight is refused
+// with protocol.CodeTurnInFlight.
 func (c *Client) Compact(ctx context.Context, sessionID, instructions string) (string, error) {
-	var body any
+	var body any = struct{}{}
 	if instructions != "" {
 		body = map[string]string{"instructions": instructions}
 	}

@@ -2,7 +2,7 @@
 //
 //	metis serve [flags]   run the server (see `metis serve -h`)
 //
-// The client commands (chat, tail, send, sessions) find the server with
+// The client commands (chat, new, tail, send, sessions) find the server with
 // --server URL (default $METIS_SERVER, else the unix socket
 // <home>/metis.sock when a server answers on it, else
 // http://127.0.0.1:8421).
@@ -33,16 +33,22 @@ import (
 const usage = `metis: a local AI-agent server
 
 usage:
-  metis [chat] [--session ID] [--server URL]  the terminal UI (starts a server in-process if none runs)
+  metis [chat] [--session ID | --continue] [--server URL]
+                                            the terminal UI in the current directory (its workspace);
+                                            starts a server in-process if none runs
   metis serve [flags]                       run the server; "metis serve -h" lists the flags
   metis serve --nats URL [--node NAME]      run as a node of a cluster sharing a NATS JetStream log
                                             (--nats-creds F for a credentials file; see docs/scale-out.md)
-  metis sessions [--json]                   list sessions
+  metis new [DIR] [--model M] [--mode M]    create a session whose workspace is DIR (default the current
+                                            directory) and print its id
+  metis sessions [--json]                   list sessions, with their last activity
   metis send SESSION "text"                 run a turn and print its answer as it streams; tool calls that
                                             need approval ask on the terminal (--approve-all / --deny-all
-                                            for scripts; without a terminal they are denied)
-  metis tail SESSION [--filter F] [--since ID] [--json] [--workers]
-                                            print a session's events live, with reconnect
+                                            for scripts; without a terminal they are denied); ctrl-c
+                                            cancels the turn
+  metis tail SESSION [--filter F] [--since ID] [--json | --events] [--workers]
+                                            follow a session live as a chat (--events: one line per
+                                            event, --json: the event envelopes), with reconnect
   metis turns SESSION [--json]              a session's turns: what files each changed, which can be reverted
   metis revert SESSION TURN [--json]        put the workspace's files back as they were before that turn
                                             (prints the undo; what commands did outside the files stays)
@@ -91,6 +97,8 @@ func run(args []string) int {
 		return serve(args[1:])
 	case "sessions":
 		return cli.Sessions(ctx, args[1:], env)
+	case "new":
+		return cli.New(ctx, args[1:], env)
 	case "send":
 		return cli.Send(ctx, args[1:], env)
 	case "tail":

@@ -1,5 +1,5 @@
 // Package cli implements the client commands of the metis binary
-// (contract §1): sessions, send and tail. Each finds the server with
+// (contract §1): new, sessions, send and tail. Each finds the server with
 // client.Locate: --server URL, else $METIS_SERVER, else the unix socket
 // <home>/metis.sock when a server answers on it, else
 // http://127.0.0.1:8421. It sends its bearer token when it has one
@@ -100,7 +100,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // explain adds a hint to a 401: where the token comes from.
 func explain(err error) string {
 	if client.IsUnauthorized(err) {
-		return err.Error() + " (give the server's token with --token-file or $" + token.EnvVar + ")"
+		return ErrText(err) + " (give the server's token with --token-file or $" + token.EnvVar + ")"
 	}
-	return err.Error()
+	return ErrText(err)
 }

@@ -72,9 +72,24 @@ func TestSendSessionsTail(t *testing.T) {
 		servertest.WaitFor(t, "the replay", func() bool { return strings.Contains(replay.String(), "turn.completed") })
 		stopReplay()
 	}()
-	cli.Tail(rctx, []string{sid, "--server", h.URL, "--since", first}, cli.Env{Stdout: &replay, Stderr: &errOut})
+	cli.Tail(rctx, []string{sid, "--server", h.URL, "--since", first, "--events"}, cli.Env{Stdout: &replay, Stderr: &errOut})
 	if !strings.Contains(replay.String(), "turn.started") {
 		t.Fatalf("replay: %s", replay.String())
+	}
+
+	// By default tail reads as a chat: the message, the answer, the end;
+	// no raw deltas.
+	var chat servertest.SyncBuffer
+	cctx, stopChat := context.WithTimeout(ctx, 10*time.Second)
+	defer stopChat()
+	go func() {
+		servertest.WaitFor(t, "the chat replay", func() bool { return strings.Contains(chat.String(), "✓ done in") })
+		stopChat()
+	}()
+	cli.Tail(cctx, []string{sid, "--server", h.URL, "--since", first}, cli.Env{Stdout: &chat, Stderr: &errOut})
+	if got := chat.String(); !strings.Contains(got, "› /echo hello from send\nhello from send\n") ||
+		strings.Contains(got, "text.delta") || strings.Contains(got, "{") {
+		t.Fatalf("chat view:\n%s", got)
 	}
 }
 

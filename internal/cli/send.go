@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/metis-agent/metis/client"
 	"github.com/metis-agent/metis/protocol"
@@ -51,6 +52,7 @@ func Send(ctx context.Context, args []string, env Env) int {
 	if !ok {
 		return 1
 	}
+	interrupted := ctx
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	ap := newApprover(ctx, c, sid, env, policy)
@@ -60,13 +62,17 @@ func Send(ctx context.Context, args []string, env Env) int {
 		ap.run(ctx)
 	}()
 	defer func() { stop(); <-answering }()
-	turn, code, refused := "", 0, false
+	turn, code, refused, ended := "", 0, false, false
 	var submitErr error
 	err = c.Follow(ctx, sid, client.FollowOptions{NoSnapshot: true, OnUpdate: func(u client.Update) {
 		switch u.Kind {
 		case client.Subscribed:
 			if turn == "" {
-				turn, submitErr = c.Submit(ctx, sid, text)
+				// Not cut by an interrupt: a turn the server accepted
+				// must be known, to be cancelled.
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitTimeout)
+				turn, submitErr = c.Submit(sctx, sid, text)
+				cancel()
 				if submitErr != nil {
 					stop()
 				}
@@ -92,13 +98,17 @@ func Send(ctx context.Context, args []string, env Env) int {
 				case refused:
 					code = 3
 				}
+				ended = true
 				stop()
 			}
 		}
 	}})
-	if submitErr != nil {
+	if submitErr != nil && interrupted.Err() == nil {
 		fmt.Fprintln(env.Stderr, "metis send:", explain(submitErr))
 		return 1
+	}
+	if interrupted.Err() != nil && !ended {
+		return cancelInterrupted(c, sid, turn, env)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(env.Stderr, "metis send:", explain(err))
@@ -129,4 +139,28 @@ func printEvent(env Env, typ protocol.EventType, payload json.RawMessage) {
 	case protocol.EventDelegateStarted:
 		fmt.Fprintf(env.Stderr, "[worker %v: %v]\n", p["worker_session_id"], p["task"])
 	}
+}
+
+// submitTimeout bounds metis send's submit.
+const submitTimeout = 30 * time.Second
+
+// cancelGrace bounds the cancel metis send makes when interrupted.
+const cancelGrace = 5 * time.Second
+
+// cancelInterrupted cancels the turn an interrupted metis send started
+// (if it had started one) and returns the exit code: 130, as a shell
+// reports a command ended by SIGINT.
+func cancelInterrupted(c *client.Client, sid, turn string, env Env) int {
+	if turn == "" {
+		fmt.Fprintln(env.Stderr, "\n[interrupted before the turn started]")
+		return 130
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
+	defer cancel()
+	if err := c.Cancel(ctx, sid, turn, "user_cancel"); err != nil {
+		fmt.Fprintf(env.Stderr, "\nmetis send: interrupted, but cancelling turn %s failed: %s\n", turn, explain(err))
+		return 130
+	}
+	fmt.Fprintf(env.Stderr, "\n[interrupted: turn %s cancelled]\n", turn)
+	return 130
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode"
 
 	"github.com/metis-agent/metis/client"
@@ -47,9 +48,10 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 	// line up across pages; the header waits for the first page, so a
 	// refused listing prints only its error.
 	header := false
+	now := time.Now()
 	err := c.EachSessionPage(ctx, *page, func(ss []client.Session) error {
 		if !header {
-			fmt.Fprintln(w, "ID\tMODEL\tTURNS\tCOST\tSTATE\tPARENT\tWORKSPACE\tTITLE")
+			fmt.Fprintln(w, "ID\tLAST ACTIVITY\tMODEL\tTURNS\tCOST\tSTATE\tPARENT\tWORKSPACE\tTITLE")
 			header = true
 		}
 		for _, s := range ss {
@@ -61,7 +63,7 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 			if s.ParentSessionID != nil {
 				parent = *s.ParentSessionID
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t$%.4f\t%s\t%s\t%s\t%s\n", s.ID, s.ActiveModel, s.TurnCount, s.CostSoFarUSD,
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t$%.4f\t%s\t%s\t%s\t%s\n", s.ID, lastActivity(now, s), s.ActiveModel, s.TurnCount, s.CostSoFarUSD,
 				state, parent, s.WorkspacePath, shortTitle(s.Title))
 		}
 		return nil
@@ -72,6 +74,33 @@ func Sessions(ctx context.Context, args []string, env Env) int {
 		return 1
 	}
 	return 0
+}
+
+// lastActivity is a session's last activity for the table (its
+// creation before any turn).
+func lastActivity(now time.Time, s client.Session) string {
+	t := s.LastActivityAt
+	if t.IsZero() {
+		t = s.CreatedAt
+	}
+	return Ago(now, t)
+}
+
+// Ago is how long before now t was, for people: "just now", "5m ago",
+// "3h ago" within a day, then the local date and time ("-" for none).
+func Ago(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case t.IsZero():
+		return "-"
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return t.Local().Format("2006-01-02 15:04")
 }
 
 // maxTitleColumn bounds the TITLE column, in runes.

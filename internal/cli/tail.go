@@ -12,20 +12,29 @@ import (
 )
 
 // Tail runs `metis tail SESSION [--filter preset:full|TYPES] [--since ID]
-// [--json] [--workers]`: print the session's events as they happen, one
-// per line, reconnecting after drops without losing or repeating any.
+// [--json | --events] [--workers]`: print the session as it happens,
+// reconnecting after drops without losing or repeating anything. By
+// default it reads as a chat (the user's messages, the answer's text as
+// it streams, a line per tool call, approval, worker and turn end; no
+// raw deltas); --events prints one line per event (id, type, session,
+// payload) and --json each event's JSON envelope.
 func Tail(ctx context.Context, args []string, env Env) int {
 	fs, cf := newFlags("tail", env)
 	filter := fs.String("filter", protocol.PresetFull, "a preset, or event types separated by commas")
 	since := fs.String("since", "", "start after this event id (default: from now, after a snapshot)")
-	asJSON := fs.Bool("json", false, "print each event's JSON envelope")
+	asJSON := fs.Bool("json", false, "print each event's JSON envelope, one per line")
+	asEvents := fs.Bool("events", false, "print one line per event: id, type, session and payload")
 	workers := fs.Bool("workers", false, "include the events of worker sessions")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return 2
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(env.Stderr, "usage: metis tail SESSION [--filter preset:full|TYPES] [--since ID] [--json] [--workers]")
+		fmt.Fprintln(env.Stderr, "usage: metis tail SESSION [--filter preset:full|TYPES] [--since ID] [--json | --events] [--workers]")
+		return 2
+	}
+	if *asJSON && *asEvents {
+		fmt.Fprintln(env.Stderr, "metis tail: --json and --events contradict each other")
 		return 2
 	}
 	var f any = *filter
@@ -53,6 +62,8 @@ func Tail(ctx context.Context, args []string, env Env) int {
 		return 1
 	}
 	streams := wantsStreaming(f)
+	chat := newChatPrinter(env.Stdout, pos[0])
+	readable := !*asJSON && !*asEvents
 	// Without --since, tail starts from now: from a snapshot, so that an
 	// answer streaming at that moment is printed so far (its deltas
 	// then continue it) rather than joined mid-sentence.
@@ -60,7 +71,11 @@ func Tail(ctx context.Context, args []string, env Env) int {
 		switch u.Kind {
 		case client.Subscribed:
 			if !u.Resumed && streams {
-				printInFlight(env, u.View, *asJSON)
+				var c *chatPrinter
+				if readable {
+					c = chat
+				}
+				printInFlight(env, u.View, *asJSON, c)
 			}
 		case client.Reconnecting:
 			fmt.Fprintf(env.Stderr, "[reconnecting (%d): %v]\n", u.Attempt, u.Err)
@@ -70,6 +85,10 @@ func Tail(ctx context.Context, args []string, env Env) int {
 			if *asJSON {
 				b, _ := json.Marshal(u.Event)
 				fmt.Fprintln(env.Stdout, string(b))
+				return
+			}
+			if readable {
+				chat.event(u.Event)
 				return
 			}
 			fmt.Fprintf(env.Stdout, "%s %-22s %s %s\n", u.Event.ID, u.Event.Type, u.Event.SessionID, compact(u.Event.Payload))
@@ -115,9 +134,13 @@ func wantsStreaming(f any) bool {
 // printInFlight prints the assistant message a snapshot caught
 // streaming, as it was so far: one line before the events that continue
 // it ({"in_flight_message": …, "snapshot_at_event_id": …} with --json).
-func printInFlight(env Env, v *client.View, asJSON bool) {
+func printInFlight(env Env, v *client.View, asJSON bool, chat *chatPrinter) {
 	for _, m := range v.Messages {
 		if m.Status != string(protocol.StatusStreaming) {
+			continue
+		}
+		if chat != nil && !asJSON {
+			chat.soFar(m.Text())
 			continue
 		}
 		b, _ := json.Marshal(m)

@@ -218,8 +218,10 @@ func testSnapshotConsistency(t *testing.T, tr streamtest.Transport) {
 	}
 
 	// Mid-turn: a long answer is streaming.
+	// Counted from here: the first answer's deltas are not the long one's.
+	earlier := countDelivered(h, sid, event.TextDelta)
 	long := h.Submit(sid, "/long 300")
-	servertest.WaitFor(t, "deltas of the long answer", func() bool { return countDelivered(h, sid, event.TextDelta) >= 100 })
+	servertest.WaitFor(t, "deltas of the long answer", func() bool { return countDelivered(h, sid, event.TextDelta) >= earlier+100 })
 	c2, _, snap2 := attachSub(t, tr, h, sid, "preset:full", nil, true)
 	sum2 := snapshotSession(t, snap2)
 	if sum2.CurrentTurnID == nil || *sum2.CurrentTurnID != long || sum2.CurrentTurnStatus == nil || *sum2.CurrentTurnStatus != "in_flight" {

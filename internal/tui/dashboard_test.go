@@ -10,7 +10,7 @@ import (
 )
 
 // The status line names the browser dashboard's page of the session,
-// after the in-process server's note when there is one.
+// after the keys and the in-process server's note when there is one.
 func TestStatusLineShowsTheDashboardURL(t *testing.T) {
 	for _, note := range []string{"", "in-process server on 127.0.0.1:8421 (stops when you quit)"} {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -22,8 +22,11 @@ func TestStatusLineShowsTheDashboardURL(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("status line %q lacks %q", got, want)
 		}
-		if note != "" && !strings.HasPrefix(got, note+" · ") {
+		if note != "" && !strings.Contains(got, " · "+note+" · ") {
 			t.Errorf("status line %q lost the note %q", got, note)
+		}
+		if !strings.HasPrefix(got, keyHints) {
+			t.Errorf("status line %q does not start with the keys", got)
 		}
 		cancel()
 	}
@@ -37,5 +40,20 @@ func TestNoDashboardURLOverTheSocket(t *testing.T) {
 	}
 	if got := withDashboard("note", "unix:///home/me/.metis/metis.sock", testSession); got != "note" {
 		t.Errorf("note %q over the socket", got)
+	}
+}
+
+// The keys stay on the status line at 120 columns, however long the
+// in-process server's note and the dashboard's URL are: they come
+// first, and the truncation cuts the note.
+func TestKeyHintsSurviveTheInProcessNoteAt120Columns(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	note := withDashboard("in-process server on 127.0.0.1:8421 (stops when you quit)", "http://127.0.0.1:8421", testSession)
+	m := newModel(ctx, &fakeAPI{turn: "turn_1"}, newFeed(), options{sessionID: testSession, workspace: "/ws", note: note})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	got := ansi.Strip(m.statusView())
+	if !strings.HasPrefix(got, keyHints) || ansi.StringWidth(got) > 120 {
+		t.Fatalf("status line %q: the keys are cut or it overflows", got)
 	}
 }

@@ -7,12 +7,18 @@
 // It owns the Bubble Tea program and everything it renders: the model
 // (model.go), its update loop (update.go, keys.go), the frame pacing that
 // batches a fast stream into one render per frame (feed.go), the
-// conversation rendering (render.go, markdown.go), paging in messages
-// older than the snapshot's (history.go) and the screen layout
-// (view.go, inspector.go). Run (run.go) finds the server as contract §1
-// says, has the command start one in-process (Options.StartServer) when
-// the default address is not answering, and creates or resumes a
-// session.
+// conversation rendering (render.go, markdown.go, diff.go), paging in
+// messages older than the snapshot's (history.go), the screen layout
+// (view.go, inspector.go), the help and key hints (help.go), the slash
+// commands it handles itself (commands.go), the session picker
+// (picker.go), the approval prompt (approval.go) and what it keeps from
+// the events beyond the client's View: diffs, turn totals, the context
+// gauge, compactions, the title (stats.go). Run (run.go) finds the
+// server as contract §1 says, has the command start one in-process
+// (Options.StartServer) when the default address is not answering, and
+// creates or resumes a session (--session, --continue); /new and the
+// picker end the screen with the next session to open. docs/tui.md is
+// the user's guide.
 //
 // tui imports the public client and protocol packages, token, and cli
 // (for Env and the server URL, which the client commands share); it

@@ -3,8 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,24 +17,8 @@ import (
 // it, each sentence once. Before the snapshot held the message in
 // flight, the screen started mid-answer.
 func TestJoiningMidAnswerInTmux(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: skipping the tmux end-to-end test")
-	}
-	tmuxBin, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is not installed (apt-get install -y tmux); skipping the end-to-end TUI test")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	metis := buildMetis(t, dir)
-	home, ws := filepath.Join(dir, "home"), filepath.Join(dir, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
+	e := newE2E(t)
+	dir, metis, home, ws, addr, self := e.dir, e.metis, e.home, e.ws, e.addr, e.self
 	srv := startServe(t, metis, addr, home, filepath.Join(dir, "serve.log"))
 	defer stopServe(t, srv)
 
@@ -62,7 +44,7 @@ func TestJoiningMidAnswerInTmux(t *testing.T) {
 	}})
 	stop()
 
-	tm := &tmux{t: t, bin: tmuxBin, sock: filepath.Join(dir, "tmux.sock")}
+	tm := &tmux{t: t, bin: e.tmuxBin, sock: filepath.Join(dir, "tmux.sock")}
 	tm.run("new-session", "-d", "-s", "tui", "-x", "120", "-y", "50", "-c", ws,
 		fmt.Sprintf("env %s=1 %s --server %s --session %s", mainEnv, shq(self), shq("http://"+addr), s.ID))
 	t.Cleanup(func() { _ = tm.cmd("kill-server").Run() })

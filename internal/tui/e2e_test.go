@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,27 +20,11 @@ import (
 // built from ./cmd/metis and started as a separate process; keys go in
 // with send-keys and the screen comes back with capture-pane.
 func TestEndToEndInTmux(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: skipping the tmux end-to-end test")
-	}
-	tmuxBin, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is not installed (apt-get install -y tmux); skipping the end-to-end TUI test")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	metis := buildMetis(t, dir)
-	home, ws := filepath.Join(dir, "home"), filepath.Join(dir, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
+	e := newE2E(t)
+	dir, metis, home, ws, addr, self := e.dir, e.metis, e.home, e.ws, e.addr, e.self
 	srv := startServe(t, metis, addr, home, filepath.Join(dir, "serve.log"))
 
-	tm := &tmux{t: t, bin: tmuxBin, sock: filepath.Join(dir, "tmux.sock")}
+	tm := &tmux{t: t, bin: e.tmuxBin, sock: filepath.Join(dir, "tmux.sock")}
 	exitFile := filepath.Join(dir, "exit")
 	tm.run("new-session", "-d", "-s", "tui", "-x", "120", "-y", "50", "-c", ws,
 		fmt.Sprintf("env %s=1 %s --server %s; echo $? > %s", mainEnv, shq(self), shq("http://"+addr), shq(exitFile)))
@@ -99,6 +84,37 @@ func TestEndToEndInTmux(t *testing.T) {
 	stopServe(t, srv)
 }
 
+// e2e is what an end-to-end test in tmux needs: tmux, this test binary
+// (run as the TUI, see TestMain), metis built from ./cmd/metis, a home,
+// a workspace and a free address for `metis serve`.
+type e2e struct {
+	tmuxBin, self, metis string
+	dir, home, ws, addr  string
+}
+
+// newE2E skips the test under -short or without tmux, and builds metis.
+func newE2E(t *testing.T) *e2e {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping the tmux end-to-end test")
+	}
+	tmuxBin, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux is not installed (apt-get install -y tmux); skipping the end-to-end TUI test")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	e := &e2e{tmuxBin: tmuxBin, self: self, dir: dir, metis: buildMetis(t, dir),
+		home: filepath.Join(dir, "home"), ws: filepath.Join(dir, "ws"), addr: freeAddr(t)}
+	if err := os.MkdirAll(e.ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // tmux drives one private tmux server.
 type tmux struct {
 	t         *testing.T
@@ -152,20 +168,45 @@ func (x *tmux) waitFor(what string, cond func(string) bool) string {
 	}
 }
 
-// buildMetis builds ./cmd/metis into dir.
-func buildMetis(t *testing.T, dir string) string {
+// built is metis built once for every end-to-end test of the package
+// (a build takes minutes on a loaded machine); TestMain removes it.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+	out  []byte
+}
+
+// buildMetis builds ./cmd/metis, once for the package's tests (dir is
+// unused: the binary lives in a directory of its own).
+func buildMetis(t *testing.T, _ string) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
+	built.once.Do(func() {
+		root, err := filepath.Abs(filepath.Join("..", ".."))
+		if err != nil {
+			built.err = err
+			return
+		}
+		if built.dir, built.err = os.MkdirTemp("", "metis-tui-e2e-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "metis")
+		cmd := exec.Command("go", "build", "-o", built.bin, "./cmd/metis")
+		cmd.Dir = root
+		built.out, built.err = cmd.CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("go build ./cmd/metis: %v\n%s", built.err, built.out)
 	}
-	bin := filepath.Join(dir, "metis")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/metis")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/metis: %v\n%s", err, out)
+	return built.bin
+}
+
+// removeBuilt removes the binary buildMetis built, if any.
+func removeBuilt() {
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
 	}
-	return bin
 }
 
 // startServe runs `metis serve` and waits for its ready line.

@@ -25,6 +25,47 @@ type fakeAPI struct {
 	turn      string
 	older     []json.RawMessage // what Messages returns
 	befores   []string          // the before of each Messages call
+	answers   []protocol.ApprovalAnswer
+	approved  []string // approval ids
+	modes     []string
+	compacts  []string // instructions
+	sessions  []client.Session
+	created   []client.CreateOptions
+}
+
+func (f *fakeAPI) Approve(_ context.Context, _, id string, ans protocol.ApprovalAnswer) (client.Resolution, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.approved = append(f.approved, id)
+	f.answers = append(f.answers, ans)
+	return client.Resolution{ApprovalID: id, Decision: ans.Decision}, nil
+}
+
+func (f *fakeAPI) SetMode(_ context.Context, sid, mode string) (client.Session, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.modes = append(f.modes, mode)
+	return client.Session{ID: sid, Mode: mode}, nil
+}
+
+func (f *fakeAPI) Compact(_ context.Context, _, instructions string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.compacts = append(f.compacts, instructions)
+	return "cmp_1", nil
+}
+
+func (f *fakeAPI) Sessions(context.Context) ([]client.Session, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sessions, nil
+}
+
+func (f *fakeAPI) Create(_ context.Context, o client.CreateOptions) (client.Session, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.created = append(f.created, o)
+	return client.Session{ID: "sess_NEW", WorkspacePath: o.Workspace}, nil
 }
 
 func (f *fakeAPI) Messages(_ context.Context, _, before string, _ int) ([]json.RawMessage, bool, error) {

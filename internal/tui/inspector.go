@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -48,11 +49,29 @@ func (m *Model) inspectorView(height int) string {
 		if t, err := time.Parse(time.RFC3339Nano, ev.TS); err == nil {
 			ts = t.Local().Format("15:04:05.000")
 		}
-		line := m.st.faint.Render(ts+" ") + m.st.evType.Render(fmt.Sprintf("%-20s", ev.Type)) + " " + oneLine(string(ev.Payload))
+		typ := m.st.evType.Render(fmt.Sprintf("%-20s", ev.Type))
+		if cancelledCall(ev) {
+			// A cancel ends the call with llm.call_failed(cancelled): not
+			// a failure the user should read as one.
+			typ = m.st.cancelled.Render(fmt.Sprintf("%-20s", "llm.call cancelled"))
+		}
+		line := m.st.faint.Render(ts+" ") + typ + " " + oneLine(string(ev.Payload))
 		lines = append(lines, ansi.Truncate(line, w, "…"))
 	}
 	for len(lines) < height-1 {
 		lines = append(lines, "")
 	}
 	return m.st.inspector.Width(w).Render(lipgloss.JoinVertical(lipgloss.Left, lines...))
+}
+
+// cancelledCall reports whether ev is the llm.call_failed a cancel ends
+// a model call with.
+func cancelledCall(ev *protocol.EventEnvelope) bool {
+	if protocol.EventType(ev.Type) != protocol.EventLLMCallFailed {
+		return false
+	}
+	var p struct {
+		ErrorClass string `json:"error_class"`
+	}
+	return json.Unmarshal(ev.Payload, &p) == nil && p.ErrorClass == "cancelled"
 }

@@ -17,14 +17,49 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	if s != "ctrl+c" {
 		m.quitArmed, m.flash = false, "" // any other key dismisses a notice
 	}
+	switch m.overlay {
+	case overlayHelp:
+		switch s {
+		case "ctrl+c":
+			m.overlay = overlayNone
+			return m.ctrlC()
+		case "esc", "?", "f1", "q", "enter", "space":
+			m.overlay = overlayNone
+			return nil
+		case "up", "k", "pgup":
+			m.helpTop = max(m.helpTop-1, 0)
+			return nil
+		case "down", "j", "pgdown":
+			m.helpTop++ // helpView bounds it
+			return nil
+		}
+		m.overlay = overlayNone // any other key closes it and does its work
+	case overlayPicker:
+		return m.pickerKey(k)
+	}
+	if cmd, ok := m.approvalKey(k); ok {
+		return cmd
+	}
 	switch s {
 	case "ctrl+c":
 		return m.ctrlC()
 	case "enter":
 		return m.send()
+	case "f1":
+		m.overlay = overlayHelp
+		return nil
+	case "?":
+		if m.composer.Value() == "" {
+			m.overlay = overlayHelp
+			return nil
+		}
+	case "shift+tab":
+		return m.setMode(m.nextMode())
 	case "f2", "ctrl+e":
-		m.inspector = !m.inspector
-		m.layout()
+		m.keepLiveEnd(func() {
+			m.inspector = !m.inspector
+			m.layout()
+		})
 		return nil
 	case "ctrl+o", "tab":
 		m.expanded = !m.expanded
@@ -32,11 +67,18 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.render()
 		return nil
 	case "esc":
-		if m.inspector {
-			m.inspector = false
-			m.layout()
+		switch {
+		case m.inspector:
+			m.keepLiveEnd(func() {
+				m.inspector = false
+				m.layout()
+			})
+		case m.currentTurn() != "" && !m.cancelling:
+			return m.cancel()
+		case m.submitting && !m.cancelling:
+			m.cancelAfter, m.cancelling = true, true
+			m.setFlash("cancelling as soon as the turn starts…", false)
 		}
-		m.flash = ""
 		return nil
 	case "pgup":
 		m.vp.PageUp()
@@ -50,10 +92,24 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case "ctrl+down", "shift+down":
 		m.vp.ScrollDown(1)
 		return nil
+	case "ctrl+end":
+		m.vp.GotoBottom()
+		return nil
 	}
 	var cmd tea.Cmd
 	m.composer, cmd = m.composer.Update(k)
 	return cmd
+}
+
+// keepLiveEnd runs a layout change, keeping the view at the live end if
+// it was there (a viewport that shrinks or grows keeps its top line
+// otherwise, and the newest lines drop out of sight).
+func (m *Model) keepLiveEnd(change func()) {
+	atBottom := m.vp.AtBottom()
+	change()
+	if atBottom {
+		m.vp.GotoBottom()
+	}
 }
 
 // ctrlC cancels the turn in flight; when idle, the first press arms quit
@@ -96,11 +152,17 @@ func (m *Model) cancel() tea.Cmd {
 // send submits the composer's text as a new turn.
 func (m *Model) send() tea.Cmd {
 	text := strings.TrimSpace(m.composer.Value())
+	if strings.HasPrefix(text, "/") {
+		if cmd, ok := m.command(text); ok {
+			m.composer.Reset()
+			return cmd
+		}
+	}
 	switch {
 	case text == "":
 		return nil
 	case m.submitting || m.currentTurn() != "":
-		m.setFlash("a turn is running: wait for it, or ctrl-c to cancel it", true)
+		m.setFlash("a turn is running: wait for it, or esc to cancel it", true)
 		return nil
 	case m.followErr != nil:
 		m.setFlash("not connected to the session", true)
@@ -110,6 +172,9 @@ func (m *Model) send() tea.Cmd {
 	m.vp.GotoBottom()
 	m.submitting = true
 	m.flash = ""
+	if m.modelPin != "" && !strings.HasPrefix(text, "/model ") {
+		text = "/model " + m.modelPin + " " + text
+	}
 	ctx, api, sid := m.ctx, m.api, m.sessionID
 	return func() tea.Msg {
 		turn, err := api.Submit(ctx, sid, text)

@@ -18,6 +18,7 @@ func TestMain(m *testing.M) {
 		os.Exit(Run(context.Background(), os.Args[1:], cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, Options{}))
 	}
 	code := m.Run()
+	removeBuilt()
 	servertest.RemoveProcessCert()
 	os.Exit(code)
 }

@@ -19,6 +19,11 @@ type backend interface {
 	Submit(ctx context.Context, sessionID, content string) (string, error)
 	Cancel(ctx context.Context, sessionID, turnID, reason string) error
 	Messages(ctx context.Context, sessionID, before string, limit int) ([]json.RawMessage, bool, error)
+	Approve(ctx context.Context, sessionID, approvalID string, ans protocol.ApprovalAnswer) (client.Resolution, error)
+	SetMode(ctx context.Context, sessionID, mode string) (client.Session, error)
+	Compact(ctx context.Context, sessionID, instructions string) (string, error)
+	Sessions(ctx context.Context) ([]client.Session, error)
+	Create(ctx context.Context, o client.CreateOptions) (client.Session, error)
 }
 
 // callError is an llm.call_failed shown in the conversation.
@@ -35,7 +40,8 @@ type Model struct {
 	api       backend
 	sessionID string
 	workspace string
-	note      string // standing status note (the in-process server)
+	note      string // standing status note (the in-process server, the dashboard's URL)
+	title     string // the session's title ("" before its first turn)
 
 	feed *feed
 	view *client.View
@@ -43,9 +49,16 @@ type Model struct {
 	// Derived from the events as they are applied.
 	deltas      map[string]int // message id → streaming deltas seen (the token estimate)
 	callErrors  []callError
-	workerOrder []string // worker session ids, first seen first
-	modelName   string   // the model of the latest call
-	events      ring     // the inspector's raw events
+	workerOrder []string              // worker session ids, first seen first
+	modelName   string                // the model of the latest call
+	events      ring                  // the inspector's raw events
+	diffs       map[string]*toolDiff  // tool use id → the change a file tool made
+	turnStats   map[string]*turnStats // turn id → its totals, once it ended
+	compactions []compactNote         // where the model's view was compacted, seen live
+	compacting  bool                  // a compaction runs
+	ctxTokens   int64                 // the conversation's size for the next call
+	ctxWindow   int64                 // the model's context window (0: unknown)
+	modelPin    string                // /model: the model every following turn asks for
 
 	subscribed   bool
 	reconnecting bool
@@ -62,6 +75,14 @@ type Model struct {
 	quitSeq      int
 	flash        string // transient status line message
 	flashIsError bool
+
+	overlay  overlay    // help or the session picker, over the conversation
+	helpTop  int        // the help's first line shown, on a short terminal
+	picker   picker     // the session picker's state
+	approval approvalUI // the approval prompt's state
+	// next is the session to open when the program ends (/new, the
+	// picker): Run opens it and starts the screen again.
+	next string
 
 	expanded  bool // thinking, tool results and worker cards shown in full
 	inspector bool
@@ -82,12 +103,12 @@ type Model struct {
 
 // options configure a Model.
 type options struct {
-	sessionID, workspace, note string
+	sessionID, workspace, note, title string
 }
 
 func newModel(ctx context.Context, api backend, f *feed, o options) *Model {
 	ta := textarea.New()
-	ta.Placeholder = "Message metis — enter sends, alt+enter adds a line"
+	ta.Placeholder = composerPlaceholder
 	ta.ShowLineNumbers = false
 	ta.Prompt = "│ "
 	ta.CharLimit = 0
@@ -103,16 +124,18 @@ func newModel(ctx context.Context, api backend, f *feed, o options) *Model {
 
 	return &Model{
 		ctx: ctx, api: api, feed: f,
-		sessionID: o.sessionID, workspace: o.workspace, note: o.note,
-		view:     client.NewView(discardLogger()),
-		deltas:   map[string]int{},
-		events:   ring{max: inspectorKeep},
-		dark:     true,
-		vp:       vp,
-		composer: ta,
-		st:       newStyles(),
-		md:       newMarkdown(),
-		dirty:    true,
+		sessionID: o.sessionID, workspace: o.workspace, note: o.note, title: o.title,
+		view:      client.NewView(discardLogger()),
+		deltas:    map[string]int{},
+		diffs:     map[string]*toolDiff{},
+		turnStats: map[string]*turnStats{},
+		events:    ring{max: inspectorKeep},
+		dark:      true,
+		vp:        vp,
+		composer:  ta,
+		st:        newStyles(),
+		md:        newMarkdown(),
+		dirty:     true,
 	}
 }
 

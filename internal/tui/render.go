@@ -25,7 +25,7 @@ const resultLinesExpanded = 20
 // errors.
 func (m *Model) renderConversation() string {
 	w := m.contentWidth()
-	r := &renderer{m: m, w: w, claimed: map[string]bool{}, errs: map[string][]string{}}
+	r := &renderer{m: m, w: w, claimed: map[string]bool{}, errs: map[string][]string{}, asked: map[string]bool{}}
 	lastOfTurn := map[string]string{}
 	for _, msg := range m.view.Messages {
 		if msg.TurnID != "" && msg.Role != "tool" {
@@ -44,7 +44,11 @@ func (m *Model) renderConversation() string {
 		}
 	}
 
-	var parts []string
+	notes := map[string][]string{}
+	for _, c := range m.compactions {
+		notes[c.after] = append(notes[c.after], m.st.faint.Render(wrap(c.text, w)))
+	}
+	parts := notes[""]
 	for _, msg := range m.view.Messages {
 		var s string
 		switch msg.Role {
@@ -56,6 +60,17 @@ func (m *Model) renderConversation() string {
 		}
 		if s != "" {
 			parts = append(parts, s)
+		}
+		if ts := m.turnStats[msg.TurnID]; ts != nil && lastOfTurn[msg.TurnID] == msg.ID {
+			parts = append(parts, r.stats(ts))
+		}
+		parts = append(parts, notes[msg.ID]...)
+	}
+	// Requests whose call is not on screen (a worker's) get their own
+	// prompt at the end.
+	for _, p := range m.view.PendingApprovals() {
+		if !r.asked[p.ApprovalID] {
+			parts = append(parts, m.approvalCard(&p, w))
 		}
 	}
 	// A worker whose delegate call is not on screen gets a card of its
@@ -110,6 +125,7 @@ type renderer struct {
 	w       int
 	claimed map[string]bool     // workers drawn under their delegate call
 	errs    map[string][]string // message id → model errors to show after it
+	asked   map[string]bool     // approval ids drawn on their tool's card
 }
 
 func (r *renderer) user(msg *client.Message) string {
@@ -117,6 +133,9 @@ func (r *renderer) user(msg *client.Message) string {
 	for _, b := range msg.Blocks {
 		if b.Type == "text" && b.Text != "" {
 			texts = append(texts, b.Text)
+		}
+		if b.Type == "compaction" {
+			return r.m.st.faint.Render(wrap("⟳ the conversation before this point was compacted: the model sees a summary of it", r.w))
 		}
 	}
 	if len(texts) == 0 {
@@ -213,7 +232,9 @@ func (r *renderer) toolUse(msg *client.Message, b *client.Block) string {
 		input = "…"
 	}
 	head := "▸ " + b.Name
-	if input != "" {
+	if cmd := shellCommand(b); cmd != "" {
+		head += " $ " + oneLine(cmd)
+	} else if input != "" {
 		head += " " + input
 	}
 	if r.m.expanded {
@@ -237,6 +258,14 @@ func (r *renderer) toolUse(msg *client.Message, b *client.Block) string {
 	switch status {
 	case "running":
 		lines = append(lines, st.faint.Render("  ⋯ running"))
+	case client.ToolAwaitingApproval:
+		for _, p := range r.m.view.PendingApprovals() {
+			if p.ToolUseID == b.ID && !r.asked[p.ApprovalID] {
+				r.asked[p.ApprovalID] = true
+				lines = append(lines, r.m.approvalCard(&p, r.w))
+				break
+			}
+		}
 	case "completed":
 		if card == "" {
 			lines = append(lines, r.result(tc))
@@ -255,7 +284,8 @@ func (r *renderer) toolUse(msg *client.Message, b *client.Block) string {
 }
 
 // result is "✓ summary" (or the result's first line), plus the first
-// lines of the result when expanded.
+// lines of the result when expanded, and the diff of a file tool. A
+// command that exited non-zero is "✗ exit N" with its first lines.
 func (r *renderer) result(tc *client.ToolCall) string {
 	st := r.m.st
 	head := tc.Summary
@@ -265,11 +295,68 @@ func (r *renderer) result(tc *client.ToolCall) string {
 	if head == "" {
 		head = st.faint.Render("(no output)")
 	}
-	out := st.ok.Render("  ✓ ") + ansi.Truncate(head, r.w-4, "…")
-	if r.m.expanded && tc.Result != "" {
+	failed := exitFailed(tc)
+	mark := st.ok.Render("  ✓ ")
+	if failed {
+		mark = st.err.Render("  ✗ ")
+		head = st.err.Render(head)
+	}
+	out := mark + ansi.Truncate(head, r.w-4, "…")
+	switch {
+	case r.m.expanded && tc.Result != "":
 		out += "\n" + st.faint.Render(indent(truncateLines(firstLines(tc.Result, resultLinesExpanded), r.w-4), "    "))
+	case failed && tc.Result != "":
+		out += "\n" + st.faint.Render(indent(truncateLines(firstLines(tc.Result, 4), r.w-4), "    "))
+	}
+	if d := r.m.diffs[tc.ID]; d != nil && d.diff != "" {
+		limit := diffLinesCollapsed
+		if r.m.expanded {
+			limit = diffLinesExpanded
+		}
+		out += "\n" + indent(r.m.renderDiff(d.diff, limit, r.w-4), "    ")
 	}
 	return out
+}
+
+// exitFailed reports whether a completed shell call's command exited
+// non-zero: its summary is "exit N in …", or, from a snapshot (which
+// holds no summary), its result starts "exit code: N".
+func exitFailed(tc *client.ToolCall) bool {
+	rest, ok := strings.CutPrefix(tc.Summary, "exit ")
+	if !ok && tc.Summary == "" {
+		rest, ok = strings.CutPrefix(tc.Result, "exit code: ")
+	}
+	if !ok {
+		return false
+	}
+	code, _, _ := strings.Cut(rest, " ")
+	code, _, _ = strings.Cut(code, "\n")
+	return code != "0" && code != ""
+}
+
+// shellCommand is the command line of a shell call ("" for other tools,
+// or while its input streams).
+func shellCommand(b *client.Block) string {
+	if b.Name != "shell" || b.PartialInput != "" {
+		return ""
+	}
+	var in struct {
+		Command string `json:"command"`
+	}
+	_ = json.Unmarshal(b.Input, &in)
+	return in.Command
+}
+
+// stats is a finished turn's line of totals.
+func (r *renderer) stats(ts *turnStats) string {
+	st := r.m.st.faint
+	switch ts.outcome {
+	case "failed":
+		st = r.m.st.err
+	case "cancelled":
+		st = r.m.st.cancelled
+	}
+	return st.Render(ansi.Truncate(ts.line(), r.w, "…"))
 }
 
 // workerFor finds the worker a delegate call started (by its task) and

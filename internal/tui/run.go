@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,16 +39,21 @@ type Started struct {
 	Stop      func() // shuts it down
 }
 
-// Run runs `metis` / `metis chat [--server URL] [--session ID] [--home DIR]
-// [--demo-delay D] [--token-file F] [--allow-home]`: find the server (starting one in-process when the
-// default address does not answer), create a session in the current
-// directory or resume --session, and run the chat screen until the user
-// quits. It returns the exit code.
+// Run runs `metis` / `metis chat [--server URL] [--session ID | --continue]
+// [--home DIR] [--demo-delay D] [--token-file F] [--allow-home]`: find the
+// server (starting one in-process when the default address does not
+// answer), create a session in the current directory, resume --session,
+// or with --continue the current directory's most recently active one,
+// and run the chat screen until the user quits. /new and the session
+// picker end the screen with another session to open: Run opens it and
+// starts the screen again. It returns the exit code.
 func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 	fs := flag.NewFlagSet("metis chat", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	serverURL := fs.String("server", "", cli.ServerUsage)
 	sessionID := fs.String("session", "", "resume this session instead of creating one in the current directory")
+	cont := fs.Bool("continue", false, "resume the most recently active session of the current directory (a new one if it has none)")
+	fs.BoolVar(cont, "c", false, "short for --continue")
 	home := fs.String("home", "", "state directory of an in-process server (default $METIS_HOME, else ~/.metis)")
 	demoDelay := fs.Duration("demo-delay", 0, "pause between builtin:demo deltas of an in-process server (default the server's)")
 	tokenFile := cli.TokenFlag(fs)
@@ -59,7 +65,11 @@ func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(env.Stderr, "usage: metis [chat] [--server URL] [--session ID] [--home DIR] [--demo-delay D] [--token-file F] [--allow-home]")
+		fmt.Fprintln(env.Stderr, "usage: metis [chat] [--server URL] [--session ID | --continue] [--home DIR] [--demo-delay D] [--token-file F] [--allow-home]")
+		return 2
+	}
+	if *cont && *sessionID != "" {
+		fmt.Fprintln(env.Stderr, "metis: --session and --continue contradict each other")
 		return 2
 	}
 	var serveArgs []string
@@ -108,14 +118,43 @@ func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 		base = strings.TrimRight(srv.URL, "/")
 	}
 
-	sess, err := openSession(ctx, c, *sessionID, *allowHome)
+	id := *sessionID
+	if *cont {
+		if id, err = lastSession(ctx, c); err != nil {
+			fmt.Fprintln(env.Stderr, "metis:", cli.ErrText(err))
+			return 1
+		}
+	}
+	sess, err := openSession(ctx, c, id, *allowHome)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "metis:", err)
+		fmt.Fprintln(env.Stderr, "metis:", cli.ErrText(err))
 		return 1
 	}
+	for {
+		next, err := runScreen(ctx, c, sess, withDashboard(note, base, sess.ID), env)
+		if err != nil {
+			fmt.Fprintln(env.Stderr, "metis:", err)
+			return 1
+		}
+		if next == "" {
+			break
+		}
+		if sess, err = openSession(ctx, c, next, false); err != nil {
+			fmt.Fprintln(env.Stderr, "metis:", cli.ErrText(err))
+			return 1
+		}
+	}
+	fmt.Fprintf(env.Stdout, "session %s — resume with: metis --session %s (or metis --continue in %s)\n", sess.ID, sess.ID, sess.WorkspacePath)
+	return 0
+}
 
+// runScreen runs the chat screen on one session until the user quits
+// or asks for another session, whose id it returns.
+func runScreen(ctx context.Context, c *client.Client, sess client.Session, note string, env cli.Env) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	f := newFeed()
-	m := newModel(ctx, c, f, options{sessionID: sess.ID, workspace: sess.WorkspacePath, note: withDashboard(note, base, sess.ID)})
+	m := newModel(ctx, c, f, options{sessionID: sess.ID, workspace: sess.WorkspacePath, note: note, title: sess.Title})
 	followDone := make(chan struct{})
 	go func() {
 		defer close(followDone)
@@ -126,15 +165,33 @@ func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 	}()
 
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(env.Stdout))
-	_, err = p.Run()
+	_, err := p.Run()
 	cancel()
 	<-followDone
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, tea.ErrInterrupted) {
-		fmt.Fprintln(env.Stderr, "metis:", err)
-		return 1
+		return "", err
 	}
-	fmt.Fprintf(env.Stdout, "session %s — resume with: metis --session %s\n", sess.ID, sess.ID)
-	return 0
+	return m.next, nil
+}
+
+// lastSession is the id of the current directory's most recently active
+// top-level session ("" when it has none: a new one is made).
+func lastSession(ctx context.Context, c *client.Client) (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(wd); err == nil {
+		wd = real // the server keeps the resolved path
+	}
+	list, err := c.Sessions(ctx)
+	if err != nil {
+		return "", fmt.Errorf("list the sessions: %w", err)
+	}
+	if order := PickOrder(list, wd); len(order) > 0 && order[0].WorkspacePath == wd {
+		return order[0].ID, nil
+	}
+	return "", nil
 }
 
 // probe checks that a metis server answers GET /sessions.

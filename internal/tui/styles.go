@@ -22,6 +22,14 @@ type styles struct {
 	status    lipgloss.Style
 	inspector lipgloss.Style
 	evType    lipgloss.Style
+	diffFile  lipgloss.Style
+	diffHunk  lipgloss.Style
+	diffAdd   lipgloss.Style
+	diffDel   lipgloss.Style
+	prompt    lipgloss.Style // the approval prompt's card
+	key       lipgloss.Style // a key in the help and the hints
+	overlay   lipgloss.Style // the help and the session picker
+	selected  lipgloss.Style // the picker's current row
 }
 
 func newStyles() styles {
@@ -43,5 +51,13 @@ func newStyles() styles {
 		status:    lipgloss.NewStyle().Faint(true),
 		inspector: lipgloss.NewStyle().Border(lipgloss.NormalBorder(), true, false, false, false).BorderForeground(lipgloss.Color("8")),
 		evType:    lipgloss.NewStyle().Foreground(lipgloss.Color("5")),
+		diffFile:  lipgloss.NewStyle().Bold(true),
+		diffHunk:  lipgloss.NewStyle().Foreground(lipgloss.Color("6")),
+		diffAdd:   lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
+		diffDel:   lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
+		prompt:    lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(lipgloss.Color("3")).Padding(0, 1),
+		key:       lipgloss.NewStyle().Bold(true),
+		overlay:   lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(lipgloss.Color("4")).Padding(0, 1),
+		selected:  lipgloss.NewStyle().Reverse(true),
 	}
 }

@@ -46,6 +46,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case olderMsg:
 		m.older(msg)
 		return m, nil
+	case approvedMsg:
+		m.approved(msg)
+		m.dirty = true
+		return m, nil
+	case sessionsMsg:
+		m.loaded(msg)
+		return m, nil
+	case modeSetMsg, compactSentMsg, createdMsg, modelsMsg:
+		return m, m.commandResult(msg)
 	case cancelSentMsg:
 		if msg.err != nil {
 			m.cancelling = false
@@ -86,6 +95,7 @@ func (m *Model) apply(items []item) bool {
 		case client.Subscribed:
 			if it.view != nil {
 				m.view = it.view
+				m.fromSummary()
 				if m.view.Turn.Status != protocol.TurnStatusInFlight {
 					m.pendingTurn, m.cancelling = "", false
 				}
@@ -118,6 +128,10 @@ func (m *Model) apply(items []item) bool {
 	if m.cancelling && m.currentTurn() == "" && !m.submitting {
 		m.cancelling = false
 	}
+	if id := m.approval.reasonFor; id != "" && m.view.Pending[id] == nil {
+		m.endReason() // decided elsewhere (another client, the timeout, a cancel)
+		m.setFlash("the request was decided before your answer", false)
+	}
 	return changed
 }
 
@@ -127,6 +141,7 @@ func (m *Model) apply(items []item) bool {
 // tied to their message.
 func (m *Model) observe(ev *protocol.EventEnvelope) {
 	m.events.add(ev)
+	m.observeMore(ev)
 	var p struct {
 		MessageID  string `json:"message_id"`
 		Model      string `json:"model"`
@@ -190,10 +205,12 @@ func (m *Model) resize(w, h int) {
 	if w != m.width {
 		m.md.reset()
 	}
-	m.width, m.height = w, h
-	m.layout()
-	m.dirty = true
-	m.render()
+	m.keepLiveEnd(func() {
+		m.width, m.height = w, h
+		m.layout()
+		m.dirty = true
+		m.render()
+	})
 }
 
 // render rebuilds the conversation into the viewport, keeping the view

@@ -45,7 +45,7 @@ func (m *Model) View() tea.View {
 		v.AltScreen = true
 		return v
 	}
-	parts := []string{m.headerView(), m.vp.View()}
+	parts := []string{m.headerView(), m.mainView()}
 	if m.inspector {
 		parts = append(parts, m.inspectorView(m.inspectorHeight()))
 	}
@@ -55,6 +55,9 @@ func (m *Model) View() tea.View {
 	v := tea.NewView(top + "\n" + m.composer.View() + "\n" + m.statusView())
 	v.AltScreen = true
 	v.WindowTitle = "metis " + m.sessionID
+	if m.pending() != nil {
+		v.WindowTitle = "⏸ " + v.WindowTitle + " — waiting for you"
+	}
 	if c := m.composer.Cursor(); c != nil {
 		c.Y += row
 		v.Cursor = c
@@ -62,8 +65,34 @@ func (m *Model) View() tea.View {
 	return v
 }
 
+// mainView is the conversation, or the overlay over it.
+func (m *Model) mainView() string {
+	h := m.vp.Height()
+	var box string
+	switch m.overlay {
+	case overlayHelp:
+		box = m.helpView(m.width, h)
+	case overlayPicker:
+		box = m.pickerView(m.width, h)
+	default:
+		return m.vp.View()
+	}
+	lines := strings.Split(box, "\n")
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// headerView is "metis · title · session id · workspace · mode".
 func (m *Model) headerView() string {
 	h := "metis"
+	if m.title != "" {
+		h += " · " + m.title
+	}
 	if m.sessionID != "" {
 		h += " · " + m.sessionID
 	}
@@ -92,18 +121,34 @@ func (m *Model) activityView() string {
 		s = st.err.Render("✗ disconnected: " + m.followErr.Error())
 	case !m.subscribed:
 		s = st.faint.Render("connecting…")
+	case m.approval.reasonFor != "":
+		s = st.warn.Render("⏸ denying: type why below (optional, the model is told) — enter denies · esc goes back")
+	case m.pending() != nil:
+		p := m.pending()
+		s = st.warn.Render("⏸ waiting for you: " + p.ToolName + " " + approvalTarget(p) + " — y allow · a allow for the session · n deny")
+	case m.compacting:
+		s = st.activity.Render(spinner(m.spin) + " compacting the conversation…")
 	case m.currentTurn() != "" || m.submitting:
 		parts := []string{spinner(m.spin) + " " + m.model(), m.doing()}
 		if n := m.turnTokens(); n > 0 {
 			parts = append(parts, fmt.Sprintf("↓ %d tok", n))
 		}
 		parts = append(parts, fmt.Sprintf("$%.4f", m.view.CostUSD))
+		if g := m.gauge(); g != "" {
+			parts = append(parts, g)
+		}
 		if m.cancelling {
 			parts = append(parts, "cancelling…")
 		}
 		s = st.activity.Render(strings.Join(parts, " · "))
 	default:
-		parts := []string{"idle", m.model(), fmt.Sprintf("$%.4f", m.view.CostUSD)}
+		parts := []string{"idle", m.model(), "mode " + m.mode(), fmt.Sprintf("$%.4f", m.view.CostUSD)}
+		if g := m.gauge(); g != "" {
+			if m.gaugeFull() {
+				g = st.warn.Render(g + " (/compact frees it)")
+			}
+			parts = append(parts, g)
+		}
 		switch t := m.view.Turn; t.Status {
 		case "failed":
 			parts = append(parts, st.err.Render("last turn failed: "+t.Reason))
@@ -115,8 +160,12 @@ func (m *Model) activityView() string {
 	return ansi.Truncate(s, m.width, "…")
 }
 
-// model is the model of the latest call, else the session's.
+// model is the model the next turn asks for (/model), else the model of
+// the latest call, else the session's.
 func (m *Model) model() string {
+	if m.modelPin != "" {
+		return m.modelPin
+	}
 	if m.modelName != "" {
 		return m.modelName
 	}
@@ -185,10 +234,13 @@ func (m *Model) statusView() string {
 		s = m.st.err.Render(m.flash)
 	case m.flash != "":
 		s = m.st.warn.Render(m.flash)
+	case m.pending() != nil && m.approval.reasonFor == "":
+		s = m.st.warn.Render("⏸ the session waits for you: y allow once · a allow for the session · n deny · esc cancel the turn")
 	default:
-		help := "enter send · alt+enter newline · ctrl+c cancel/quit · ctrl+o expand · F2 events · pgup/pgdn scroll"
+		// The keys first: a narrow terminal cuts the note, never them.
+		help := keyHints
 		if m.note != "" {
-			help = m.note + " · " + help
+			help += " · " + m.note
 		}
 		s = m.st.status.Render(help)
 	}

@@ -12,6 +12,12 @@
 //	/tool NAME {json}  call tool NAME with that input, then summarise
 //	                   (one call per line: several lines call several
 //	                   tools in one message)
+//	/help, /demo  answer with the guide: what it understands and how to
+//	              use a real model
+//
+// Any other prompt gets the thinking, list_dir and summary above; the
+// summary of a conversation's first prompt ends with the guide, so a
+// newcomer without a key learns what to type next.
 //
 // A user message holding images is answered with what it received, "I
 // see 1 image (PNG 32×32).", and so is a tool result holding images: the
@@ -67,7 +73,7 @@ func (d Demo) Stream(ctx context.Context, req model.Request, emit func(model.Del
 		err = s.text(model.KindText, summary(req.Messages), "")
 		stop = model.StopEndTurn
 	case last.Role == message.RoleTool:
-		err = s.summarise(prompt, last)
+		err = s.summarise(prompt, last, firstPrompt(req.Messages))
 		stop = model.StopEndTurn
 	case last.Role == message.RoleUser && len(last.Images()) > 0:
 		err = s.text(model.KindText, fmt.Sprintf("I see %s. I am the built-in demo model. You said: %s", seeImages(last.Images()), prompt), "")
@@ -159,6 +165,8 @@ func (s *streamer) answer(prompt string, tools map[string]bool) (string, error) 
 	switch cmd {
 	case "/echo":
 		return model.StopEndTurn, s.text(model.KindText, arg, "")
+	case "/help", "/demo":
+		return model.StopEndTurn, s.text(model.KindText, Guide, "")
 	case "/long":
 		n, err := strconv.Atoi(strings.TrimSpace(arg))
 		if err != nil || n <= 0 {
@@ -212,7 +220,7 @@ func (s *streamer) answer(prompt string, tools map[string]bool) (string, error) 
 	return model.StopToolUse, s.toolUse("list_dir", `{"path": "."}`)
 }
 
-func (s *streamer) summarise(prompt string, results message.Message) error {
+func (s *streamer) summarise(prompt string, results message.Message, first bool) error {
 	var b strings.Builder
 	for _, r := range results.Content {
 		if r.Type != message.BlockToolResult {
@@ -245,7 +253,40 @@ func (s *streamer) summarise(prompt string, results message.Message) error {
 		b.WriteString(". ")
 	}
 	fmt.Fprintf(&b, "I am the built-in demo model, so that is as far as I go with %q. Set ANTHROPIC_API_KEY or OPENAI_API_KEY to talk to a real model.", truncate(prompt, 60))
+	if first {
+		b.WriteString("\n\n" + Guide)
+	} else {
+		b.WriteString(" (/demo shows what I understand.)")
+	}
 	return s.text(model.KindText, b.String(), "")
+}
+
+// Guide is the demo model's answer to /help and /demo, and the end of
+// its answer to a conversation's first prompt: what it understands and
+// how to use a real model.
+const Guide = "**You are talking to `builtin:demo`**, the offline model metis uses when no provider key is set. " +
+	"It understands no language, but it shows everything metis does. Try:\n\n" +
+	"- `/echo TEXT`: answers TEXT.\n" +
+	"- `/long N`: streams N numbered sentences (try `/long 300`, then cancel it with Esc or Ctrl-C).\n" +
+	"- `/tool NAME {json}`: calls a tool with that input and summarises the result, for example " +
+	"`/tool list_dir {\"path\": \".\"}`, `/tool shell {\"command\": \"ls -la\"}` (metis asks you before it runs a command: " +
+	"y allows once, a for the session, n denies) or `/tool write_file {\"path\": \"hello.txt\", \"content\": \"hi\\n\"}` (its diff is shown).\n" +
+	"- `/tool delegate {\"task\": \"look around\"}`: hands a task to a worker session.\n" +
+	"- anything else: thinks, lists the workspace and summarises it.\n\n" +
+	"For a real model, quit and start metis again with a key in the environment: " +
+	"`ANTHROPIC_API_KEY=… metis`, `OPENAI_API_KEY=… metis`, or `OPENAI_BASE_URL=http://localhost:11434/v1 metis` " +
+	"for a local server such as Ollama (or put the key under `providers:` in ~/.metis/config.yaml)."
+
+// firstPrompt reports whether the conversation holds one prompt of the
+// user's (its first turn), not a slash command of the demo's.
+func firstPrompt(ms []message.Message) bool {
+	n := 0
+	for _, m := range ms {
+		if m.Role == message.RoleUser && m.PlainText() != "" {
+			n++
+		}
+	}
+	return n == 1 && !strings.HasPrefix(strings.TrimSpace(lastUserText(ms)), "/")
 }
 
 func lastUserText(ms []message.Message) string {

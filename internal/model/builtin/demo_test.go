@@ -90,6 +90,32 @@ func TestDemoSummarisesToolResult(t *testing.T) {
 	}
 }
 
+// TestDemoTeachesANewcomer: the answer to a conversation's first prompt
+// ends with the guide (the commands and how to use a real model); later
+// answers point to /demo, which answers with the guide, as /help does.
+func TestDemoTeachesANewcomer(t *testing.T) {
+	toolUse := message.Message{Role: message.RoleAssistant, Content: []message.Block{{Type: message.BlockToolUse, ID: "tu_1", Name: "list_dir", Input: json.RawMessage(`{}`)}}}
+	result := message.Message{Role: message.RoleTool, Content: []message.Block{{Type: message.BlockToolResult, ToolUseID: "tu_1", Content: "a.go"}}}
+	_, _, acc := collect(t, Demo{}, model.Request{Tools: tools, Messages: []message.Message{user("hello"), toolUse, result}})
+	first := acc.Content()[0].Text
+	for _, want := range []string{"/echo TEXT", "/long N", "/tool NAME {json}", "delegate", "ANTHROPIC_API_KEY=", "OPENAI_API_KEY="} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the first answer lacks %q:\n%s", want, first)
+		}
+	}
+	answer := message.Message{Role: message.RoleAssistant, Content: []message.Block{message.Text(first)}}
+	_, _, acc = collect(t, Demo{}, model.Request{Tools: tools, Messages: []message.Message{user("hello"), toolUse, result, answer, user("again"), toolUse, result}})
+	if second := acc.Content()[0].Text; strings.Contains(second, Guide) || !strings.Contains(second, "/demo") {
+		t.Errorf("the second answer:\n%s", second)
+	}
+	for _, cmd := range []string{"/help", "/demo"} {
+		_, _, acc = collect(t, Demo{}, model.Request{Tools: tools, Messages: []message.Message{user(cmd)}})
+		if got := acc.Content()[0].Text; got != Guide {
+			t.Errorf("%s answered %q", cmd, got)
+		}
+	}
+}
+
 func TestDemoCommands(t *testing.T) {
 	_, res, acc := collect(t, Demo{}, model.Request{Messages: []message.Message{user("/echo hello  there")}})
 	if res.StopReason != model.StopEndTurn || acc.Content()[0].Text != "hello  there" {
