@@ -47,6 +47,10 @@ type SessionSummary struct {
 	// They are kept on the delegation tree's top session: a worker's
 	// own list is that session's.
 	SessionRules []string `json:"session_rules"`
+	// BackgroundCommands are the session's background commands
+	// (docs/tool-dispatcher.md), running ones and those ended recently,
+	// oldest first (never null).
+	BackgroundCommands []BackgroundCommand `json:"background_commands"`
 }
 
 // Turn statuses of a summary's current_turn_status.
