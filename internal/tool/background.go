@@ -76,10 +76,11 @@ type bgCommand struct {
 	startedAt                         time.Time // when it was started (set before it is listed)
 	out                               *ring
 	p                                 *shellProc
-	kill                              chan string // the reason it is stopped for
-	done                              chan struct{}
+	kill                              chan string   // the reason it is stopped for
+	ended                             chan struct{} // closed once it has ended (the fields below set)
+	done                              chan struct{} // closed after that, once Notify has been told
 
-	// Set once, before done closes.
+	// Set once, before ended closes.
 	exitCode  *int
 	endReason string
 	endedAt   time.Time
@@ -88,7 +89,7 @@ type bgCommand struct {
 // running reports whether c has not ended yet.
 func (c *bgCommand) running() bool {
 	select {
-	case <-c.done:
+	case <-c.ended:
 		return false
 	default:
 		return true
@@ -224,7 +225,7 @@ func (b *Background) start(s Shell, env Env, command string, lifetime, grace tim
 	// Reserve the slot while the process starts: the lock is not held
 	// across the fork, and a parallel call must not exceed the limit.
 	c := &bgCommand{id: newBackgroundID(), sessionID: env.SessionID, command: command, toolUseID: env.ToolUseID,
-		startedAt: time.Now(), out: newRing(size), kill: make(chan string, 1), done: make(chan struct{})}
+		startedAt: time.Now(), out: newRing(size), kill: make(chan string, 1), ended: make(chan struct{}), done: make(chan struct{})}
 	if b.cmds == nil {
 		b.cmds = map[string]*bgCommand{}
 	}
@@ -278,14 +279,15 @@ func (b *Background) watch(c *bgCommand, lifetime time.Duration) {
 	}
 	c.endReason = reason
 	total, dropped := c.out.counts()
-	close(c.done)
-	b.forgetEnded(c.sessionID)
+	close(c.ended)
 	if b.Notify != nil {
 		b.Notify(BackgroundNotice{SessionID: c.sessionID, Exited: &protocol.ToolBackgroundExitedPayload{
 			BackgroundID: c.id, Command: c.command, ExitCode: c.exitCode, Reason: reason,
 			StartedAt: c.startedAt.UTC(), EndedAt: c.endedAt.UTC(), DurationMS: c.endedAt.Sub(c.startedAt).Milliseconds(),
 			OutputBytes: total, DroppedBytes: dropped}})
 	}
+	close(c.done)
+	b.forgetEnded(c.sessionID)
 }
 
 // forgetEnded drops a session's oldest ended commands past keepEnded.
