@@ -168,7 +168,7 @@ func TestFlagsOverrideFile(t *testing.T) {
 		"--model-idle-timeout=13s", "--max-output-tokens=14", "--routing-poll=15s", "--thinking-budget=2048", "--stream-ring-bytes=16",
 		"--token-file=/t", "--public-name=m.example", "--tls-cert=/c", "--tls-key=/k", "--read-timeout=16s", "--idle-timeout=17s", "--max-connections=18",
 		"--client-queue-bytes=19", "--socket=/s", "--overflow-grace=20ms", "--lease-ttl=21s", "--streaming-ttl=22s", "--nats-replicas=3",
-		"--edit-tools=both", "--web-fetch-allow-private=true",
+		"--edit-tools=both", "--web-fetch-allow-private=true", "--background-commands=2", "--background-output=8192",
 		"--max-calls=23", "--max-turn-cost=2.5", "--max-session-cost=0", "--auto-compact=false", "--compaction-model=builtin:demo",
 		"--prompt-cache=false", "--system-prompt=be brief", "--system-prompt-file=/p", "--max-instruction-bytes=24",
 		"--default-mode=plan", "--approval-timeout=23s", "--mcp-poll=23s"})
@@ -181,7 +181,7 @@ func TestFlagsOverrideFile(t *testing.T) {
 		ModelIdleTimeout: 13 * time.Second, MaxOutputTokens: 14, RoutingPoll: 15 * time.Second, ThinkingBudget: 2048, StreamRingBytes: 16,
 		TokenFile: "/t", PublicName: "m.example", TLSCert: "/c", TLSKey: "/k", ReadTimeout: 16 * time.Second, IdleTimeout: 17 * time.Second, MaxConnections: 18,
 		ClientQueueBytes: 19, Socket: "/s", OverflowGrace: 20 * time.Millisecond, LeaseTTL: 21 * time.Second,
-		StreamingTTL: 22 * time.Second, NATSReplicas: 3, EditTools: tool.EditToolsBoth, WebFetchAllowPrivate: true, DefaultMode: "plan", ApprovalTimeout: 23 * time.Second,
+		StreamingTTL: 22 * time.Second, NATSReplicas: 3, EditTools: tool.EditToolsBoth, WebFetchAllowPrivate: true, BackgroundCommands: 2, BackgroundOutput: 8192, DefaultMode: "plan", ApprovalTimeout: 23 * time.Second,
 		LongSession: LongSession{MaxCalls: 23, MaxTurnCost: 2.5, CompactionModel: "builtin:demo", SystemPrompt: "be brief",
 			SystemPromptFile: "/p", MaxInstructionBytes: 24}, MCPPoll: 23 * time.Second}
 	if !reflect.DeepEqual(c, want) {
