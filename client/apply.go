@@ -243,6 +243,8 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		}
 	case protocol.EventApprovalRequested, protocol.EventApprovalResolved, protocol.EventSessionModeChanged:
 		return v.applyApproval(ev, turnID)
+	case protocol.EventToolBackgroundStarted, protocol.EventToolBackgroundExited:
+		return v.applyBackground(ev)
 	case protocol.EventFeedbackSubmitted:
 		var p struct {
 			Rating string `json:"rating"`

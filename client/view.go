@@ -34,8 +34,11 @@ type View struct {
 	// them, its workers' (SessionID tells). PendingApprovals lists them
 	// in order; Client.Approve answers one.
 	Pending map[string]*PendingApproval `json:"pending_approvals,omitempty"`
-	index   map[string]*Message         // by message id
-	log     *slog.Logger
+	// Background are the session's background commands, by id, from the
+	// snapshot and tool.background_*; BackgroundCommands lists them.
+	Background map[string]*BackgroundCommand `json:"background_commands,omitempty"`
+	index      map[string]*Message           // by message id
+	log        *slog.Logger
 }
 
 // Message is a canonical message being rendered.
@@ -149,6 +152,7 @@ func (v *View) ApplySnapshot(s *protocol.Snapshot) {
 		PendingApprovals  []*PendingApproval `json:"pending_approvals"`
 	}
 	_ = json.Unmarshal(s.Session, &sum)
+	v.applyBackgroundSnapshot(s.Session)
 	v.CostUSD, v.Mode = sum.CostSoFarUSD, sum.Mode
 	for _, p := range sum.PendingApprovals {
 		if p != nil && p.ApprovalID != "" {
