@@ -1,7 +1,6 @@
 package tool
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -135,6 +134,3 @@ func (p *shellProc) cleanup() {
 func (p *shellProc) killedSupervisor(output string) error {
 	return Errorf(ClassExecution, "the shell's supervisor was killed (%s) before the command ended; every process of the call was stopped\n%s", exitDescription(p.cmd), output)
 }
-
-// String names the process, for logs.
-func (p *shellProc) String() string { return fmt.Sprintf("shell pid %d", p.pid) }
