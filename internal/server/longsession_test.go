@@ -118,6 +118,10 @@ const smallWindowTokens = 16000
 // 400-token output limit.
 func smallWindow(c *config.Config) {
 	c.Models = map[string]price.Limits{"builtin:demo": {ContextWindow: smallWindowTokens, MaxOutputTokens: 400}}
+	// The figures of these tests were set with the tool list before
+	// background commands: shell_output and shell_kill would add their
+	// specs to every request and move where compactions fall.
+	c.BackgroundCommands = 0
 }
 
 // longTurn is the user text of turn i: a file read (a tool result of
