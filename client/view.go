@@ -38,8 +38,11 @@ type View struct {
 	// first, as the snapshot and turn.queued tell them; a turn leaves it
 	// at its turn.started or turn.cancelled (queue.go).
 	Queued []protocol.QueuedTurn `json:"queued_turns,omitempty"`
-	index  map[string]*Message   // by message id
-	log    *slog.Logger
+	// Background are the session's background commands, by id, from the
+	// snapshot and tool.background_*; BackgroundCommands lists them.
+	Background map[string]*BackgroundCommand `json:"background_commands,omitempty"`
+	index      map[string]*Message           // by message id
+	log        *slog.Logger
 }
 
 // Message is a canonical message being rendered.
@@ -162,6 +165,7 @@ func (v *View) ApplySnapshot(s *protocol.Snapshot) {
 		QueuedTurns       []protocol.QueuedTurn `json:"queued_turns"`
 	}
 	_ = json.Unmarshal(s.Session, &sum)
+	v.applyBackgroundSnapshot(s.Session)
 	v.CostUSD, v.Mode, v.Queued = sum.CostSoFarUSD, sum.Mode, sum.QueuedTurns
 	for _, p := range sum.PendingApprovals {
 		if p != nil && p.ApprovalID != "" {

@@ -55,6 +55,11 @@ const (
 	EventToolCompleted EventType = "tool.completed"
 	EventToolFailed    EventType = "tool.failed"
 
+	// Background commands (shell with background: true,
+	// docs/tool-dispatcher.md): one started, one ended.
+	EventToolBackgroundStarted EventType = "tool.background_started"
+	EventToolBackgroundExited  EventType = "tool.background_exited"
+
 	EventDelegateStarted   EventType = "delegate.started"
 	EventDelegateCompleted EventType = "delegate.completed"
 	EventDelegateFailed    EventType = "delegate.failed"
@@ -121,6 +126,8 @@ var catalog = []EventInfo{
 	{EventToolCalled, FamilyCatalog, "tool dispatcher", true},
 	{EventToolCompleted, FamilyCatalog, "tool dispatcher", true},
 	{EventToolFailed, FamilyCatalog, "tool dispatcher", true},
+	{EventToolBackgroundStarted, FamilyCatalog, "shell tool (background commands)", true},
+	{EventToolBackgroundExited, FamilyCatalog, "shell tool (background commands; server after a crash)", true},
 	{EventDelegateStarted, FamilyCatalog, "delegate tool", true},
 	{EventDelegateCompleted, FamilyCatalog, "delegate tool", true},
 	{EventDelegateFailed, FamilyCatalog, "delegate tool", true},

@@ -340,6 +340,10 @@ func NewPayload(t EventType) any {
 		return new(ToolCompletedPayload)
 	case EventToolFailed:
 		return new(ToolFailedPayload)
+	case EventToolBackgroundStarted:
+		return new(ToolBackgroundStartedPayload)
+	case EventToolBackgroundExited:
+		return new(ToolBackgroundExitedPayload)
 	case EventDelegateStarted:
 		return new(DelegateStartedPayload)
 	case EventDelegateCompleted:

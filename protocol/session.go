@@ -53,6 +53,10 @@ type SessionSummary struct {
 	// They are kept on the delegation tree's top session: a worker's
 	// own list is that session's.
 	SessionRules []string `json:"session_rules"`
+	// BackgroundCommands are the session's background commands
+	// (docs/tool-dispatcher.md), running ones and those ended recently,
+	// oldest first (never null).
+	BackgroundCommands []BackgroundCommand `json:"background_commands"`
 	// Archived: the user put the session away (PATCH /sessions/{id}
 	// "archived"). It is still listed and still works; clients list it
 	// apart. Omitted when false.

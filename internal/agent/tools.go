@@ -405,7 +405,7 @@ func (r *run) runTool(ctx context.Context, c callResult, u message.Block) (tool.
 	if !ok {
 		return tool.Result{}, tool.Errorf(tool.ClassNotFound, "no tool named %q", u.Name)
 	}
-	env := tool.Env{Root: r.t.Root, Workspace: r.t.Workspace, SessionID: r.t.SessionID, TurnID: r.t.ID}
+	env := tool.Env{Root: r.t.Root, Workspace: r.t.Workspace, SessionID: r.t.SessionID, TurnID: r.t.ID, ToolUseID: u.ID}
 	return safeRun(ctx, t, env, u)
 }
 

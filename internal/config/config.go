@@ -73,6 +73,11 @@ type Config struct {
 	// WebFetchAllowPrivate lets web_fetch reach loopback, private,
 	// link-local and other non-public addresses.
 	WebFetchAllowPrivate bool
+	// BackgroundCommands bounds the background commands (shell with
+	// background: true) one session runs at once; 0 turns them off.
+	// BackgroundOutput is each one's output buffer, in bytes.
+	BackgroundCommands int
+	BackgroundOutput   int
 
 	// The shell sandbox (docs/sandbox.md). On unless SandboxOff.
 	SandboxOff      bool     // --sandbox=false: shell commands run unconfined
@@ -157,7 +162,7 @@ type Providers = map[string]Provider
 
 // Defaults returns the configuration before the file and flags apply.
 func Defaults() Config {
-	return Config{
+	c := Config{
 		Addr:              "127.0.0.1:8421",
 		Home:              defaultHome(),
 		PingInterval:      30 * time.Second,
@@ -190,6 +195,8 @@ func Defaults() Config {
 		ApprovalTimeout:   5 * time.Minute,
 		ReplayWindowBytes: 32 << 20,
 	}
+	c.BackgroundCommands, c.BackgroundOutput = tool.DefaultBackgroundCommands, tool.DefaultBackgroundOutput
+	return c
 }
 
 func defaultHome() string {
@@ -340,6 +347,8 @@ var fields = []field{
 			c.EditTools = e
 			return nil
 		}},
+	intField("background-commands", "background commands (shell with background: true) one session may run at once; 0 turns them off", 0, func(c *Config) *int { return &c.BackgroundCommands }),
+	intField("background-output", "bytes of output kept per background command between two reads of it (the oldest are dropped)", 4096, func(c *Config) *int { return &c.BackgroundOutput }),
 	boolField("web-fetch-allow-private", "let web_fetch reach loopback, private, link-local and other non-public addresses (this machine, the LAN, cloud metadata services)", func(c *Config) *bool { return &c.WebFetchAllowPrivate }),
 	durField("turn-timeout", "cancel turns running longer than this (0: never)", func(c *Config) *time.Duration { return &c.TurnTimeout }),
 	{"default-mode", "permission mode of sessions created without one: default (reads run; edits, commands, fetches and external tools ask), accept_edits, plan or auto",

@@ -28,3 +28,23 @@ func TestToolSettings(t *testing.T) {
 		t.Errorf("bad edit-tools: %v", err)
 	}
 }
+
+// TestBackgroundSettings: background-commands and background-output,
+// their careful defaults, 0 turning background commands off, and the
+// refusal of a buffer too small to be useful.
+func TestBackgroundSettings(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Load([]string{"--home", dir})
+	if err != nil || c.BackgroundCommands != tool.DefaultBackgroundCommands || c.BackgroundOutput != tool.DefaultBackgroundOutput {
+		t.Fatalf("defaults: %d %d %v", c.BackgroundCommands, c.BackgroundOutput, err)
+	}
+	writeConfig(t, dir, "background_commands: 0\nbackground-output: 65536\n")
+	if c, err = Load([]string{"--home", dir}); err != nil || c.BackgroundCommands != 0 || c.BackgroundOutput != 65536 {
+		t.Fatalf("file: %d %d %v", c.BackgroundCommands, c.BackgroundOutput, err)
+	}
+	for _, bad := range []string{"--background-commands=-1", "--background-output=100"} {
+		if _, err := Load([]string{"--home", dir, bad}); err == nil || !strings.Contains(err.Error(), "at least") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

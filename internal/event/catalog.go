@@ -40,6 +40,9 @@ const (
 	ToolCompleted = protocol.EventToolCompleted
 	ToolFailed    = protocol.EventToolFailed
 
+	ToolBackgroundStarted = protocol.EventToolBackgroundStarted
+	ToolBackgroundExited  = protocol.EventToolBackgroundExited
+
 	DelegateStarted   = protocol.EventDelegateStarted
 	DelegateCompleted = protocol.EventDelegateCompleted
 	DelegateFailed    = protocol.EventDelegateFailed

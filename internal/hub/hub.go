@@ -56,6 +56,10 @@ type Config struct {
 	// PolicyVersion, if set, is the routing policy in force, reported as
 	// the snapshot's routing_policy_version (as GET /sessions does).
 	PolicyVersion func() string
+	// Background, if set, lists a session's background commands as they
+	// are now (live state, at least as new as the snapshot's seam: the
+	// tool.background_* events after the seam set the same again).
+	Background func(sessionID string) []protocol.BackgroundCommand
 	// Emits, if set, reports whether this process may emit into a
 	// session (its meta-events: bus.subscriber_registered and
 	// _unregistered, a slow client's bus.handler_warning). In cluster

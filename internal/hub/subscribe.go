@@ -304,6 +304,9 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 		sess.RoutingPolicyVersion = h.cfg.PolicyVersion()
 	}
 	sum := sess.Summary(currentTurn, false)
+	if h.cfg.Background != nil {
+		sum.BackgroundCommands = h.cfg.Background(sess.ID)
+	}
 	desc, err := h.loadDescendants(ctx, sess.ID)
 	if err != nil {
 		return nil, err

@@ -110,14 +110,18 @@ func wire(t *testing.T, req model.Request) string {
 
 // smallWindowTokens is the small window the long-session tests give
 // builtin:demo: room for its system prompt and every tool's definition
-// (about 1,900 tokens, an eighth of it), the recent turns kept
+// (about 2,000 tokens, a tenth of it), the recent turns kept
 // verbatim and the stubbed results before them.
-const smallWindowTokens = 16000
+const smallWindowTokens = 20000
 
 // smallWindow gives builtin:demo a window of smallWindowTokens and a
 // 400-token output limit.
 func smallWindow(c *config.Config) {
 	c.Models = map[string]price.Limits{"builtin:demo": {ContextWindow: smallWindowTokens, MaxOutputTokens: 400}}
+	// The figures of these tests were set with the tool list before
+	// background commands: shell_output and shell_kill would add their
+	// specs to every request and move where compactions fall.
+	c.BackgroundCommands = 0
 }
 
 // longTurn is the user text of turn i: a file read (a tool result of

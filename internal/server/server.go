@@ -45,6 +45,7 @@ import (
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/stream"
 	"github.com/metis-agent/metis/internal/tool"
+	"github.com/metis-agent/metis/protocol"
 	"github.com/metis-agent/metis/web"
 )
 
@@ -69,6 +70,8 @@ type Server struct {
 	Stream      *stream.Server
 	SSE         *sse.Server
 	Metrics     *metrics.Registry
+	// Background holds the shell's background commands (background.go).
+	Background *tool.Background
 	// Sandbox is what the shell sandbox can do here (internal/sandbox);
 	// when it is not Active, nothing confines a shell command.
 	Sandbox sandbox.Status
@@ -172,6 +175,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		Forward:       s.forwardMeta,
 		Node:          s.nodeName(), // the three: cluster.go
 		AwaitCursor:   s.awaitCursor,
+		Background:    func(sid string) []protocol.BackgroundCommand { return s.Background.List(sid) }, // set below, before any client
 	})
 	s.Bus.AddLive(s.Hub)
 	if s.cluster != nil {
@@ -193,8 +197,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	s.Router = router
 	s.Tools = tool.NewRegistry(tool.Builtins()...)
-	s.startSandbox() // sandbox.go
-	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv, Sandbox: sandboxSettings(cfg)})
+	s.startSandbox()                 // sandbox.go
+	s.Background = s.newBackground() // background.go
+	s.Tools.Register(tool.Shell{ExtraEnv: cfg.ToolEnv, Sandbox: sandboxSettings(cfg), Background: s.Background})
+	if cfg.BackgroundCommands > 0 {
+		s.Tools.Register(tool.ShellOutput{Background: s.Background})
+		s.Tools.Register(tool.ShellKill{Background: s.Background})
+	}
 	s.Tools.Register(tool.WebFetch{AllowPrivate: cfg.WebFetchAllowPrivate})
 	s.Tools.SetOffer(cfg.EditTools.Offers)
 	// The policy knows whether a sandbox confines shell commands: where
@@ -226,7 +235,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		MaxTurnCostUSD: cfg.MaxTurnCost, MaxSessionCostUSD: cfg.MaxSessionCost,
 		MaxQueuedTurns: cfg.MaxQueuedTurns, MaxImages: cfg.MaxImages, Images: images.Limits{MaxBytes: cfg.MaxImageBytes},
 		Policy: s.Permissions, DefaultMode: cfg.DefaultMode, ApprovalTimeout: cfg.ApprovalTimeout,
-		Checkpoints: cps, CheckpointsUnavailable: why})
+		Checkpoints: cps, CheckpointsUnavailable: why, Background: s.Background.List})
 	s.Sessions = mgr
 	if s.cluster != nil {
 		s.cluster.SetSessions(mgr)
@@ -240,6 +249,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		s.closeCore(ctx)
 		return nil, err
 	}
+	s.reportLostBackground() // background.go
 	s.Tokens = attach.NewRegistry(0, nil)
 	s.API = api.New(mgr, s.Tokens, log)
 	s.Stream = stream.New(s.Hub, s.Tokens, s.streamCanceller(mgr), stream.Config{PingInterval: cfg.PingInterval, PingMisses: cfg.PingMisses,
@@ -349,6 +359,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			s.cluster.StopFailover() // take no tree over while stopping
 		}
 		step("sessions", func() error { return s.Sessions.Shutdown(ctx) })
+		// Background commands outlive turns, not the server: stop them
+		// and emit their ends while the bus still takes events.
+		step("background commands", func() error { return s.Background.Close(ctx) })
 		// No turn runs now: stop the MCP servers, each process group.
 		step("mcp servers", func() error { return s.MCP.Close(ctx) })
 		// Every event of the cancelled turns reaches the clients' queues,
@@ -458,11 +471,7 @@ func (s *Server) pruneLoop(ctx context.Context) {
 	t := time.NewTicker(pruneInterval)
 	defer t.Stop()
 	for {
-		cutoff := time.Now().Add(-s.Config.Retention)
-		// The replay windows first: they never serve what the store no
-		// longer holds.
-		s.Hub.PruneWindows(cutoff)
-		r, err := s.Store.Prune(ctx, cutoff)
+		r, err := s.Prune(ctx, time.Now().Add(-s.Config.Retention))
 		if err != nil && ctx.Err() == nil {
 			s.Log.Error("prune trace store", "err", err)
 		} else if r.Events > 0 || r.Sessions > 0 {

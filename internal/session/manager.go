@@ -19,6 +19,7 @@ import (
 	"github.com/metis-agent/metis/internal/routing"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/internal/workspace"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Config wires a Manager.
@@ -57,6 +58,9 @@ type Config struct {
 	// ApprovalTimeout denies a request nobody answered (0:
 	// DefaultApprovalTimeout).
 	ApprovalTimeout time.Duration
+	// Background, if set, lists a session's background commands for its
+	// summary (tool.Background.List).
+	Background func(sessionID string) []protocol.BackgroundCommand
 }
 
 // Manager owns sessions and their turns. Create it with New, call

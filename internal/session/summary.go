@@ -24,10 +24,16 @@ const (
 func (m *Manager) summarize(s store.Session, t *activeTurn) Summary {
 	s.RoutingPolicyVersion = m.cfg.Router.Version() // the policy in force now
 	s.Queued = m.wireQueueLocked(s.ID)
+	var out Summary
 	if t == nil {
-		return s.Summary("", false)
+		out = s.Summary("", false)
+	} else {
+		out = s.Summary(t.id, t.cancelling)
 	}
-	return s.Summary(t.id, t.cancelling)
+	if m.cfg.Background != nil {
+		out.BackgroundCommands = m.cfg.Background(s.ID)
+	}
+	return out
 }
 
 // summaries returns the summaries of sessions: the rows, the turns in

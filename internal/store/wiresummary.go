@@ -10,7 +10,8 @@ func (s Session) Summary(turnID string, cancelling bool) protocol.SessionSummary
 		RoutingPolicyVersion: s.RoutingPolicyVersion, CostSoFarUSD: s.CostUSD, TurnCount: s.TurnCount, CreatedAt: s.CreatedAt,
 		Title: s.Title, LastActivityAt: s.LastActivityAt, ContextTokens: s.ContextTokens, ContextWindow: s.ContextWindow,
 		MaxTurnCostUSD: s.MaxTurnCostUSD, MaxSessionCostUSD: s.MaxSessionCostUSD, QueuedTurns: s.Queued,
-		Mode: modeOrDefault(s.Mode), PendingApprovals: []protocol.PendingApproval{}, SessionRules: append([]string{}, s.SessionRules...), Archived: s.Archived}
+		Mode: modeOrDefault(s.Mode), PendingApprovals: []protocol.PendingApproval{}, SessionRules: append([]string{}, s.SessionRules...),
+		Archived: s.Archived, BackgroundCommands: []protocol.BackgroundCommand{}}
 	if s.ParentSessionID != "" {
 		p := s.ParentSessionID
 		out.ParentSessionID = &p

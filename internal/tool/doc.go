@@ -10,9 +10,12 @@
 // environment tool processes get (an allow-list, never credentials),
 // and the shell's supervisor, which on Linux keeps every process a
 // command starts in reach until the call ends and starts it through
-// the sandbox's exec stage.
+// the sandbox's exec stage, and the background commands (shell with
+// background: true, shell_output, shell_kill; background.go), which
+// belong to their session rather than to a call.
 //
-// tool imports message and model (for tool specs) and sandbox (the
-// shell's confinement); dispatching tool calls and emitting their events
+// tool imports message and model (for tool specs), sandbox (the
+// shell's confinement) and protocol (the wire shape of background
+// commands); dispatching tool calls and emitting their events
 // is the agent loop's job.
 package tool

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -56,13 +55,25 @@ type Shell struct {
 	// Sandbox are the sandbox's settings. The zero value confines every
 	// command where the kernel can.
 	Sandbox sandbox.Settings
+	// Background holds the background commands ("background": true,
+	// background.go); nil allows none.
+	Background *Background
 }
 
 // Spec implements Tool.
 func (s Shell) Spec() model.ToolSpec {
 	return model.ToolSpec{Name: "shell",
-		Description: "Run a shell command (/bin/sh -c) in the workspace directory. Returns the exit code, stdout and stderr (each cut at 64 KiB). " + shellProcessNote + " The environment holds only PATH, HOME, USER, locale and terminal settings (and configured additions): no credentials. $TMPDIR is a fresh directory, removed after the call." + s.sandboxNote(),
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeout_s":{"type":"number","description":"seconds before the command is stopped (default 120, at most 3600)"}},"required":["command"]}`)}
+		Description: "Run a shell command (/bin/sh -c) in the workspace directory. Returns the exit code, stdout and stderr (each cut at 64 KiB). " + shellProcessNote + " The environment holds only PATH, HOME, USER, locale and terminal settings (and configured additions): no credentials. $TMPDIR is a fresh directory, removed after the call." + s.sandboxNote() + s.backgroundNote(),
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeout_s":{"type":"number","description":"seconds before the command is stopped (default 120, at most 3600; in the background: no limit unless given)"},"background":{"type":"boolean","description":"run it in the background (a dev server, a watcher): returns an id at once; read its output with shell_output, stop it with shell_kill"}},"required":["command"]}`)}
+}
+
+// backgroundNote tells the model about background commands, when the
+// server allows them.
+func (s Shell) backgroundNote() string {
+	if s.Background == nil || s.Background.MaxPerSession <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" With background: true the command runs in the background (same sandbox and environment; its $TMPDIR lives as long as it does) and the call returns its id at once: read what it prints with shell_output, stop it with shell_kill; at most %d run at once per session, and they keep running across turns until they exit or are stopped.", s.Background.MaxPerSession)
 }
 
 // sandboxNote tells the model what the sandbox refuses, so that it
@@ -81,8 +92,9 @@ func (s Shell) sandboxNote() string {
 // Run implements Tool.
 func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
 	var in struct {
-		Command  string   `json:"command"`
-		TimeoutS *float64 `json:"timeout_s"`
+		Command    string   `json:"command"`
+		TimeoutS   *float64 `json:"timeout_s"`
+		Background bool     `json:"background"`
 	}
 	if err := decodeInput(input, &in); err != nil {
 		return Result{}, err
@@ -108,87 +120,42 @@ func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 	if err := ctx.Err(); err != nil {
 		return Result{}, err // never start a process for a cancelled call
 	}
-	tmp, err := os.MkdirTemp("", "metis-call-")
-	if err != nil {
-		return Result{}, Errorf(ClassExecution, "could not create the call's temporary directory: %v", err)
+	if in.Background {
+		var lifetime time.Duration // none unless asked for
+		if in.TimeoutS != nil {
+			lifetime = timeout
+		}
+		return s.runBackground(env, in.Command, lifetime, grace)
 	}
-	defer removeTree(tmp)
-	policy := s.Sandbox.Call(env.Workspace, tmp, env.AllowNetwork)
-
 	var stdout, stderr capped
 	stdout.max, stderr.max = MaxShellOutput, MaxShellOutput
-	cmd, supervised := shellCommand(in.Command, grace, policy)
-	cmd.Dir = env.Workspace
-	cmd.Env = s.Sandbox.Environ(policy, s.environ(), tmp)
-	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = grace
-	var rep *report
-	if supervised {
-		// Should the command kill its supervisor, what it started is
-		// re-parented here, not to init, and swept below.
-		_ = sandbox.BecomeSubreaper()
-		if rep, err = newReport(cmd); err != nil {
-			return Result{}, Errorf(ClassExecution, "could not start the shell: %v", err)
-		}
-		defer rep.close()
+	p, err := s.start(env, in.Command, grace, &stdout, &stderr)
+	if err != nil {
+		return Result{}, err
 	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return Result{}, Errorf(ClassExecution, "could not start the shell: %v", err)
-	}
-	pid := cmd.Process.Pid // also the process group's id
-	var reportCh <-chan reported
-	if supervised {
-		rep.started()
-		defer sandbox.TrackSupervisor(pid)()
-		reportCh = rep.watch()
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var stopped error // why the command was stopped, if it was
 	select {
-	case err = <-waited:
+	case err = <-p.waited:
 	case <-ctx.Done():
 		stopped = ctx.Err()
 	case <-timer.C:
 		stopped = Errorf(ClassTimeout, "the command ran longer than %s and was stopped", timeout)
 	}
 	if stopped != nil {
-		if supervised {
-			err = stopSupervisor(pid, grace, waited)
-		} else {
-			err = stopGroup(pid, grace, waited)
-		}
+		err = p.stop()
 	}
-	// The command is done; whatever it left in its group goes too, before
-	// the call is reported as ended. (The supervisor has already killed
-	// every descendant, in the group or not, unless it had to be killed.)
-	killGroup(pid)
-
-	code := -1
-	if cmd.ProcessState != nil {
-		code = cmd.ProcessState.ExitCode()
+	code, reportedOK := p.finish()
+	if !reportedOK && stopped == nil {
+		// The supervisor died without reporting: it was killed, and
+		// what it supervised was re-parented to this process and
+		// swept (report.watch).
+		out := shellOutput(-1, err, &stdout, &stderr, time.Since(p.started))
+		return Result{}, p.killedSupervisor(out.Content)
 	}
-	if supervised {
-		// The supervisor has exited, so the report is complete.
-		r := <-reportCh
-		code = r.code
-		if !r.ok {
-			// The supervisor died without reporting: it was killed, and
-			// what it supervised was re-parented to this process and
-			// swept (report.watch).
-			if stopped == nil {
-				out := shellOutput(-1, err, &stdout, &stderr, time.Since(start))
-				return Result{}, Errorf(ClassExecution, "the shell's supervisor was killed (%s) before the command ended; every process of the call was stopped\n%s", exitDescription(cmd), out.Content)
-			}
-		}
-	}
-	out := shellOutput(code, err, &stdout, &stderr, time.Since(start))
+	out := shellOutput(code, err, &stdout, &stderr, time.Since(p.started))
 	if stopped != nil {
 		if te := (*Error)(nil); errors.As(stopped, &te) {
 			te.Message += "\n" + out.Content

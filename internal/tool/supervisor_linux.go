@@ -29,6 +29,9 @@ import (
 //   - on SIGTERM (the call is cancelled or timed out) sends SIGTERM to
 //     every descendant, then SIGKILL to every descendant after the grace
 //     period;
+//   - does the same when its lifeline (descriptor 4, a pipe whose write
+//     end only the server holds) sees EOF: the server closed it, or died
+//     (a crash, SIGKILL), so no command outlives the server;
 //   - once the shell has exited, sends SIGKILL to every descendant left,
 //     reaps each of them, writes the shell's exit status to its report
 //     pipe (descriptor 3) and exits.
@@ -51,8 +54,13 @@ const shellProcessNote = "Every process the command starts, in the background or
 // policy, command], the policy encoded for the exec stage.
 const supervisorArg0 = "metis-shell-supervisor"
 
-// reportFD is the supervisor's end of its report pipe.
-const reportFD = 3
+// reportFD is the supervisor's end of its report pipe, lifelineFD the
+// read end of its lifeline: the server holds the write end while the
+// call runs, so EOF there means the server closed it or died.
+const (
+	reportFD   = 3
+	lifelineFD = 4
+)
 
 // supervisorMargin is how long, past the grace period, the server waits
 // for a stopped supervisor to exit before it kills it (and with it the
@@ -85,6 +93,8 @@ func supervise(graceArg, policy, command string) int {
 	// write a report of its own.
 	syscall.CloseOnExec(reportFD)
 	report := os.NewFile(reportFD, "report")
+	syscall.CloseOnExec(lifelineFD)
+	orphaned := watchLifeline()
 	// Nothing of the supervisor is for the command to read or trace.
 	_ = sandbox.Harden()
 	if err := sandbox.BecomeSubreaper(); err != nil {
@@ -156,6 +166,14 @@ func supervise(graceArg, policy, command string) int {
 				signalDescendants(self, syscall.SIGKILL)
 				sweepC = sweep.C
 			}
+		case <-orphaned:
+			// The server is gone (it crashed, or was killed): nothing
+			// of the call may outlive it.
+			orphaned = nil
+			signalDescendants(self, syscall.SIGTERM)
+			if killAt == nil {
+				killAt = time.After(time.Duration(grace))
+			}
 		case <-stop:
 			signalDescendants(self, syscall.SIGTERM)
 			if killAt == nil {
@@ -168,6 +186,28 @@ func supervise(graceArg, policy, command string) int {
 			signalDescendants(self, syscall.SIGKILL)
 		}
 	}
+}
+
+// watchLifeline returns a channel closed once the lifeline (descriptor
+// lifelineFD) sees EOF: the server has closed its end or died. Without a
+// lifeline (not a pipe) the channel never closes.
+func watchLifeline() <-chan struct{} {
+	ch := make(chan struct{})
+	var st syscall.Stat_t
+	if syscall.Fstat(lifelineFD, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+		return ch
+	}
+	f := os.NewFile(lifelineFD, "lifeline")
+	go func() {
+		var b [1]byte
+		for {
+			if _, err := f.Read(b[:]); err != nil {
+				close(ch)
+				return
+			}
+		}
+	}()
+	return ch
 }
 
 // signalDescendants sends sig to every descendant of pid, as /proc

@@ -62,6 +62,9 @@ type Env struct {
 	Workspace string
 	SessionID string
 	TurnID    string
+	// ToolUseID is the call's tool_use id (a background command records
+	// the call that started it).
+	ToolUseID string
 	// AllowNetwork lets this call's shell command bind and connect TCP
 	// sockets, which the sandbox refuses unless its settings allow them
 	// (for a permission rule that allows the network per call).

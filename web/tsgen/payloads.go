@@ -40,6 +40,8 @@ var payloadTS = map[protocol.EventType]map[string]string{
 	protocol.EventDelegateFailed: {
 		"failure_mode": openUnion(protocol.DelegateFailureCancelled, protocol.DelegateFailureWorker,
 			protocol.DelegateFailureTimeout, protocol.DelegateFailureInterrupted)},
+	protocol.EventToolBackgroundExited: {"reason": openUnion(protocol.BackgroundExited, protocol.BackgroundKilled, protocol.BackgroundTimeout,
+		protocol.BackgroundSessionDeleted, protocol.BackgroundServerShutdown, protocol.BackgroundServerLost, protocol.BackgroundSupervisorKilled)},
 	protocol.EventMessageStart:    {"role": "Role"},
 	protocol.EventMessageComplete: {"final_content": "Block[]", "usage": "Usage"},
 }

@@ -23,6 +23,8 @@ export type CatalogEventType =
   | "tool.called"
   | "tool.completed"
   | "tool.failed"
+  | "tool.background_started"
+  | "tool.background_exited"
   | "delegate.started"
   | "delegate.completed"
   | "delegate.failed"
@@ -74,6 +76,8 @@ export const EVENT_TYPES: readonly EventType[] = [
   "tool.called",
   "tool.completed",
   "tool.failed",
+  "tool.background_started",
+  "tool.background_exited",
   "delegate.started",
   "delegate.completed",
   "delegate.failed",
@@ -117,6 +121,8 @@ export const EVENT_FAMILY: Readonly<Record<EventType, EventFamily>> = {
   "tool.called": "catalog",
   "tool.completed": "catalog",
   "tool.failed": "catalog",
+  "tool.background_started": "catalog",
+  "tool.background_exited": "catalog",
   "delegate.started": "catalog",
   "delegate.completed": "catalog",
   "delegate.failed": "catalog",
@@ -160,6 +166,8 @@ export const EVENT_EMITTER: Readonly<Record<EventType, string>> = {
   "tool.called": "tool dispatcher",
   "tool.completed": "tool dispatcher",
   "tool.failed": "tool dispatcher",
+  "tool.background_started": "shell tool (background commands)",
+  "tool.background_exited": "shell tool (background commands; server after a crash)",
   "delegate.started": "delegate tool",
   "delegate.completed": "delegate tool",
   "delegate.failed": "delegate tool",
@@ -192,8 +200,8 @@ export type PresetName = "preset:chat" | "preset:full";
 
 /** The event types each preset stands for, in catalog order. */
 export const PRESETS: Readonly<Record<PresetName, readonly EventType[]>> = {
-  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "workspace.checkpoint_failed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
-  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "workspace.checkpointed", "workspace.checkpoint_failed", "workspace.changed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "tool.background_started", "tool.background_exited", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "workspace.checkpoint_failed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "tool.background_started", "tool.background_exited", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "workspace.checkpointed", "workspace.checkpoint_failed", "workspace.changed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
 };
 
 /** Whether s names an event type of the catalog (either family). */
@@ -207,6 +215,20 @@ export const ACTORS = ["user", "agent", "model", "tool", "router", "session", "b
 // ---- Constants of package protocol ----
 
 export const CodeTooManyRequests = "too_many_requests";
+/** BackgroundExited: the command ended by itself. */
+export const BackgroundExited = "exited";
+/** BackgroundKilled: shell_kill stopped it. */
+export const BackgroundKilled = "killed";
+/** BackgroundTimeout: it ran past the timeout_s it was started with. */
+export const BackgroundTimeout = "timeout";
+/** BackgroundSessionDeleted: its session was deleted (retention). */
+export const BackgroundSessionDeleted = "session_deleted";
+/** BackgroundServerShutdown: the server stopped. */
+export const BackgroundServerShutdown = "server_shutdown";
+/** BackgroundServerLost: the server ended without stopping it (a crash, SIGKILL); the command was stopped when the server's end of its lifeline closed, and the next start reports it. */
+export const BackgroundServerLost = "server_lost";
+/** BackgroundSupervisorKilled: the process supervising it was killed (by the command itself); every process of it was stopped. */
+export const BackgroundSupervisorKilled = "supervisor_killed";
 /** CancelReasonUser: a client cancelled the turn without a reason. */
 export const CancelReasonUser = "user_cancel";
 /** CancelReasonServerShutdown: the server stopped (SIGINT/SIGTERM) and cancelled every turn in flight before it exited. */
@@ -360,6 +382,9 @@ export const EventLLMCallFailed = "llm.call_failed";
 export const EventToolCalled = "tool.called";
 export const EventToolCompleted = "tool.completed";
 export const EventToolFailed = "tool.failed";
+/** Background commands (shell with background: true, docs/tool-dispatcher.md): one started, one ended. */
+export const EventToolBackgroundStarted = "tool.background_started";
+export const EventToolBackgroundExited = "tool.background_exited";
 export const EventDelegateStarted = "delegate.started";
 export const EventDelegateCompleted = "delegate.completed";
 export const EventDelegateFailed = "delegate.failed";
@@ -616,6 +641,7 @@ export interface SessionSummary {
   mode: Mode;
   pending_approvals: PendingApproval[];
   session_rules: string[];
+  background_commands: BackgroundCommand[];
   archived?: boolean;
 }
 
@@ -633,6 +659,18 @@ export interface PendingApproval {
   session_rules?: string[];
   requested_at?: string;
   expires_at?: string;
+}
+
+/** A background command of the session (the summary's background_commands; docs/tool-dispatcher.md). */
+export interface BackgroundCommand {
+  id: string;
+  command: string;
+  tool_use_id?: string;
+  started_at: string;
+  running: boolean;
+  exit_code: number | null;
+  end_reason?: 'exited' | 'killed' | 'timeout' | 'session_deleted' | 'server_shutdown' | 'server_lost' | 'supervisor_killed' | (string & {});
+  ended_at?: string | null;
 }
 
 /** The body of POST /sessions/{id}/approvals/{approval_id}. */
@@ -988,6 +1026,7 @@ export interface ForkResult {
   mode: Mode;
   pending_approvals: PendingApproval[];
   session_rules: string[];
+  background_commands: BackgroundCommand[];
   archived?: boolean;
   restored?: RevertResult | null;
   restore_error?: string;
@@ -1179,6 +1218,27 @@ export interface ToolFailedPayload {
   message: string;
   started?: boolean;
   duration_ms?: number;
+}
+
+/** The payload of tool.background_started. */
+export interface ToolBackgroundStartedPayload {
+  background_id: string;
+  command: string;
+  tool_use_id?: string;
+  started_at: string;
+}
+
+/** The payload of tool.background_exited. */
+export interface ToolBackgroundExitedPayload {
+  background_id: string;
+  command: string;
+  exit_code: number | null;
+  reason: 'exited' | 'killed' | 'timeout' | 'session_deleted' | 'server_shutdown' | 'server_lost' | 'supervisor_killed' | (string & {});
+  started_at: string;
+  ended_at: string;
+  duration_ms: number;
+  output_bytes: number;
+  dropped_bytes?: number;
 }
 
 /** The payload of delegate.started. */
@@ -1418,6 +1478,8 @@ export interface PayloadMap {
   "tool.called": ToolCalledPayload;
   "tool.completed": ToolCompletedPayload;
   "tool.failed": ToolFailedPayload;
+  "tool.background_started": ToolBackgroundStartedPayload;
+  "tool.background_exited": ToolBackgroundExitedPayload;
   "delegate.started": DelegateStartedPayload;
   "delegate.completed": DelegateCompletedPayload;
   "delegate.failed": DelegateFailedPayload;
