@@ -381,7 +381,10 @@ func TestLoadWhileATurnRuns(t *testing.T) {
 	}
 	h.WaitTurn(sid)
 	want := storedText(t, h.URL, sid)
-	s.ed.waitFor(t, "the rest of the answer", func(us []sdk.SessionUpdate) bool { return len(agentText(us)) >= len(want) })
+	// The usage update follows the answer's last chunk: wait for both.
+	s.ed.waitFor(t, "the rest of the answer and its usage", func(us []sdk.SessionUpdate) bool {
+		return len(agentText(us)) >= len(want) && count(us, func(u sdk.SessionUpdate) bool { return u.UsageUpdate != nil }) > 0
+	})
 	us := s.ed.all()
 	if got := agentText(us); got != want {
 		t.Fatalf("the editor holds %d bytes (%.40q…), the stored answer is %d bytes", len(got), got, len(want))

@@ -78,7 +78,7 @@ type Turn struct {
 	// protocol.TurnChanges; nil until known). A PutTurn never clears
 	// them: a row written without them keeps those stored.
 	CheckpointID, AfterCheckpointID string
-	Changes                         json.RawMessage
+	Changes                         json.RawMessage `json:",omitempty"` // omitted when nil, so a record round-trips it
 }
 
 // ToolStatus of a tool call row.
