@@ -199,7 +199,16 @@ export async function pageMessages(page) {
 
 /** A stored message's text blocks (whitespace normalized). */
 export function storedText(m) {
-  return m.content.filter((b) => b.type === 'text').map((b) => b.text).join(' ').replace(/\s+/g, ' ').trim();
+  return m.content.filter((b) => b.type === 'text').map((b) => asShown(b.text)).join(' ').replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * A text as the page shows it once its markdown is rendered: without
+ * list bullets, emphasis markers and code backticks (the demo's guide
+ * uses all three).
+ */
+function asShown(text) {
+  return text.replace(/^\s*[-*] /gm, '').replace(/\*\*|`/g, '');
 }
 
 /**
