@@ -6,15 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -442,23 +439,7 @@ func TestBackgroundRunsInTheSandbox(t *testing.T) {
 	fx := newFixture(t)
 	f := newBG(t, 4, 0)
 	f.sh.Sandbox = fx.sh.Sandbox
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port, accepted := countingListener(t)
 	cmd := fmt.Sprintf(`echo x > %s/escaped; echo write=$?; cat %s/config.yaml; echo read=$?; `, fx.outside, fx.home)
 	if _, err := exec.LookPath("bash"); err == nil {
 		cmd += `bash -c 'echo hi > /dev/tcp/127.0.0.1/` + port + `'; echo tcp=$?; `

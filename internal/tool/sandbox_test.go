@@ -135,23 +135,7 @@ func TestSandboxHidesTheMetisHome(t *testing.T) {
 func TestSandboxRefusesTCP(t *testing.T) {
 	needSandbox(t)
 	f := newFixture(t)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port, accepted := countingListener(t)
 	attempts := map[string]string{
 		"bash":    "bash -c 'echo hi > /dev/tcp/127.0.0.1/" + port + "'",
 		"curl":    "curl -sS -m 5 http://127.0.0.1:" + port + "/",
@@ -297,4 +281,28 @@ func TestSandboxOrdinaryWork(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingListener listens on a loopback TCP port until the test ends
+// and counts the connections it accepts (a sandboxed command must make
+// none).
+func countingListener(t *testing.T) (port string, accepted *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted = new(atomic.Int32)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), accepted
 }
