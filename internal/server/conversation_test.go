@@ -362,8 +362,10 @@ func TestSteerIntoACancellingTurnIsRefused(t *testing.T) {
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
 	c := attach(t, h, sid)
-	running := h.Submit(sid, `/tool shell {"command": "trap 'touch termed; while [ ! -f stop ]; do sleep 0.05; done; exit 1' TERM; while true; do sleep 0.05; done"}`)
+	running := h.Submit(sid, `/tool shell {"command": "trap 'touch termed; while [ ! -f stop ]; do sleep 0.05; done; exit 1' TERM; touch armed; while true; do sleep 0.05; done"}`)
 	c.Events(wait, streamtest.UntilType(event.ToolCalled, running))
+	// The cancel must come after the trap is set, or the shell dies at once.
+	waitFile(t, filepath.Join(h.Workspace, "armed"))
 	var res struct{ Status string }
 	if h.Do("POST", "/sessions/"+sid+"/turns/"+running+"/cancel", map[string]string{}, &res); res.Status != "cancelling" {
 		t.Fatalf("cancel: %+v", res)
