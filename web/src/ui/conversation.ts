@@ -9,7 +9,7 @@ import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { memo } from 'preact/compat';
 import { useRef, useState } from 'preact/hooks';
-import { ApiError, type PendingApproval, type ToolCall, type TurnInfo, type ViewBlock, type ViewMessage, type Worker } from '../client/index';
+import { type PendingApproval, type ToolCall, type TurnInfo, type ViewBlock, type ViewMessage, type Worker } from '../client/index';
 import { api } from './api';
 import { ApprovalBar } from './approvals';
 import { copyText, flash } from './copy';
@@ -18,6 +18,10 @@ import type { LiveSession } from './live';
 import { blockNodes, splitBlocks } from './markdown';
 import { ToolCard } from './tools';
 import { VirtualList } from './virtual';
+import { BackgroundCommands } from './background';
+import { Composer } from './composer';
+import { RevertBar, TurnActions } from './turnactions';
+import type { TurnInfo as TurnRow } from '../client/protocol.gen';
 
 /** One block of markdown; skipped when its source did not change. */
 const MdBlock = memo(
@@ -39,6 +43,7 @@ interface Ctx {
   pending: ReadonlyMap<string, PendingApproval>; // by tool_use_id, this page's session and its workers
   workers: readonly Worker[];
   sessionId: string;
+  live: LiveSession;
 }
 
 function Block(p: { b: ViewBlock; m: ViewMessage; ctx: Ctx }): VNode | null {
@@ -56,7 +61,10 @@ function Block(p: { b: ViewBlock; m: ViewMessage; ctx: Ctx }): VNode | null {
       return html`<${ToolCard} block=${b} tool=${tool} streaming=${streaming} approval=${ctx.pending.get(b.id)} worker=${worker} sessionId=${ctx.sessionId} />`;
     }
     case 'tool_result':
-      return html`<div class=${'tool-result-block' + (b.is_error ? ' is-error' : '')}><pre>${b.content}</pre></div>`;
+      return html`<div class=${'tool-result-block' + (b.is_error ? ' is-error' : '')}><pre>${b.content}</pre>
+        ${b.images?.length ? html`<div class="images">${b.images.map((im, i) => html`<${ImageThumb} key=${i} b=${im} sessionId=${m.session_id || ctx.sessionId} />`)}</div>` : null}</div>`;
+    case 'image':
+      return html`<${ImageThumb} b=${b} sessionId=${m.session_id || ctx.sessionId} />`;
     case 'compaction':
       return html`<div class="compaction-mark">Context compacted here: the model sees a summary of what came before.</div>`;
     default:
@@ -64,14 +72,29 @@ function Block(p: { b: ViewBlock; m: ViewMessage; ctx: Ctx }): VNode | null {
   }
 }
 
+/**
+ * An image of a message: the bytes come from GET /sessions/{id}/images/{sha256}
+ * (same origin, so the page's img-src 'self' allows it); a click opens it whole.
+ */
+function ImageThumb(p: { b: ViewBlock; sessionId: string }): VNode | null {
+  if (!p.b.sha256) return null;
+  const url = api.imageUrl(p.sessionId, p.b.sha256);
+  const kind = (p.b.media_type ?? '').replace('image/', '').toUpperCase();
+  const what = `${kind} ${p.b.width ?? 0}×${p.b.height ?? 0}, ${Math.max(1, Math.round((p.b.size ?? 0) / 1024))} KB`;
+  return html`<a class="msg-image" href=${url} target="_blank" rel="noopener" title=${what}>
+    <img src=${url} alt=${'image: ' + what} loading="lazy" width=${p.b.width || undefined} height=${p.b.height || undefined} />
+  </a>`;
+}
+
 /** One model call's message inside a turn block (or a user message). */
-function MessageView(p: { m: ViewMessage; ctx: Ctx }): VNode {
+function MessageView(p: { m: ViewMessage; ctx: Ctx; steered?: boolean }): VNode {
   const { m } = p;
   const foreign = m.session_id && m.session_id !== p.ctx.sessionId;
-  return html`<article class=${'msg msg-' + m.role + ' msg-' + m.status} data-message-id=${m.id} data-session=${m.session_id}>
+  return html`<article class=${'msg msg-' + m.role + ' msg-' + m.status + (p.steered ? ' msg-steered' : '')} data-message-id=${m.id} data-session=${m.session_id}>
     ${foreign || m.status !== 'complete' || m.role === 'user'
       ? html`<header class="msg-head">
           ${m.role === 'user' ? html`<span class="who">you</span>` : null}
+          ${p.steered ? html`<span class="badge steered" title="sent while the turn ran: the model read it at its next step">steered in</span>` : null}
           ${foreign ? html`<a class="tag worker-tag" href=${'#/s/' + m.session_id}>worker ${shortId(m.session_id)}</a>` : null}
           ${m.status === 'streaming' ? html`<span class="badge st-streaming">streaming</span>` : null}
           ${m.status === 'cancelled' ? html`<span class="badge st-cancelled">(cancelled)</span>` : null}
@@ -108,12 +131,21 @@ type Row =
   | { kind: 'user'; key: string; m: ViewMessage }
   | { kind: 'turn'; key: string; turnId: string; msgs: ViewMessage[] };
 
-/** The rows: each user message, then the assistant messages of its turn grouped (tool-result messages show in their cards). */
+/**
+ * The rows: each user message, then the assistant messages of its turn
+ * grouped (tool-result messages show in their cards). A user message of
+ * the turn being grouped was steered into it (turn.steered): it stays
+ * inside the turn's block, where the model read it.
+ */
 export function rows(msgs: readonly ViewMessage[]): Row[] {
   const out: Row[] = [];
   let cur: Extract<Row, { kind: 'turn' }> | undefined;
   for (const m of msgs) {
     if (m.role === 'tool') continue;
+    if (m.role === 'user' && cur && m.turn_id && cur.turnId === m.turn_id && cur.msgs[0]!.session_id === m.session_id) {
+      cur.msgs.push(m);
+      continue;
+    }
     if (m.role === 'user') {
       out.push({ kind: 'user', key: m.id, m });
       cur = undefined;
@@ -139,9 +171,11 @@ interface TurnProps {
   deps: unknown[];
   /** The turn runs (a message streams, or the view's turn in flight is this one). */
   live: boolean;
+  /** The turn list's row (what the turn changed, whether it can be reverted). */
+  row: TurnRow | undefined;
 }
 
-const TurnBlock = memo(TurnView, (a, b) => a.live === b.live && a.rating === b.rating && a.info === b.info && a.deps.length === b.deps.length && a.deps.every((x, i) => x === b.deps[i]));
+const TurnBlock = memo(TurnView, (a, b) => a.live === b.live && a.rating === b.rating && a.info === b.info && a.row === b.row && a.deps.length === b.deps.length && a.deps.every((x, i) => x === b.deps[i]));
 
 function TurnView(p: TurnProps): VNode {
   const { msgs, info } = p;
@@ -166,7 +200,7 @@ function TurnView(p: TurnProps): VNode {
   const foreign = msgs[0]!.session_id !== p.ctx.sessionId;
   return html`<section class=${'turn' + (running ? ' running' : '')} data-turn=${p.turnId}>
     <div class="turn-who"><span class="who">assistant</span>${model ? html`<span class="model">${model}</span>` : null}</div>
-    ${msgs.map((m) => html`<${MessageView} key=${m.id} m=${m} ctx=${p.ctx} />`)}
+    ${msgs.map((m) => html`<${MessageView} key=${m.id} m=${m} ctx=${p.ctx} steered=${m.role === 'user'} />`)}
     ${running
       ? null
       : html`<footer class="turn-foot">
@@ -178,6 +212,10 @@ function TurnView(p: TurnProps): VNode {
             ${calls > 1 ? html`<span>${calls} model calls</span>` : null}
           </span>
           <span class="spacer"></span>
+          ${!foreign && p.turnId
+            ? html`<${TurnActions} live=${p.ctx.live} turnId=${p.turnId} row=${p.row} running=${running}
+                lastMessageId=${[...msgs].reverse().find((m) => m.role === 'assistant' && m.status !== 'streaming')?.id ?? ''} />`
+            : null}
           <${CopyButton} text=${() => textOf(msgs)} label="Copy" />
           ${!foreign && p.turnId ? html`<${Thumbs} sessionId=${p.ctx.sessionId} turnId=${p.turnId} rating=${p.rating} />` : null}
         </footer>`}
@@ -236,7 +274,9 @@ export function Conversation(p: { live: LiveSession }): VNode {
     pending: new Map(pendingList.map((a) => [a.tool_use_id, a])),
     workers: [...v.workers.values()],
     sessionId: live.sessionId,
+    live,
   };
+  const turnRows = live.turnRows.value;
   const items = rows(v.messages);
 
   const loadOlder = async (): Promise<void> => {
@@ -258,7 +298,7 @@ export function Conversation(p: { live: LiveSession }): VNode {
   const render = (r: Row): VNode => {
     if (r.kind === 'user') return html`<${UserRow} m=${r.m} ctx=${ctx} />`;
     return html`<${TurnBlock} msgs=${r.msgs} turnId=${r.turnId} info=${v.turns.get(r.turnId)} rating=${v.feedback.get(r.turnId)}
-      ctx=${ctx} deps=${depsOf(r.msgs, ctx)}
+      ctx=${ctx} deps=${depsOf(r.msgs, ctx)} row=${turnRows.get(r.turnId)}
       live=${r.msgs.some((m) => m.status === 'streaming') || (v.turn.id === r.turnId && v.turn.status === 'in_flight') || v.turns.get(r.turnId)?.status === 'in_flight'} />`;
   };
 
@@ -290,75 +330,10 @@ export function Conversation(p: { live: LiveSession }): VNode {
     ${!atBottom ? html`<button class="jump" onClick=${() => setJump((n) => n + 1)}>↓ Latest</button>` : null}
     <${ApprovalBar} pending=${pendingList} sessionId=${live.sessionId}
       onPage=${(a: PendingApproval) => a.session_id === live.sessionId && v.tools.has(a.tool_use_id)} />
+    <${RevertBar} live=${live} />
+    <${BackgroundCommands} live=${live} />
     <${Composer} live=${live} />
   </div>`;
 }
 
-export function Composer(p: { live: LiveSession }): VNode {
-  const { live } = p;
-  live.ticker.tick.value;
-  const v = live.view;
-  const [text, setText] = useState('');
-  const [sending, setSending] = useState(false);
-  const inFlight = v.turn.status === 'in_flight';
-
-  const send = async (): Promise<void> => {
-    const content = text.trim();
-    if (!content || sending) return;
-    setSending(true);
-    try {
-      const compact = /^\/compact(?:\s+([\s\S]*))?$/.exec(content);
-      if (compact) {
-        await api.compact(live.sessionId, compact[1]?.trim() || undefined);
-        live.say('info', 'Compacting the conversation…');
-      } else {
-        await api.submitTurn(live.sessionId, content);
-      }
-      setText('');
-    } catch (e) {
-      if (e instanceof ApiError && e.code === 'turn_in_flight') {
-        live.say('warn', 'A turn is already running in this session. Wait for it to finish, or cancel it first; your text is kept.');
-      } else {
-        live.say('error', 'Could not send: ' + (e as Error).message);
-      }
-    } finally {
-      setSending(false);
-    }
-  };
-
-  const onKey = (e: KeyboardEvent): void => {
-    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-      e.preventDefault();
-      void send();
-    } else if (e.key === 'Escape') {
-      (e.target as HTMLElement).blur();
-    }
-  };
-
-  return html`<form class="composer" onSubmit=${(e: Event) => (e.preventDefault(), void send())}>
-    <textarea
-      id="composer"
-      rows="2"
-      placeholder="Message the agent (Enter sends, Shift+Enter adds a line, /compact compacts)"
-      value=${text}
-      onInput=${(e: Event) => setText((e.target as HTMLTextAreaElement).value)}
-      onKeyDown=${onKey}
-      aria-label="message"
-    ></textarea>
-    <div class="composer-actions">
-      ${inFlight
-        ? html`<button type="button" class="danger" id="cancel" onClick=${() => cancelTurn(live)}>Cancel</button>`
-        : null}
-      <button type="submit" class="primary" id="send" disabled=${sending || !text.trim()}>Send</button>
-    </div>
-  </form>`;
-}
-
-/** Cancel the turn in flight: the WebSocket cancel frame, else HTTP. */
-export function cancelTurn(live: LiveSession): void {
-  const t = live.view.turn;
-  if (t.status !== 'in_flight' || !t.id) return;
-  if (!live.follower.cancel(t.id)) {
-    api.cancelTurn(live.sessionId, t.id).catch((e: Error) => live.say('error', 'Cancel failed: ' + e.message));
-  }
-}
+export { cancelTurn } from './composer';

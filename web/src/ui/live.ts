@@ -5,7 +5,8 @@
 // many events arrive, the page re-renders at most once per animation
 // frame.
 import { signal } from '@preact/signals';
-import { Follower, View, type ConnState, type RawEnvelope, type StateInfo } from '../client/index';
+import { Follower, View, type BackgroundCommand, type ConnState, type RawEnvelope, type RevertResult, type StateInfo } from '../client/index';
+import type { CheckpointStatus, TurnInfo as TurnRow } from '../client/protocol.gen';
 import { api } from './api';
 import { FrameTicker } from './frame';
 import { loadHistory, mergeById } from './history';
@@ -49,6 +50,15 @@ export class LiveSession {
   private historyFor: boolean | null = null;
   /** What trace mode says about its history. */
   readonly historyNote = signal('');
+  /** GET /sessions/{id}/turns by turn id: what each turn changed, whether it can be reverted. */
+  readonly turnRows = signal<ReadonlyMap<string, TurnRow>>(new Map());
+  /** Whether the server takes checkpoints (null until the turn list came). */
+  readonly checkpoints = signal<CheckpointStatus | null>(null);
+  /** The last revert, undo or restoring fork seen (workspace.reverted, or this page's answer). */
+  readonly lastRevert = signal<RevertResult | null>(null);
+  /** Background commands as their events tell them (over the snapshot's background_commands). */
+  private bgSeen = new Map<string, BackgroundCommand>();
+  private turnsTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly sessionId: string) {
     this.follower = new Follower({ api, sessionId, filter: { preset: 'preset:full' }, view: new View() });
@@ -58,6 +68,7 @@ export class LiveSession {
         this.events.push(e);
         if (this.events.length > TRACE_CAP) this.events.splice(0, this.events.length - TRACE_CAP);
         this.eventsVersion++;
+        this.noteEvent(e);
         this.ticker.poke();
       }),
       this.follower.onState((s, info) => this.onState(s, info)),
@@ -81,6 +92,76 @@ export class LiveSession {
     this.ticker.dispose();
     clearTimeout(this.bannerTimer);
     clearTimeout(this.noticeTimer);
+    clearTimeout(this.turnsTimer);
+  }
+
+  /** Folds the events the page shows besides the view: background commands, reverts, the turn list's refresh. */
+  private noteEvent(e: RawEnvelope): void {
+    const p = (e.payload ?? {}) as Record<string, unknown>;
+    switch (e.type) {
+      case 'tool.background_started':
+      case 'tool.background_exited': {
+        const id = typeof p['background_id'] === 'string' ? p['background_id'] : '';
+        if (!id || e.session_id !== this.sessionId) return;
+        const old = this.bgSeen.get(id);
+        const c: BackgroundCommand = old
+          ? { ...old }
+          : { id, command: String(p['command'] ?? ''), started_at: String(p['started_at'] ?? e.ts), running: true, exit_code: null };
+        if (typeof p['tool_use_id'] === 'string') c.tool_use_id = p['tool_use_id'];
+        if (e.type === 'tool.background_exited') {
+          c.running = false;
+          c.exit_code = typeof p['exit_code'] === 'number' ? p['exit_code'] : null;
+          c.end_reason = String(p['reason'] ?? 'exited');
+          c.ended_at = typeof p['ended_at'] === 'string' ? p['ended_at'] : e.ts;
+        }
+        this.bgSeen.set(id, c);
+        return;
+      }
+      case 'workspace.reverted':
+        if (e.session_id === this.sessionId) this.lastRevert.value = p as unknown as RevertResult;
+        this.refreshTurns();
+        return;
+      case 'turn.started':
+      case 'turn.completed':
+      case 'turn.cancelled':
+      case 'workspace.changed':
+        if (e.session_id === this.sessionId) this.refreshTurns();
+        return;
+    }
+  }
+
+  /**
+   * The session's background commands, the running first: the snapshot's
+   * background_commands with what tool.background_started / _exited said
+   * since (a command that ended never runs again, whatever order the two
+   * sources come in).
+   */
+  backgroundCommands(): BackgroundCommand[] {
+    const out = new Map<string, BackgroundCommand>();
+    for (const c of this.view.session?.background_commands ?? []) out.set(c.id, c);
+    for (const [id, c] of this.bgSeen) {
+      const base = out.get(id);
+      if (base && !base.running && c.running) continue;
+      out.set(id, base ? { ...base, ...c, command: c.command || base.command } : c);
+    }
+    return [...out.values()].sort((a, b) => Number(b.running) - Number(a.running) || (a.started_at < b.started_at ? 1 : -1));
+  }
+
+  /** Loads the turn list again, soon (events come in bursts). */
+  refreshTurns(delayMs = 250): void {
+    clearTimeout(this.turnsTimer);
+    this.turnsTimer = setTimeout(() => void this.loadTurns(), delayMs);
+  }
+
+  private async loadTurns(): Promise<void> {
+    try {
+      const list = await api.listTurns(this.sessionId, { limit: 500 });
+      this.turnRows.value = new Map(list.turns.map((t) => [t.turn_id, t]));
+      this.checkpoints.value = list.checkpoints;
+      this.ticker.poke();
+    } catch {
+      // The turn list only adds the revert buttons: without it they are absent.
+    }
   }
 
   /** The inline toggle: re-subscribe with or without the workers' events. */
@@ -132,6 +213,7 @@ export class LiveSession {
     clearTimeout(this.bannerTimer);
     this.bannerTimer = undefined;
     this.banner.value = false;
+    if (s === 'live') this.refreshTurns(0);
     if (s === 'live' && info.resynced) {
       this.gaps.push({ afterIndex: this.events.length, why: info.resynced });
       const why =

@@ -74,13 +74,19 @@ function Header(p: { live: LiveSession; tab: Tab }): VNode {
     </div>
     <div class="row meta">
       <span class="mono" title=${live.sessionId}>${shortId(live.sessionId)}</span>
+      ${s?.forked_from
+        ? html`<a class="forked-from" id="forked-from" href=${href({ page: 'session', id: s.forked_from.session_id, tab: 'chat' })}
+            title=${`forked from ${s.forked_from.session_id} at message ${s.forked_from.message_id}`}>⑂ forked from ${shortId(s.forked_from.session_id)}</a>`
+        : null}
       <span class="model-name">${s?.active_model ?? ''}</span>
       <span class=${'badge st-' + turn.status} id="turn-status">${turn.status.replace('_', ' ')}${turn.reason ? ' · ' + turn.reason : ''}</span>
       <span title="session cost, workers included" id="session-cost">${usd(v.costUsd)}</span>
       <${ModeSelect} live=${live} />
       <${ContextGauge} live=${live} />
       <span class="spacer"></span>
-      ${turn.status === 'in_flight' ? html`<button class="danger small" onClick=${() => cancelTurn(live)}>Cancel turn</button>` : null}
+      ${turn.status === 'in_flight' && p.tab !== 'chat'
+        ? html`<button class="danger small" id="cancel-turn" onClick=${() => cancelTurn(live)} title="Cancel the running turn">Cancel turn</button>`
+        : null}
       <button class="small" id="export" onClick=${() => exportEvents(live)} title="Download the events this page received as JSON lines">Export</button>
     </div>
     <nav class="tabs">
@@ -116,16 +122,20 @@ function Title(p: { live: LiveSession; title: string }): VNode {
     <button class="small ghost icon" id="rename" aria-label="rename" title="Rename" onClick=${() => (setText(p.title), setEditing(true))}>✎</button>`;
 }
 
+// Each mode under its own name (the API's, the TUI's /mode): 'default' is a
+// mode, not "whatever the server defaults to" (--default-mode may be another).
 const MODES: { id: Mode; label: string; hint: string }[] = [
-  { id: 'default', label: 'ask', hint: 'reads run; edits, commands and fetches ask' },
+  { id: 'default', label: 'default (asks)', hint: 'reads run; edits, commands and fetches ask' },
   { id: 'accept_edits', label: 'accept edits', hint: 'edits inside the workspace run; commands ask' },
   { id: 'plan', label: 'plan (read-only)', hint: 'edits and commands are refused' },
   { id: 'auto', label: 'auto', hint: 'everything runs (commands in the sandbox)' },
 ];
 
 /** The permission mode, switchable (PATCH /sessions/{id}). */
-function ModeSelect(p: { live: LiveSession }): VNode {
-  const mode = (p.live.view.mode || 'default') as Mode;
+function ModeSelect(p: { live: LiveSession }): VNode | null {
+  // The mode the session has (the snapshot's, then session.mode_changed): nothing is shown before it is known.
+  const mode = p.live.view.mode as Mode;
+  if (!mode) return null;
   const hint = MODES.find((m) => m.id === mode)?.hint ?? '';
   const change = async (e: Event): Promise<void> => {
     const sel = e.target as HTMLSelectElement;

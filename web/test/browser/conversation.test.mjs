@@ -1,0 +1,270 @@
+// Driving the conversation from the dashboard (issue 26), in a real
+// chromium against the real binary, at desktop and phone sizes: Enter
+// queues while a turn runs, the queue shows with places and cancels, Steer
+// sends into the running turn (and a 409 turn_cancelling says to queue);
+// images by the file picker, paste and drop, with thumbnails, the limits
+// and the server's invalid_image; the images of a sent message load under
+// the CSP; revert with its warning, its undo; fork from here; background
+// commands with their state (issue 23); the mode under its own name and
+// one Cancel control (issue 27).
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { Server, launch, live, openPage, until } from './harness.mjs';
+
+let browser;
+const pages = [];
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  const csp = pages.flatMap((p) => p.csp());
+  const errors = pages.flatMap((p) => p.errors());
+  await browser?.close();
+  assert.deepEqual(csp, [], 'CSP violations');
+  assert.deepEqual(errors, [], 'page errors');
+});
+
+async function open(url, opts) {
+  const p = await openPage(browser, url, opts);
+  pages.push(p);
+  return p;
+}
+
+const SIZES = [
+  { name: 'desktop', viewport: { width: 1280, height: 800 } },
+  { name: 'phone', viewport: { width: 390, height: 844 }, touch: true },
+];
+
+/** A 2x2 PNG (checked by the server: it decodes). */
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEUlEQVR4nGP4z8DA8B+MgBgAHfAD/dPQfSYAAAAASUVORK5CYII=',
+  'base64',
+);
+
+async function autoSession(srv) {
+  const s = await srv.createSession();
+  await srv.req('PATCH', `/sessions/${s.id}`, { mode: 'auto' });
+  return s;
+}
+
+async function noSideScroll(page, what) {
+  const w = await page.evaluate(() => document.documentElement.scrollWidth);
+  const vw = page.viewportSize().width;
+  assert.ok(w <= vw, `${what}: ${w} px wide in a ${vw} px window`);
+}
+
+async function type(page, text) {
+  await page.fill('#composer', text);
+  await page.press('#composer', 'Enter');
+}
+
+for (const size of SIZES) {
+  test(`while a turn runs Enter queues, the queue shows places and cancels, Steer enters the turn; one Cancel (${size.name})`, async () => {
+    const srv = await new Server(['--demo-delay', '2ms']).start();
+    try {
+      const s = await autoSession(srv);
+      const obs = await srv.observe(s.id);
+      const { page } = await open(`${srv.url}/#/s/${s.id}`, size);
+      await live(page);
+      await type(page, '/tool shell {"command": "sleep 4"}');
+      await page.waitForSelector('#turn-status.st-in_flight');
+      await page.waitForSelector('#steer');
+      assert.equal(await page.textContent('#send'), 'Queue');
+      // One cancel control for the running turn on this tab.
+      const cancels = await page.$$eval('button', (bs) => bs.filter((b) => /^cancel( turn)?$/i.test(b.textContent.trim()) && !b.classList.contains('cancel-queued')).length);
+      assert.equal(cancels, 1, 'one Cancel for the running turn');
+      await type(page, '/echo queued one');
+      await type(page, '/echo queued two');
+      await page.waitForSelector('#queue .queued:nth-of-type(2)');
+      assert.deepEqual(await page.$$eval('#queue .queued .pos', (l) => l.map((x) => x.textContent)), ['next', '#2']);
+      assert.match(await page.textContent('#queue'), /queued one[\s\S]*queued two/);
+      // Cancel the second before it starts: it leaves the queue, ended in phase queued.
+      await page.click('#queue .queued:nth-of-type(2) .cancel-queued');
+      await until(async () => (await page.$$('#queue .queued')).length === 1, 10_000, 'one queued left');
+      await until(() => obs.events.some((e) => e.type === 'turn.cancelled' && e.payload.phase === 'queued'), 10_000, 'turn.cancelled phase queued');
+      // Steer: pending first, then inside the running turn's block.
+      await page.fill('#composer', '/echo steered in');
+      await page.click('#steer');
+      await page.waitForSelector('.turn .msg-steered', { timeout: 20_000 });
+      assert.match(await page.textContent('.turn .msg-steered'), /steered in/);
+      assert.ok(obs.events.some((e) => e.type === 'turn.steered'), 'turn.steered emitted');
+      // The queued turn then runs; the queue empties.
+      await until(async () => (await srv.messages(s.id)).messages.some((m) => m.role === 'assistant' && JSON.stringify(m.content).includes('queued one')), 30_000, 'the queued turn answered');
+      await page.waitForSelector('#queue', { state: 'detached' });
+      await noSideScroll(page, 'conversation');
+      obs.close();
+      // After a reload (replay from the snapshot) the steered message is still inside its turn.
+      await page.reload();
+      await live(page);
+      await page.waitForSelector('.turn .msg-steered');
+    } finally {
+      await srv.close();
+    }
+  });
+}
+
+test('a steer into a turn being cancelled says to queue instead, and keeps the text', async () => {
+  const srv = await new Server(['--demo-delay', '2ms']).start();
+  try {
+    const s = await autoSession(srv);
+    const { page } = await open(`${srv.url}/#/s/${s.id}`);
+    await live(page);
+    await type(page, '/tool shell {"command": "sleep 3"}');
+    await page.waitForSelector('#steer');
+    // The server's answer to a steer while the turn is being cancelled (a window too short to hit reliably by timing).
+    await page.route('**/turns', (route) =>
+      route.request().method() === 'POST' && JSON.parse(route.request().postData() ?? '{}').steer
+        ? route.fulfill({ status: 409, contentType: 'application/json', body: JSON.stringify({ error: { code: 'turn_cancelling', message: 'the turn is being cancelled' } }) })
+        : route.continue(),
+    );
+    await page.fill('#composer', 'change of plan');
+    await page.click('#steer');
+    await page.waitForSelector('#composer-problem');
+    assert.match(await page.textContent('#composer-problem'), /being cancelled[\s\S]*queue/);
+    assert.equal(await page.inputValue('#composer'), 'change of plan');
+  } finally {
+    await srv.close();
+  }
+});
+
+for (const size of SIZES) {
+  test(`images: file picker, paste and drop show thumbnails with remove; limits; invalid_image; sent images load under the CSP (${size.name})`, async () => {
+    const srv = await new Server(['--demo-delay', '2ms']).start();
+    try {
+      const s = await srv.createSession();
+      const { page } = await open(`${srv.url}/#/s/${s.id}`, size);
+      await live(page);
+      await page.setInputFiles('#image-picker', [{ name: 'a.png', mimeType: 'image/png', buffer: PNG }]);
+      await page.waitForSelector('#attachments .attachment img');
+      // Paste and drop go through the same path.
+      await page.evaluate((b64) => {
+        const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+        const dt = () => {
+          const d = new DataTransfer();
+          d.items.add(new File([bytes], 'p.png', { type: 'image/png' }));
+          return d;
+        };
+        document.querySelector('#composer').dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt(), bubbles: true, cancelable: true }));
+        document.querySelector('form.composer').dispatchEvent(new DragEvent('drop', { dataTransfer: dt(), bubbles: true, cancelable: true }));
+      }, PNG.toString('base64'));
+      await until(async () => (await page.$$('#attachments .attachment')).length === 3, 5000, 'three thumbnails');
+      await page.click('#attachments .attachment:nth-of-type(3) .remove');
+      await until(async () => (await page.$$('#attachments .attachment')).length === 2, 5000, 'a thumbnail removed');
+      // Checked before sending: not an image by its bytes, and too large.
+      await page.setInputFiles('#image-picker', [
+        { name: 'fake.png', mimeType: 'image/png', buffer: Buffer.from('not an image at all') },
+        { name: 'big.png', mimeType: 'image/png', buffer: Buffer.concat([PNG, Buffer.alloc(6 * 1024 * 1024)]) },
+      ]);
+      await page.waitForSelector('#composer-problem');
+      const problem = await page.textContent('#composer-problem');
+      assert.match(problem, /fake\.png is not a PNG, JPEG, GIF or WebP image/);
+      assert.match(problem, /big\.png is 6\.0 MB: at most 5\.0 MB/);
+      assert.equal((await page.$$('#attachments .attachment')).length, 2);
+      await noSideScroll(page, 'composer with images');
+      await type(page, 'what is in these?');
+      await page.waitForSelector('.msg-user .msg-image img');
+      await until(async () => (await page.$$eval('.msg-user .msg-image img', (l) => l.map((i) => i.complete && i.naturalWidth))).every((w) => w === 2), 10_000, 'the images loaded');
+      assert.equal((await page.$$('.msg-user .msg-image img')).length, 2);
+      assert.equal((await page.$$('#attachments')).length, 0, 'sent: the thumbnails are gone');
+      await srv.idle(s.id);
+      // A truncated PNG passes the signature check here; the server refuses it, nothing is sent.
+      await page.setInputFiles('#image-picker', [{ name: 'cut.png', mimeType: 'image/png', buffer: PNG.subarray(0, 40) }]);
+      await page.waitForSelector('#attachments .attachment');
+      await type(page, 'and this one?');
+      await page.waitForSelector('#composer-problem');
+      assert.match(await page.textContent('#composer-problem'), /image was refused/);
+      assert.equal(await page.inputValue('#composer'), 'and this one?');
+      assert.equal((await srv.messages(s.id)).messages.filter((m) => m.role === 'user').length, 1);
+    } finally {
+      await srv.close();
+    }
+  });
+}
+
+for (const size of SIZES) {
+  test(`revert lists the files and warns before the click, undo puts them back; fork from here opens the fork, which links back (${size.name})`, async () => {
+    const srv = await new Server(['--demo-delay', '2ms']).start();
+    try {
+      const s = await autoSession(srv);
+      await srv.submit(s.id, '/tool write_file {"path": "notes.md", "content": "one\\n"}');
+      await srv.idle(s.id);
+      const file = path.join(srv.workspace, 'notes.md');
+      assert.ok(existsSync(file));
+      const { page } = await open(`${srv.url}/#/s/${s.id}`, size);
+      await live(page);
+      await page.click('.revert-btn');
+      await page.waitForSelector('.revert-panel');
+      const panel = await page.textContent('.revert-panel');
+      assert.match(panel, /notes\.md/);
+      assert.match(panel, /not undone/);
+      await noSideScroll(page, 'revert panel');
+      await page.click('#confirm-revert');
+      await page.waitForSelector('#revert-bar');
+      assert.match(await page.textContent('#revert-bar'), /1 removed[\s\S]*not undone/);
+      assert.ok(!existsSync(file), 'the file the turn added is gone');
+      await page.click('#undo-revert');
+      await until(() => existsSync(file), 10_000, 'the undo put the file back');
+      await until(async () => /Revert undone/.test(await page.textContent('#revert-bar')), 5000, 'the bar says undone');
+      // Fork from here.
+      await page.click('.fork-btn');
+      await page.click('#confirm-fork');
+      await until(async () => !page.url().includes(s.id), 10_000, 'navigated to the fork');
+      await live(page);
+      await page.waitForSelector('#forked-from');
+      assert.equal(await page.getAttribute('#forked-from', 'href'), `#/s/${s.id}`);
+      const fid = /#\/s\/([^/]+)/.exec(page.url())[1];
+      assert.equal((await srv.req('GET', `/sessions/${fid}`)).session.forked_from.session_id, s.id);
+      await page.waitForSelector('.turn');
+      await noSideScroll(page, 'fork');
+    } finally {
+      await srv.close();
+    }
+  });
+}
+
+test('background commands show with their state, live and after a reload', async () => {
+  const srv = await new Server(['--demo-delay', '2ms']).start();
+  try {
+    const s = await autoSession(srv);
+    const { page } = await open(`${srv.url}/#/s/${s.id}`);
+    await live(page);
+    await srv.submit(s.id, '/tool shell {"command": "sleep 60", "background": true}');
+    await page.waitForSelector('#bg-commands .bg-command[data-running=true]', { timeout: 20_000 });
+    assert.match(await page.textContent('#bg-commands'), /1 running[\s\S]*\$ sleep 60/);
+    await srv.idle(s.id);
+    // Cancelling nothing, the command still runs after its turn; a reload shows it from the summary.
+    await page.reload();
+    await live(page);
+    await page.waitForSelector('#bg-commands .bg-command[data-running=true]');
+    const { session } = await srv.req('GET', `/sessions/${s.id}`);
+    const id = session.background_commands[0].id;
+    await srv.submit(s.id, `/tool shell_kill {"id": "${id}"}`);
+    await page.waitForSelector('#bg-commands .bg-command[data-running=false]', { timeout: 20_000 });
+    assert.match(await page.textContent('#bg-commands .bg-command'), /killed/);
+    await srv.idle(s.id);
+    await page.reload();
+    await live(page);
+    await page.waitForSelector('#bg-commands .bg-command[data-running=false]');
+    assert.match(await page.textContent('#bg-commands'), /0 running/);
+  } finally {
+    await srv.close();
+  }
+});
+
+test('the mode select names the session’s mode as the API does, and follows a change made elsewhere', async () => {
+  const srv = await new Server(['--demo-delay', '2ms', '--default-mode', 'accept_edits']).start();
+  try {
+    const s = await srv.createSession();
+    const { page } = await open(`${srv.url}/#/s/${s.id}`);
+    await live(page);
+    const shown = () => page.$eval('#mode-select', (e) => [e.value, e.options[e.selectedIndex].text]);
+    assert.deepEqual(await shown(), ['accept_edits', 'accept edits']);
+    await srv.req('PATCH', `/sessions/${s.id}`, { mode: 'default' });
+    await until(async () => (await shown())[0] === 'default', 5000, 'the mode followed');
+    assert.match((await shown())[1], /^default/);
+  } finally {
+    await srv.close();
+  }
+});
