@@ -241,12 +241,12 @@ test('background commands show with their state, live and after a reload', async
     const { session } = await srv.req('GET', `/sessions/${s.id}`);
     const id = session.background_commands[0].id;
     await srv.submit(s.id, `/tool shell_kill {"id": "${id}"}`);
-    await page.waitForSelector('#bg-commands .bg-command[data-running=false]', { timeout: 20_000 });
+    await page.waitForSelector('#bg-commands .bg-command[data-running=false]', { state: 'attached', timeout: 20_000 });
     assert.match(await page.textContent('#bg-commands .bg-command'), /killed/);
     await srv.idle(s.id);
     await page.reload();
     await live(page);
-    await page.waitForSelector('#bg-commands .bg-command[data-running=false]');
+    await page.waitForSelector('#bg-commands .bg-command[data-running=false]', { state: 'attached' });
     assert.match(await page.textContent('#bg-commands'), /0 running/);
   } finally {
     await srv.close();
