@@ -192,7 +192,7 @@ export function Composer(p: { live: LiveSession }): VNode {
               el.value = '';
             }} />
           <button type="button" class="ghost icon-btn" id="attach" title=${`Attach images (PNG, JPEG, GIF, WebP; up to ${MAX_IMAGES}, ${kb(MAX_IMAGE_BYTES)} each)`}
-            aria-label="attach images" onClick=${() => picker.current?.click()}>＋</button>
+            aria-label="attach images" onClick=${() => picker.current?.click()}>+ Image</button>
           ${inFlight
             ? html`<button type="button" class="danger" id="cancel" title="Cancel the running turn (queued turns then start)" onClick=${() => cancelTurn(live)}>Cancel</button>
                 <button type="button" id="steer" disabled=${sending || empty} title="Send into the running turn: the model reads it at its next step (Ctrl+Enter)"

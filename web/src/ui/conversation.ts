@@ -44,6 +44,8 @@ interface Ctx {
   workers: readonly Worker[];
   sessionId: string;
   live: LiveSession;
+  /** The session this one was forked from (its images serve a fork's copied messages too). */
+  forkedFrom?: string;
 }
 
 function Block(p: { b: ViewBlock; m: ViewMessage; ctx: Ctx }): VNode | null {
@@ -62,9 +64,9 @@ function Block(p: { b: ViewBlock; m: ViewMessage; ctx: Ctx }): VNode | null {
     }
     case 'tool_result':
       return html`<div class=${'tool-result-block' + (b.is_error ? ' is-error' : '')}><pre>${b.content}</pre>
-        ${b.images?.length ? html`<div class="images">${b.images.map((im, i) => html`<${ImageThumb} key=${i} b=${im} sessionId=${m.session_id || ctx.sessionId} />`)}</div>` : null}</div>`;
+        ${b.images?.length ? html`<div class="images">${b.images.map((im, i) => html`<${ImageThumb} key=${i} b=${im} sessionId=${m.session_id || ctx.sessionId} also=${ctx.forkedFrom} />`)}</div>` : null}</div>`;
     case 'image':
-      return html`<${ImageThumb} b=${b} sessionId=${m.session_id || ctx.sessionId} />`;
+      return html`<${ImageThumb} b=${b} sessionId=${m.session_id || ctx.sessionId} also=${ctx.forkedFrom} />`;
     case 'compaction':
       return html`<div class="compaction-mark">Context compacted here: the model sees a summary of what came before.</div>`;
     default:
@@ -75,14 +77,19 @@ function Block(p: { b: ViewBlock; m: ViewMessage; ctx: Ctx }): VNode | null {
 /**
  * An image of a message: the bytes come from GET /sessions/{id}/images/{sha256}
  * (same origin, so the page's img-src 'self' allows it); a click opens it whole.
+ * A fork's copied message may name an image only the session it was forked
+ * from serves: that URL is tried next; when none loads, a placeholder says so.
  */
-function ImageThumb(p: { b: ViewBlock; sessionId: string }): VNode | null {
+function ImageThumb(p: { b: ViewBlock; sessionId: string; also?: string }): VNode | null {
+  const [attempt, setAttempt] = useState(0);
   if (!p.b.sha256) return null;
-  const url = api.imageUrl(p.sessionId, p.b.sha256);
+  const urls = [p.sessionId, ...(p.also && p.also !== p.sessionId ? [p.also] : [])].map((sid) => api.imageUrl(sid, p.b.sha256!));
   const kind = (p.b.media_type ?? '').replace('image/', '').toUpperCase();
   const what = `${kind} ${p.b.width ?? 0}×${p.b.height ?? 0}, ${Math.max(1, Math.round((p.b.size ?? 0) / 1024))} KB`;
+  const url = urls[attempt];
+  if (!url) return html`<span class="msg-image missing" title=${what}>image not available (${what})</span>`;
   return html`<a class="msg-image" href=${url} target="_blank" rel="noopener" title=${what}>
-    <img src=${url} alt=${'image: ' + what} loading="lazy" width=${p.b.width || undefined} height=${p.b.height || undefined} />
+    <img key=${url} src=${url} alt=${'image: ' + what} loading="lazy" onError=${() => setAttempt((n) => n + 1)} />
   </a>`;
 }
 
@@ -275,6 +282,7 @@ export function Conversation(p: { live: LiveSession }): VNode {
     workers: [...v.workers.values()],
     sessionId: live.sessionId,
     live,
+    forkedFrom: v.session?.forked_from?.session_id,
   };
   const turnRows = live.turnRows.value;
   const items = rows(v.messages);

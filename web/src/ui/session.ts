@@ -76,7 +76,7 @@ function Header(p: { live: LiveSession; tab: Tab }): VNode {
       <span class="mono" title=${live.sessionId}>${shortId(live.sessionId)}</span>
       ${s?.forked_from
         ? html`<a class="forked-from" id="forked-from" href=${href({ page: 'session', id: s.forked_from.session_id, tab: 'chat' })}
-            title=${`forked from ${s.forked_from.session_id} at message ${s.forked_from.message_id}`}>⑂ forked from ${shortId(s.forked_from.session_id)}</a>`
+            title=${`forked from ${s.forked_from.session_id} at message ${s.forked_from.message_id}`}>forked from ${shortId(s.forked_from.session_id)}</a>`
         : null}
       <span class="model-name">${s?.active_model ?? ''}</span>
       <span class=${'badge st-' + turn.status} id="turn-status">${turn.status.replace('_', ' ')}${turn.reason ? ' · ' + turn.reason : ''}</span>

@@ -188,6 +188,8 @@ for (const size of SIZES) {
     const srv = await new Server(['--demo-delay', '2ms']).start();
     try {
       const s = await autoSession(srv);
+      await srv.req('POST', `/sessions/${s.id}/turns`, { content: 'a picture', images: [{ media_type: 'image/png', data: PNG.toString('base64') }] });
+      await srv.idle(s.id);
       await srv.submit(s.id, '/tool write_file {"path": "notes.md", "content": "one\\n"}');
       await srv.idle(s.id);
       const file = path.join(srv.workspace, 'notes.md');
@@ -217,6 +219,8 @@ for (const size of SIZES) {
       const fid = /#\/s\/([^/]+)/.exec(page.url())[1];
       assert.equal((await srv.req('GET', `/sessions/${fid}`)).session.forked_from.session_id, s.id);
       await page.waitForSelector('.turn');
+      // The fork's copy of the message with an image shows it.
+      await until(async () => (await page.$$eval('.msg-user .msg-image img', (l) => l.map((i) => i.complete && i.naturalWidth))).join() === '2', 10_000, 'the fork shows the image');
       await noSideScroll(page, 'fork');
     } finally {
       await srv.close();
