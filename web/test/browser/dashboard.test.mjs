@@ -55,13 +55,13 @@ test('a turn streams into the page and the final text equals the stored message'
     const shown = await pageMessages(page);
     assert.ok(shown.filter((m) => m.cls.includes('msg-assistant')).length >= 2, 'two assistant messages (tool round trip)');
     assert.ok(shown.every((m) => !m.cls.includes('msg-streaming')), 'nothing left streaming');
-    // The composer answers a 409 with a notice and keeps the text.
+    // While a turn runs, Enter queues the message (a refusal would keep the text: conversation.test.mjs).
     await srv.submit(s.id, '/long 400');
     await page.waitForSelector('#turn-status.st-in_flight');
     await page.fill('#composer', 'second message');
     await page.keyboard.press('Enter');
-    await page.waitForSelector('#notice:has-text("already running")');
-    assert.equal(await page.inputValue('#composer'), 'second message');
+    await page.waitForSelector('#queue .queued:has-text("second message")');
+    assert.equal(await page.inputValue('#composer'), '');
   } finally {
     await srv.close();
   }
