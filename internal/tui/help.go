@@ -15,6 +15,8 @@ const (
 	overlayNone overlay = iota
 	overlayHelp
 	overlayPicker
+	overlayModels // the model picker (/model)
+	overlaySheet  // a sheet: /bg, /mcp, the /undo confirmation
 )
 
 // composerPlaceholder is the composer's hint when empty.
