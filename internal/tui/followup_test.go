@@ -285,3 +285,18 @@ func sha256hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+func TestTheSubmittedTurnEndsEvenWhenAQueuedOneStartsInTheSameFrame(t *testing.T) {
+	h := newHarness(t)
+	h.typeText("/long 400")
+	h.run(h.key(enter)) // turn_1, pending
+	h.turnStarted("turn_1", "/long 400")
+	h.event("turn.completed", "turn_1", map[string]any{"outcome": "completed"})
+	h.turnStarted("turn_2", "queued")
+	h.event("turn.completed", "turn_2", map[string]any{"outcome": "completed"})
+	h.frame()
+	if h.m.busy() {
+		t.Fatalf("still busy: current turn %q", h.m.currentTurn())
+	}
+	h.contains("idle ·")
+}

@@ -40,7 +40,7 @@ type fakeAPI struct {
 	revertErr error                // Revert's error
 	restored  []string             // checkpoint ids RestoreCheckpoint was called with
 	forks     []client.ForkRequest // Fork's requests
-	mcp       client.MCPStatus     // what SessionMCP returns
+	mcp       client.MCPStatus     // what MCP returns
 }
 
 func (f *fakeAPI) Models(context.Context) (client.ModelList, error) {
@@ -81,7 +81,7 @@ func (f *fakeAPI) Fork(_ context.Context, _ string, req client.ForkRequest) (cli
 	return r, nil
 }
 
-func (f *fakeAPI) SessionMCP(context.Context, string) (client.MCPStatus, error) {
+func (f *fakeAPI) MCP(context.Context) (client.MCPStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.mcp, nil

@@ -29,7 +29,7 @@ type backend interface {
 	Revert(ctx context.Context, sessionID, turnID string) (client.RevertResult, error)
 	RestoreCheckpoint(ctx context.Context, sessionID, checkpointID string) (client.RevertResult, error)
 	Fork(ctx context.Context, sessionID string, req client.ForkRequest) (client.ForkResult, error)
-	SessionMCP(ctx context.Context, sessionID string) (client.MCPStatus, error)
+	MCP(ctx context.Context) (client.MCPStatus, error)
 }
 
 // callError is an llm.call_failed shown in the conversation.

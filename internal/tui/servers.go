@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -24,7 +25,7 @@ const (
 	mcpTimeout = 10 * time.Second
 )
 
-// mcpMsg is the answer of SessionMCP; again schedules the next poll.
+// mcpMsg is the answer of MCP; again schedules the next poll.
 type mcpMsg struct {
 	st    client.MCPStatus
 	err   error
@@ -51,12 +52,26 @@ func (m *Model) fetchMCP(delay time.Duration, again bool) tea.Cmd {
 		}
 		cctx, cancel := context.WithTimeout(ctx, mcpTimeout)
 		defer cancel()
-		st, err := api.SessionMCP(cctx, sid)
+		st, err := api.MCP(cctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		return mcpMsg{st: st, err: err, again: again}
+		return mcpMsg{st: sessionServers(st, sid), err: err, again: again}
 	}
+}
+
+// sessionServers keeps the servers a session's turns use: the
+// configured ones (invalid entries included, which the session's own
+// list leaves out) and those set for it.
+func sessionServers(st client.MCPStatus, sessionID string) client.MCPStatus {
+	out := st
+	out.Servers = nil
+	for _, s := range st.Servers {
+		if s.Scope != protocol.MCPScopeSession || slices.Contains(s.SessionIDs, sessionID) {
+			out.Servers = append(out.Servers, s)
+		}
+	}
+	return out
 }
 
 // mcpResult keeps the servers' state (an error keeps the last known)

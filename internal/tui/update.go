@@ -115,6 +115,7 @@ func (m *Model) apply(items []item) bool {
 			m.dequeuedNote(it.event) // before the view forgets the queued turn
 			m.view.Apply(it.event)
 			m.observe(it.event)
+			m.pendingEnded()
 			changed = true
 		case client.Reconnecting:
 			m.reconnecting, m.attempt, m.connErr = true, it.attempt, it.err
@@ -129,9 +130,7 @@ func (m *Model) apply(items []item) bool {
 			}
 		}
 	}
-	if t := m.view.Turn; m.pendingTurn != "" && t.ID == m.pendingTurn && t.Status != protocol.TurnStatusInFlight {
-		m.pendingTurn, m.cancelling = "", false
-	}
+	m.pendingEnded()
 	if m.cancelling && m.currentTurn() == "" && !m.submitting {
 		m.cancelling = false
 	}
@@ -140,6 +139,14 @@ func (m *Model) apply(items []item) bool {
 		m.setFlash("the request was decided before your answer", false)
 	}
 	return changed
+}
+
+// pendingEnded forgets the turn submitted once it is seen to end: each
+// event is checked, as a queued turn may start in the same frame.
+func (m *Model) pendingEnded() {
+	if t := m.view.Turn; m.pendingTurn != "" && t.ID == m.pendingTurn && t.Status != protocol.TurnStatusInFlight {
+		m.pendingTurn, m.cancelling = "", false
+	}
 }
 
 // observe keeps what the View does not: the inspector's raw events, the
