@@ -176,7 +176,7 @@ func TestUndoAsksWithWhatItPutsBackThenReverts(t *testing.T) {
 	}}
 	h.typeText("/undo")
 	h.run(h.key(enter))
-	h.contains("undo", `before the turn "write hello"`, "A hello.txt (+2 −0)", "Only the workspace's files are put back", "y or enter reverts")
+	h.contains("undo", "before the turn “write hello”", "A hello.txt (+2 −0)", "Only the workspace's files are put back", "y or enter reverts")
 	if len(h.api.reverted) != 0 {
 		t.Fatal("reverted before the answer")
 	}

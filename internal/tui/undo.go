@@ -87,7 +87,7 @@ func (m *Model) askUndo(msg turnsMsg) {
 		return
 	}
 	lines := []string{
-		fmt.Sprintf("Put the workspace's files back as they were before the turn %q (%s, %s)?", titleOf(t.Prompt), t.TurnID, cli.Ago(time.Now(), t.StartedAt)),
+		fmt.Sprintf("Put the workspace's files back as they were before the turn “%s” (%s, %s)?", titleOf(t.Prompt), t.TurnID, cli.Ago(time.Now(), t.StartedAt)),
 	}
 	if c := t.Changes; c != nil {
 		lines = append(lines, fmt.Sprintf("It changed %s (+%d −%d); the changes of later turns are undone too:", plural(c.FilesChanged, "file"), c.Additions, c.Deletions))

@@ -152,15 +152,16 @@ func (m *Model) activityView() string {
 		}
 		s = st.activity.Render(strings.Join(parts, " · "))
 	default:
-		parts := []string{"idle", m.model(), "mode " + m.mode(), fmt.Sprintf("$%.4f", m.view.CostUSD)}
+		parts := []string{"idle", m.model(), "mode " + m.mode()}
+		if n := m.bgRunning(); n > 0 {
+			parts = append(parts, fmt.Sprintf("bg %d running (/bg)", n))
+		}
+		parts = append(parts, fmt.Sprintf("$%.4f", m.view.CostUSD))
 		if g := m.gauge(); g != "" {
 			if m.gaugeFull() {
 				g = st.warn.Render(g + " (/compact frees it)")
 			}
 			parts = append(parts, g)
-		}
-		if n := m.bgRunning(); n > 0 {
-			parts = append(parts, fmt.Sprintf("bg %d running (/bg)", n))
 		}
 		switch t := m.view.Turn; t.Status {
 		case "failed":
