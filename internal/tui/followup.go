@@ -186,6 +186,9 @@ func (m *Model) followUpSeen(ev *protocol.EventEnvelope) {
 		return
 	}
 	m.dropSteer(p.UserMessage.ID)
+	if strings.HasPrefix(m.flash, "steered:") {
+		m.flash = "" // settled: the conversation or the queue shows it
+	}
 }
 
 // dropSteer forgets a steered message, and the ones a snapshot shows
