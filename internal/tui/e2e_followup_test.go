@@ -117,5 +117,7 @@ func TestFollowUpsImagesUndoAndServersInTmux(t *testing.T) {
 		return idle(s) && strings.Contains(s, "⚙ background bg_") && strings.Contains(s, "bg 1 running (/bg)")
 	})
 	send("/bg")
-	tm.waitFor("the /bg sheet", func(s string) bool { return strings.Contains(s, "running, started") && strings.Contains(s, "$ sleep 30") })
+	tm.waitFor("the /bg sheet", func(s string) bool {
+		return strings.Contains(s, "running, started") && strings.Contains(s, "$ sleep 30")
+	})
 }
