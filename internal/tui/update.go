@@ -86,6 +86,10 @@ func (m *Model) frame(now time.Time) {
 		m.dirty = true
 	}
 	m.relayout()
+	m.composer.Placeholder = composerPlaceholder
+	if m.currentTurn() != "" {
+		m.composer.Placeholder = busyPlaceholder
+	}
 	if m.dirty {
 		m.render()
 	}
