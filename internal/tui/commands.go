@@ -25,11 +25,7 @@ type (
 		err  error
 	}
 	compactSentMsg struct{ err error }
-	modelsMsg      struct {
-		list []client.Session
-		err  error
-	}
-	createdMsg struct {
+	createdMsg     struct {
 		sess client.Session
 		err  error
 	}
@@ -67,23 +63,15 @@ func (m *Model) command(text string) (tea.Cmd, bool) {
 		}
 		switch arg {
 		case "":
-			// The server has no list of its models: the ones its
-			// sessions use are the ones known to work.
-			ctx, api := m.ctx, m.api
-			return func() tea.Msg {
-				list, err := api.Sessions(ctx)
-				return modelsMsg{list: list, err: err}
-			}, true
+			return m.openModels(), true
 		case "default", "-":
-			m.modelPin = ""
-			m.setFlash("the next turns run on the session's model ("+m.sessionModel()+")", false)
+			m.pinModel("")
 		default:
 			if !strings.Contains(arg, ":") {
-				m.setFlash("a model is provider:model, e.g. anthropic:claude-sonnet-4-6 or builtin:demo", true)
+				m.setFlash("a model is provider:model, e.g. anthropic:claude-sonnet-4-6 or builtin:demo (/model lists them)", true)
 				return nil, true
 			}
-			m.modelPin = arg
-			m.setFlash("the next turns run on "+arg+" (a model the server cannot use is refused when you send)", false)
+			m.pinModel(arg)
 		}
 		return nil, true
 	case "/compact":
@@ -98,13 +86,20 @@ func (m *Model) command(text string) (tea.Cmd, bool) {
 			return compactSentMsg{err: err}
 		}, true
 	case "/undo":
-		// The server's revert API is not part of this build yet: say so
-		// rather than sending "/undo" to the model.
-		m.setFlash("/undo: this server cannot revert a turn's file changes yet", true)
-		return nil, true
+		return m.undo(), true
+	case "/redo":
+		return m.redo(), true
+	case "/fork":
+		return m.fork(), true
 	case "/image":
-		m.setFlash("/image: this server does not take images on turns yet", true)
+		return m.attachImage(arg), true
+	case "/unqueue":
+		return m.unqueue(arg), true
+	case "/bg":
+		m.openSheet(sheet{kind: "bg", title: "background commands", hint: "esc closes"})
 		return nil, true
+	case "/mcp":
+		return m.showMCP(), true
 	}
 	return nil, false
 }
@@ -170,23 +165,27 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 			m.setFlash("mode "+msg.mode, false)
 		}
 	case modelsMsg:
-		var known []string
-		if strings.Contains(m.model(), ":") {
-			known = append(known, m.model())
+		m.modelsLoaded(msg)
+	case attachedMsg:
+		m.attachedResult(msg)
+	case unqueuedMsg:
+		if msg.err != nil {
+			m.setFlash("not taken out of the queue: "+errText(msg.err), true)
+		} else {
+			m.setFlash("taken out of the queue: "+msg.preview, false)
 		}
-		for _, s := range msg.list {
-			if !slices.Contains(known, s.ActiveModel) && s.ActiveModel != "" {
-				known = append(known, s.ActiveModel)
-			}
+	case turnsMsg:
+		m.askUndo(msg)
+	case revertedMsg:
+		m.reverted(msg)
+	case forkedMsg:
+		if msg.err != nil {
+			m.setFlash("not forked: "+errText(msg.err), true)
+			return nil
 		}
-		if !slices.Contains(known, "builtin:demo") {
-			known = append(known, "builtin:demo")
-		}
-		s := "model " + m.model()
-		if m.modelPin != "" {
-			s += " (chosen here; /model default goes back to the session's)"
-		}
-		m.setFlash(s+" · in use on this server: "+strings.Join(known, ", ")+" · /model provider:model runs the next turns on another", false)
+		return m.switchTo(msg.res.ID)
+	case mcpMsg:
+		return m.mcpResult(msg)
 	case compactSentMsg:
 		if msg.err != nil {
 			m.compacting = false

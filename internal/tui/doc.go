@@ -11,9 +11,14 @@
 // messages older than the snapshot's (history.go), the screen layout
 // (view.go, inspector.go), the help and key hints (help.go), the slash
 // commands it handles itself (commands.go), the session picker
-// (picker.go), the approval prompt (approval.go) and what it keeps from
-// the events beyond the client's View: diffs, turn totals, the context
-// gauge, compactions, the title (stats.go). Run (run.go) finds the
+// (picker.go), the model picker (models.go), the sheets over the
+// conversation (sheet.go), the approval prompt (approval.go), follow-ups
+// (followup.go: enter queues while a turn runs, ctrl+s steers, /image,
+// the queue panel), /undo, /redo and /fork (undo.go), the MCP servers'
+// mark and the background commands (servers.go), the lines events make
+// between the messages (notes.go) and what it keeps from the events
+// beyond the client's View: diffs, turn totals, the context gauge,
+// compactions, the title (stats.go). Run (run.go) finds the
 // server as contract §1 says, has the command start one in-process
 // (Options.StartServer) when the default address is not answering, and
 // creates or resumes a session (--session, --continue); /new and the

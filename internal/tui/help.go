@@ -15,10 +15,15 @@ const (
 	overlayNone overlay = iota
 	overlayHelp
 	overlayPicker
+	overlayModels // the model picker (/model)
+	overlaySheet  // a sheet: /bg, /mcp, the /undo confirmation
 )
 
 // composerPlaceholder is the composer's hint when empty.
 const composerPlaceholder = "Message metis — enter sends · ? or F1 help · /help commands"
+
+// busyPlaceholder is the composer's hint while a turn runs.
+const busyPlaceholder = "A follow-up — enter queues it after this turn · ctrl+s steers it into this turn"
 
 // keyHints is the status line's standing hint: the keys a newcomer needs
 // first, before anything else so a narrow terminal cuts the rest.
@@ -26,9 +31,10 @@ const keyHints = "? help · enter send · esc cancel · ctrl+c quit · tab expan
 
 // helpKeys are the keys the help overlay lists.
 var helpKeys = [][2]string{
-	{"enter", "send the message"},
+	{"enter", "send the message; while a turn runs, queue it to run next"},
+	{"ctrl+s", "steer: send the message into the running turn (its next model call)"},
 	{"alt+enter, shift+enter, ctrl+j", "new line in the message"},
-	{"esc", "cancel the running turn (or close what is open)"},
+	{"esc", "cancel the running turn (queued messages still run) or close what is open"},
 	{"ctrl+c", "cancel the running turn; when idle, twice to quit"},
 	{"tab, ctrl+o", "expand thinking, tool output, diffs and worker cards"},
 	{"shift+tab", "next permission mode (default → accept_edits → plan → auto)"},
@@ -46,11 +52,16 @@ var helpCommands = [][2]string{
 	{"/help", "this help"},
 	{"/new", "start a new session in this workspace"},
 	{"/sessions", "pick a session to switch to (this workspace's first)"},
-	{"/model [provider:model]", "show the model, or run the following turns on another"},
+	{"/model [provider:model]", "pick a model the server offers, or run the following turns on one"},
 	{"/mode [default|accept_edits|plan|auto]", "show or change the permission mode"},
 	{"/compact [what to keep]", "summarise the conversation now to free context"},
-	{"/undo", "revert the last turn's file changes (when the server supports it)"},
-	{"/image PATH", "attach an image (when the server supports it)"},
+	{"/unqueue [N]", "take queued message N (default the last) out of the queue"},
+	{"/image PATH", "attach an image to the next message (/image clear drops them)"},
+	{"/undo", "put the files back as before the last turn that changed them (asks first)"},
+	{"/redo", "undo that revert"},
+	{"/fork", "copy this session as it is and switch to the copy"},
+	{"/bg", "the background commands, running and ended"},
+	{"/mcp", "the MCP servers and their state"},
 	{"/quit", "leave (the session stays; metis --continue resumes it)"},
 }
 

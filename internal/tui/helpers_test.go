@@ -31,6 +31,60 @@ type fakeAPI struct {
 	compacts  []string // instructions
 	sessions  []client.Session
 	created   []client.CreateOptions
+	requests  []client.TurnRequest // every SubmitTurn's request
+	accept    *client.TurnAccepted // SubmitTurn's answer (nil: a turn started, f.turn)
+	submitErr error                // SubmitTurn's error
+	models    client.ModelList     // what Models returns
+	turns     client.TurnList      // what Turns returns
+	reverted  []string             // turn ids Revert was called with
+	revertErr error                // Revert's error
+	restored  []string             // checkpoint ids RestoreCheckpoint was called with
+	forks     []client.ForkRequest // Fork's requests
+	mcp       client.MCPStatus     // what MCP returns
+}
+
+func (f *fakeAPI) Models(context.Context) (client.ModelList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.models, nil
+}
+
+func (f *fakeAPI) Turns(context.Context, string, string, int) (client.TurnList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.turns, nil
+}
+
+func (f *fakeAPI) Revert(_ context.Context, _, turn string) (client.RevertResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reverted = append(f.reverted, turn)
+	if f.revertErr != nil {
+		return client.RevertResult{}, f.revertErr
+	}
+	return client.RevertResult{Trigger: "revert", TurnID: turn, UndoCheckpointID: "cp_undo", Restored: []string{"a.txt"}}, nil
+}
+
+func (f *fakeAPI) RestoreCheckpoint(_ context.Context, _, cp string) (client.RevertResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.restored = append(f.restored, cp)
+	return client.RevertResult{Trigger: "undo", CheckpointID: cp}, nil
+}
+
+func (f *fakeAPI) Fork(_ context.Context, _ string, req client.ForkRequest) (client.ForkResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forks = append(f.forks, req)
+	var r client.ForkResult
+	r.ID = "sess_FORK"
+	return r, nil
+}
+
+func (f *fakeAPI) MCP(context.Context) (client.MCPStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mcp, nil
 }
 
 func (f *fakeAPI) Approve(_ context.Context, _, id string, ans protocol.ApprovalAnswer) (client.Resolution, error) {
@@ -75,11 +129,18 @@ func (f *fakeAPI) Messages(_ context.Context, _, before string, _ int) ([]json.R
 	return f.older, false, nil
 }
 
-func (f *fakeAPI) Submit(_ context.Context, _, content string) (string, error) {
+func (f *fakeAPI) SubmitTurn(_ context.Context, _ string, req client.TurnRequest) (client.TurnAccepted, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.submitted = append(f.submitted, content)
-	return f.turn, nil
+	f.submitted = append(f.submitted, req.Content)
+	f.requests = append(f.requests, req)
+	if f.submitErr != nil {
+		return client.TurnAccepted{}, f.submitErr
+	}
+	if f.accept != nil {
+		return *f.accept, nil
+	}
+	return client.TurnAccepted{TurnID: f.turn, MessageID: "msg_user_" + f.turn}, nil
 }
 
 func (f *fakeAPI) Cancel(_ context.Context, _, turn, reason string) error {

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -36,6 +35,10 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.overlay = overlayNone // any other key closes it and does its work
 	case overlayPicker:
 		return m.pickerKey(k)
+	case overlayModels:
+		return m.modelsKey(k)
+	case overlaySheet:
+		return m.sheetKey(k)
 	}
 	if cmd, ok := m.approvalKey(k); ok {
 		return cmd
@@ -44,7 +47,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case "ctrl+c":
 		return m.ctrlC()
 	case "enter":
-		return m.send()
+		return m.send(false)
+	case "ctrl+s":
+		return m.send(true)
 	case "f1":
 		m.overlay = overlayHelp
 		return nil
@@ -146,38 +151,5 @@ func (m *Model) cancel() tea.Cmd {
 	ctx, api, sid := m.ctx, m.api, m.sessionID
 	return func() tea.Msg {
 		return cancelSentMsg{err: api.Cancel(ctx, sid, turn, "user_cancel")}
-	}
-}
-
-// send submits the composer's text as a new turn.
-func (m *Model) send() tea.Cmd {
-	text := strings.TrimSpace(m.composer.Value())
-	if strings.HasPrefix(text, "/") {
-		if cmd, ok := m.command(text); ok {
-			m.composer.Reset()
-			return cmd
-		}
-	}
-	switch {
-	case text == "":
-		return nil
-	case m.submitting || m.currentTurn() != "":
-		m.setFlash("a turn is running: wait for it, or esc to cancel it", true)
-		return nil
-	case m.followErr != nil:
-		m.setFlash("not connected to the session", true)
-		return nil
-	}
-	m.composer.Reset()
-	m.vp.GotoBottom()
-	m.submitting = true
-	m.flash = ""
-	if m.modelPin != "" && !strings.HasPrefix(text, "/model ") {
-		text = "/model " + m.modelPin + " " + text
-	}
-	ctx, api, sid := m.ctx, m.api, m.sessionID
-	return func() tea.Msg {
-		turn, err := api.Submit(ctx, sid, text)
-		return submittedMsg{turn: turn, err: err}
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 // backend is the part of *client.Client the model calls.
 type backend interface {
-	Submit(ctx context.Context, sessionID, content string) (string, error)
+	SubmitTurn(ctx context.Context, sessionID string, req client.TurnRequest) (client.TurnAccepted, error)
 	Cancel(ctx context.Context, sessionID, turnID, reason string) error
 	Messages(ctx context.Context, sessionID, before string, limit int) ([]json.RawMessage, bool, error)
 	Approve(ctx context.Context, sessionID, approvalID string, ans protocol.ApprovalAnswer) (client.Resolution, error)
@@ -24,6 +24,12 @@ type backend interface {
 	Compact(ctx context.Context, sessionID, instructions string) (string, error)
 	Sessions(ctx context.Context) ([]client.Session, error)
 	Create(ctx context.Context, o client.CreateOptions) (client.Session, error)
+	Models(ctx context.Context) (client.ModelList, error)
+	Turns(ctx context.Context, sessionID, before string, limit int) (client.TurnList, error)
+	Revert(ctx context.Context, sessionID, turnID string) (client.RevertResult, error)
+	RestoreCheckpoint(ctx context.Context, sessionID, checkpointID string) (client.RevertResult, error)
+	Fork(ctx context.Context, sessionID string, req client.ForkRequest) (client.ForkResult, error)
+	MCP(ctx context.Context) (client.MCPStatus, error)
 }
 
 // callError is an llm.call_failed shown in the conversation.
@@ -59,6 +65,14 @@ type Model struct {
 	ctxTokens   int64                 // the conversation's size for the next call
 	ctxWindow   int64                 // the model's context window (0: unknown)
 	modelPin    string                // /model: the model every following turn asks for
+	notes       []compactNote         // other events shown between messages (reverts, file changes, background commands)
+	steering    []steer               // messages steered into the running turn, not yet taken
+	attached    []attachment          // /image: the images the next message carries
+	imageNames  map[string]string     // sha256 → the file name an image was attached from
+	undoCP      string                // the undo checkpoint of the latest revert seen (/redo)
+	forkedFrom  string                // the session this one was forked from
+	mcp         *client.MCPStatus     // the session's MCP servers as last polled (nil before)
+	panelRows   int                   // rows of the queue panel the layout made room for
 
 	subscribed   bool
 	reconnecting bool
@@ -76,10 +90,12 @@ type Model struct {
 	flash        string // transient status line message
 	flashIsError bool
 
-	overlay  overlay    // help or the session picker, over the conversation
-	helpTop  int        // the help's first line shown, on a short terminal
-	picker   picker     // the session picker's state
-	approval approvalUI // the approval prompt's state
+	overlay  overlay     // help, a picker or a sheet, over the conversation
+	models   modelPicker // the model picker's state
+	sheet    sheet       // the sheet's state (/bg, /mcp, the /undo confirmation)
+	helpTop  int         // the help's first line shown, on a short terminal
+	picker   picker      // the session picker's state
+	approval approvalUI  // the approval prompt's state
 	// next is the session to open when the program ends (/new, the
 	// picker): Run opens it and starts the screen again.
 	next string
@@ -125,23 +141,24 @@ func newModel(ctx context.Context, api backend, f *feed, o options) *Model {
 	return &Model{
 		ctx: ctx, api: api, feed: f,
 		sessionID: o.sessionID, workspace: o.workspace, note: o.note, title: o.title,
-		view:      client.NewView(discardLogger()),
-		deltas:    map[string]int{},
-		diffs:     map[string]*toolDiff{},
-		turnStats: map[string]*turnStats{},
-		events:    ring{max: inspectorKeep},
-		dark:      true,
-		vp:        vp,
-		composer:  ta,
-		st:        newStyles(),
-		md:        newMarkdown(),
-		dirty:     true,
+		view:       client.NewView(discardLogger()),
+		deltas:     map[string]int{},
+		diffs:      map[string]*toolDiff{},
+		turnStats:  map[string]*turnStats{},
+		imageNames: map[string]string{},
+		events:     ring{max: inspectorKeep},
+		dark:       true,
+		vp:         vp,
+		composer:   ta,
+		st:         newStyles(),
+		md:         newMarkdown(),
+		dirty:      true,
 	}
 }
 
 // Init starts the frame loop and asks the terminal for its background.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(m.nextFrame(), tea.RequestBackgroundColor)
+	return tea.Batch(m.nextFrame(), tea.RequestBackgroundColor, m.pollMCP(0))
 }
 
 func (m *Model) nextFrame() tea.Cmd {

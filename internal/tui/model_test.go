@@ -314,14 +314,10 @@ func TestEnterSendsAndAltEnterAddsALine(t *testing.T) {
 	if h.m.currentTurn() != "turn_1" {
 		t.Fatalf("current turn %q", h.m.currentTurn())
 	}
-	// A second message while the turn runs is kept, not sent.
-	h.m.composer.SetValue("again")
-	if cmd := h.key(enter); cmd != nil {
-		t.Fatal("sent while a turn runs")
-	}
-	h.contains("a turn is running")
-	if h.m.composer.Value() != "again" {
-		t.Fatal("composer lost the text")
+	// Enter always asks to queue: the server starts the turn at once
+	// when the session is idle (followup_test.go tests a busy one).
+	if r := h.api.requests[0]; !r.Queue || r.Steer {
+		t.Fatalf("request %+v, want queue", r)
 	}
 	// The turn ends: idle again.
 	h.turnStarted("turn_1", "line one\ntwo")

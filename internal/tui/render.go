@@ -45,10 +45,17 @@ func (m *Model) renderConversation() string {
 	}
 
 	notes := map[string][]string{}
-	for _, c := range m.compactions {
-		notes[c.after] = append(notes[c.after], m.st.faint.Render(wrap(c.text, w)))
+	for _, c := range append(append([]compactNote{}, m.compactions...), m.notes...) {
+		st := m.st.faint
+		if c.kind == noteWarn {
+			st = m.st.warn
+		}
+		notes[c.after] = append(notes[c.after], st.Render(wrap(c.text, w)))
 	}
 	parts := notes[""]
+	if m.forkedFrom != "" {
+		parts = append([]string{m.st.faint.Render(wrap("⑂ forked from session "+m.forkedFrom+": the conversation up to that point is copied here", w))}, parts...)
+	}
 	for _, msg := range m.view.Messages {
 		var s string
 		switch msg.Role {
@@ -129,16 +136,19 @@ type renderer struct {
 }
 
 func (r *renderer) user(msg *client.Message) string {
-	var texts []string
+	var texts, images []string
 	for _, b := range msg.Blocks {
 		if b.Type == "text" && b.Text != "" {
 			texts = append(texts, b.Text)
+		}
+		if b.Type == "image" {
+			images = append(images, r.m.imageChip(b))
 		}
 		if b.Type == "compaction" {
 			return r.m.st.faint.Render(wrap("⟳ the conversation before this point was compacted: the model sees a summary of it", r.w))
 		}
 	}
-	if len(texts) == 0 {
+	if len(texts) == 0 && len(images) == 0 {
 		return ""
 	}
 	st := r.m.st
@@ -151,7 +161,30 @@ func (r *renderer) user(msg *client.Message) string {
 		}
 		lines[i] = mark + st.user.Render(l)
 	}
+	if len(images) > 0 {
+		lines = append(lines, "  "+st.faint.Render(wrap(strings.Join(images, " "), r.w-2)))
+	}
+	if r.steered(msg) {
+		lines = append([]string{st.faint.Render("↪ steered into the running turn")}, lines...)
+	}
 	return strings.Join(lines, "\n")
+}
+
+// steered reports a user message that is not its turn's first: it was
+// steered into the turn while it ran (turn.steered).
+func (r *renderer) steered(msg *client.Message) bool {
+	if msg.TurnID == "" {
+		return false
+	}
+	for _, o := range r.m.view.Messages {
+		if o == msg {
+			return false
+		}
+		if o.TurnID == msg.TurnID && o.Role == "user" {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *renderer) assistant(msg *client.Message) string {

@@ -35,6 +35,7 @@ type turnStats struct {
 type compactNote struct {
 	after string // message id ("" : at the top)
 	text  string
+	kind  noteKind
 }
 
 // observeMore keeps what observe needs beyond the deltas and errors:
@@ -152,6 +153,9 @@ func (m *Model) fromSummary() {
 	}
 	if s.Title != "" {
 		m.title = s.Title
+	}
+	if f := s.ForkedFrom; f != nil {
+		m.forkedFrom = f.SessionID
 	}
 	if s.ContextTokens > 0 {
 		m.ctxTokens = s.ContextTokens

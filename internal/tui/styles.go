@@ -30,6 +30,7 @@ type styles struct {
 	key       lipgloss.Style // a key in the help and the hints
 	overlay   lipgloss.Style // the help and the session picker
 	selected  lipgloss.Style // the picker's current row
+	queued    lipgloss.Style // the queue panel above the input
 }
 
 func newStyles() styles {
@@ -59,5 +60,6 @@ func newStyles() styles {
 		key:       lipgloss.NewStyle().Bold(true),
 		overlay:   lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(lipgloss.Color("4")).Padding(0, 1),
 		selected:  lipgloss.NewStyle().Reverse(true),
+		queued:    lipgloss.NewStyle().Foreground(lipgloss.Color("5")),
 	}
 }

@@ -15,8 +15,11 @@ import (
 // Messages the model's commands send back.
 type (
 	submittedMsg struct {
-		turn string
-		err  error
+		acc   client.TurnAccepted
+		err   error
+		text  string       // the message as typed
+		steer bool         // sent with "steer": true
+		atts  []attachment // the images it carried
 	}
 	cancelSentMsg struct{ err error }
 	disarmQuitMsg struct{ seq int }
@@ -53,7 +56,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case sessionsMsg:
 		m.loaded(msg)
 		return m, nil
-	case modeSetMsg, compactSentMsg, createdMsg, modelsMsg:
+	case modeSetMsg, compactSentMsg, createdMsg, modelsMsg, attachedMsg, unqueuedMsg,
+		turnsMsg, revertedMsg, forkedMsg, mcpMsg:
 		return m, m.commandResult(msg)
 	case cancelSentMsg:
 		if msg.err != nil {
@@ -81,6 +85,11 @@ func (m *Model) frame(now time.Time) {
 	if m.apply(m.feed.drain()) {
 		m.dirty = true
 	}
+	m.relayout()
+	m.composer.Placeholder = composerPlaceholder
+	if m.currentTurn() != "" {
+		m.composer.Placeholder = busyPlaceholder
+	}
 	if m.dirty {
 		m.render()
 	}
@@ -96,6 +105,7 @@ func (m *Model) apply(items []item) bool {
 			if it.view != nil {
 				m.view = it.view
 				m.fromSummary()
+				m.dropSteer("")
 				if m.view.Turn.Status != protocol.TurnStatusInFlight {
 					m.pendingTurn, m.cancelling = "", false
 				}
@@ -106,8 +116,10 @@ func (m *Model) apply(items []item) bool {
 			if it.event == nil {
 				continue
 			}
+			m.dequeuedNote(it.event) // before the view forgets the queued turn
 			m.view.Apply(it.event)
 			m.observe(it.event)
+			m.pendingEnded()
 			changed = true
 		case client.Reconnecting:
 			m.reconnecting, m.attempt, m.connErr = true, it.attempt, it.err
@@ -122,9 +134,7 @@ func (m *Model) apply(items []item) bool {
 			}
 		}
 	}
-	if t := m.view.Turn; m.pendingTurn != "" && t.ID == m.pendingTurn && t.Status != protocol.TurnStatusInFlight {
-		m.pendingTurn, m.cancelling = "", false
-	}
+	m.pendingEnded()
 	if m.cancelling && m.currentTurn() == "" && !m.submitting {
 		m.cancelling = false
 	}
@@ -135,6 +145,14 @@ func (m *Model) apply(items []item) bool {
 	return changed
 }
 
+// pendingEnded forgets the turn submitted once it is seen to end: each
+// event is checked, as a queued turn may start in the same frame.
+func (m *Model) pendingEnded() {
+	if t := m.view.Turn; m.pendingTurn != "" && t.ID == m.pendingTurn && t.Status != protocol.TurnStatusInFlight {
+		m.pendingTurn, m.cancelling = "", false
+	}
+}
+
 // observe keeps what the View does not: the inspector's raw events, the
 // per-message delta counts (a running token estimate), the model of the
 // latest call, the order workers appeared in and llm.call_failed errors
@@ -142,6 +160,8 @@ func (m *Model) apply(items []item) bool {
 func (m *Model) observe(ev *protocol.EventEnvelope) {
 	m.events.add(ev)
 	m.observeMore(ev)
+	m.observeNotes(ev)
+	m.followUpSeen(ev)
 	var p struct {
 		MessageID  string `json:"message_id"`
 		Model      string `json:"model"`
@@ -176,24 +196,6 @@ func (m *Model) observe(ev *protocol.EventEnvelope) {
 		}
 		m.workerOrder = append(m.workerOrder, p.WorkerID)
 	}
-}
-
-// submitted records the answer of Submit.
-func (m *Model) submitted(msg submittedMsg) tea.Cmd {
-	m.submitting = false
-	if msg.err != nil {
-		m.cancelAfter = false
-		m.setFlash("not sent: "+msg.err.Error(), true)
-		return nil
-	}
-	if t := m.view.Turn; !(t.ID == msg.turn && t.Status != protocol.TurnStatusInFlight) {
-		m.pendingTurn = msg.turn // not already over (its events may arrive first)
-	}
-	if m.cancelAfter {
-		m.cancelAfter, m.flash = false, ""
-		return m.cancel()
-	}
-	return nil
 }
 
 func (m *Model) setFlash(s string, isErr bool) {

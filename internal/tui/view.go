@@ -23,7 +23,7 @@ func (m *Model) layout() {
 		return
 	}
 	m.composer.SetWidth(m.width)
-	vh := m.height - headerRows - activityRows - composerHeight - statusRows - m.inspectorHeight()
+	vh := m.height - headerRows - activityRows - composerHeight - statusRows - m.inspectorHeight() - m.panelRows
 	m.vp.SetWidth(m.width)
 	m.vp.SetHeight(max(vh, 1))
 }
@@ -50,6 +50,9 @@ func (m *Model) View() tea.View {
 		parts = append(parts, m.inspectorView(m.inspectorHeight()))
 	}
 	parts = append(parts, m.activityView())
+	if m.panelRows > 0 {
+		parts = append(parts, m.panelView())
+	}
 	top := strings.Join(parts, "\n")
 	row := strings.Count(top, "\n") + 1
 	v := tea.NewView(top + "\n" + m.composer.View() + "\n" + m.statusView())
@@ -74,6 +77,10 @@ func (m *Model) mainView() string {
 		box = m.helpView(m.width, h)
 	case overlayPicker:
 		box = m.pickerView(m.width, h)
+	case overlayModels:
+		box = m.modelsView(m.width, h)
+	case overlaySheet:
+		box = m.sheetView(m.width, h)
 	default:
 		return m.vp.View()
 	}
@@ -137,12 +144,19 @@ func (m *Model) activityView() string {
 		if g := m.gauge(); g != "" {
 			parts = append(parts, g)
 		}
+		if n := m.bgRunning(); n > 0 {
+			parts = append(parts, fmt.Sprintf("bg %d running", n))
+		}
 		if m.cancelling {
 			parts = append(parts, "cancelling…")
 		}
 		s = st.activity.Render(strings.Join(parts, " · "))
 	default:
-		parts := []string{"idle", m.model(), "mode " + m.mode(), fmt.Sprintf("$%.4f", m.view.CostUSD)}
+		parts := []string{"idle", m.model(), "mode " + m.mode()}
+		if n := m.bgRunning(); n > 0 {
+			parts = append(parts, fmt.Sprintf("bg %d running (/bg)", n))
+		}
+		parts = append(parts, fmt.Sprintf("$%.4f", m.view.CostUSD))
 		if g := m.gauge(); g != "" {
 			if m.gaugeFull() {
 				g = st.warn.Render(g + " (/compact frees it)")
@@ -243,6 +257,10 @@ func (m *Model) statusView() string {
 			help += " · " + m.note
 		}
 		s = m.st.status.Render(help)
+		if mark := m.mcpMark(); mark != "" {
+			// A server down matters more than the last hints.
+			s = m.st.warn.Render(mark) + m.st.status.Render(" · ") + s
+		}
 	}
 	return ansi.Truncate(s, m.width, "…")
 }
