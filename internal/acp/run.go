@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/signal"
+	"syscall"
 	"strings"
 
 	"time"
@@ -44,6 +46,10 @@ type Options struct {
 // stdout; logs go to stderr or --log-file. It returns the exit code: 0
 // when the editor closes stdin (or ctx ends).
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, opts Options) int {
+	// An editor that closes its end of stdout before the agent exits
+	// must not kill it with SIGPIPE on a last write: the write fails,
+	// and the agent ends as the closed stdin tells it to (exit 0).
+	signal.Ignore(syscall.SIGPIPE)
 	fs := flag.NewFlagSet("metis acp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	serverURL := fs.String("server", "", "metis server URL: http(s)://host:port or unix:///path/metis.sock (default $METIS_SERVER, else the socket <home>/metis.sock when a server answers on it, else "+DefaultServer+")")
