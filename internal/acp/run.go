@@ -11,8 +11,8 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"syscall"
 	"strings"
+	"syscall"
 
 	"time"
 
