@@ -133,6 +133,12 @@ type ToolCompletedPayload struct {
 	// Images are the images an MCP tool returned (not sent to the model
 	// yet: the result describes them).
 	Images []ToolImage `json:"images,omitempty"`
+	// Via says which path served a file tool (read_file, write_file,
+	// edit_file) while a client had attached an editor to the session
+	// (POST /sessions/{id}/editor): "editor" (the editor's buffer was
+	// read or written) or "disk" (the editor could not serve it; the
+	// summary says why). Absent when no editor offered it: the disk.
+	Via string `json:"via,omitempty"`
 }
 
 // ToolImage is an image a tool returned: its media type, its size in

@@ -32,6 +32,11 @@ type Agent struct {
 	// the cancellation's events.
 	ctx context.Context
 	ui  editorState // the model chosen and requests rejected, per session (modes.go)
+	// editorFS lets the session's file tools use the editor's files when
+	// it offers them (--editor-fs); files holds the attachments
+	// (editorfs.go).
+	editorFS bool
+	files    editorFiles
 
 	conn *sdk.AgentSideConnection
 
@@ -49,8 +54,8 @@ var (
 )
 
 // newAgent returns an agent over c; conn is set by serve.
-func newAgent(ctx context.Context, c *client.Client, model string, log *slog.Logger) *Agent {
-	return &Agent{c: c, log: log, model: model, ctx: ctx, turns: map[string]*turn{}, mcpSessions: map[string]bool{}}
+func newAgent(ctx context.Context, c *client.Client, model string, editorFS bool, log *slog.Logger) *Agent {
+	return &Agent{c: c, log: log, model: model, ctx: ctx, editorFS: editorFS, turns: map[string]*turn{}, mcpSessions: map[string]bool{}}
 }
 
 // httpTimeout bounds each API call a handler makes.
@@ -59,7 +64,8 @@ const httpTimeout = 30 * time.Second
 // Initialize reports protocol version 1 and what metis supports: loading
 // sessions, listing, resuming and closing them; prompts of text,
 // resource links (the baseline every agent takes) and images.
-func (a *Agent) Initialize(_ context.Context, _ sdk.InitializeRequest) (sdk.InitializeResponse, error) {
+func (a *Agent) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.InitializeResponse, error) {
+	a.offerFiles(p.ClientCapabilities.Fs) // editorfs.go
 	title := "metis"
 	return sdk.InitializeResponse{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
@@ -101,6 +107,7 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	if err := a.setMCP(ctx, s.ID, p.Cwd, p.McpServers, true); err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
+	a.attachEditor(s.ID) // editorfs.go
 	modes, opts := a.sessionSetup(s)
 	a.announceCommands(s.ID, true)
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.ID), Modes: modes, ConfigOptions: opts}, nil
@@ -121,6 +128,7 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	if err := a.setMCP(ctx, sid, p.Cwd, p.McpServers, false); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
+	a.attachEditor(sid) // before the replay: a turn it follows may read files
 	if err := a.load(ctx, sid); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
@@ -144,6 +152,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 	if err := a.setMCP(ctx, string(p.SessionId), p.Cwd, p.McpServers, p.McpServers == nil); err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
+	a.attachEditor(s.ID)
 	modes, opts := a.sessionSetup(s)
 	a.announceCommands(s.ID, false)
 	return sdk.ResumeSessionResponse{Modes: modes, ConfigOptions: opts}, nil
@@ -153,6 +162,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 // forgets it; a turn it only follows (after session/load) is left
 // running. The session stays on the server.
 func (a *Agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
+	a.detachEditor(string(p.SessionId)) // editorfs.go
 	a.mu.Lock()
 	t := a.turns[string(p.SessionId)]
 	a.mu.Unlock()

@@ -155,7 +155,7 @@ func (a *Agent) runCommand(ctx context.Context, sid, name, arg string) (sdk.Prom
 			if m == "" {
 				m = s.ActiveModel
 			}
-			return reply("Model: " + m + ". Available: " + strings.Join(a.modelChoices(s, m), ", ") + ".")
+			return reply("Model: " + m + ". Available: " + strings.Join(a.modelChoices(s, m).ids, ", ") + ".")
 		}
 		if _, err := a.setModel(ctx, sid, arg); err != nil {
 			return sdk.PromptResponse{}, err

@@ -3,7 +3,9 @@ package acp
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -72,7 +74,7 @@ func modeState(current string) *sdk.SessionModeState {
 // configOptions are the session's config options: its mode and the
 // model its turns run on (the model chosen in the editor, else the
 // session's).
-func configOptions(mode, model string, models []string) []sdk.SessionConfigOption {
+func configOptions(mode, model string, models modelChoices) []sdk.SessionConfigOption {
 	if mode == "" {
 		mode = protocol.ModeDefault
 	}
@@ -81,8 +83,16 @@ func configOptions(mode, model string, models []string) []sdk.SessionConfigOptio
 		modes = append(modes, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(m.id), Name: m.name, Description: sdk.Ptr(m.description)})
 	}
 	var ms sdk.SessionConfigSelectOptionsUngrouped
-	for _, m := range models {
-		ms = append(ms, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(m), Name: m})
+	for _, m := range models.ids {
+		o := sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(m), Name: m}
+		if m == models.def {
+			o.Description = sdk.Ptr("the server's default")
+		}
+		ms = append(ms, o)
+	}
+	desc := "The model the next turns run on"
+	if len(models.unavailable) > 0 {
+		desc += ". Unavailable: " + strings.Join(models.unavailable, "; ")
 	}
 	return []sdk.SessionConfigOption{
 		{Select: &sdk.SessionConfigOptionSelect{Id: configMode, Name: "Mode", Type: "select",
@@ -90,7 +100,7 @@ func configOptions(mode, model string, models []string) []sdk.SessionConfigOptio
 			Description: sdk.Ptr("When tools ask for permission"), Options: sdk.SessionConfigSelectOptions{Ungrouped: &modes}}},
 		{Select: &sdk.SessionConfigOptionSelect{Id: configModel, Name: "Model", Type: "select",
 			Category: sdk.Ptr(sdk.SessionConfigOptionCategoryModel), CurrentValue: sdk.SessionConfigValueId(model),
-			Description: sdk.Ptr("The model the next turns run on"), Options: sdk.SessionConfigSelectOptions{Ungrouped: &ms}}},
+			Description: sdk.Ptr(desc), Options: sdk.SessionConfigSelectOptions{Ungrouped: &ms}}},
 	}
 }
 
@@ -104,21 +114,47 @@ func (a *Agent) sessionSetup(s client.Session) (*sdk.SessionModeState, []sdk.Ses
 	return modeState(s.Mode), configOptions(s.Mode, model, a.modelChoices(s, model))
 }
 
-// modelChoices are the models offered for a session: the one chosen,
-// the session's own, the agent's --model, and builtin:demo. (The server
-// has no list of the models its keys can use; another model is chosen
-// by typing it: /model provider:model.)
-func (a *Agent) modelChoices(s client.Session, chosen string) []string {
-	out := []string{}
+// modelChoices are the models offered for a session, and the providers
+// the server cannot use.
+type modelChoices struct {
+	ids         []string
+	def         string   // the server's default model
+	unavailable []string // "provider (reason)"
+}
+
+// modelsTimeout bounds the GET /models behind the model choices.
+const modelsTimeout = 5 * time.Second
+
+// modelChoices are the models offered for a session: the one chosen
+// and the session's own (they are in use), then the server's models
+// (GET /models: its default first), each once. When the server cannot
+// be asked, the agent's --model and builtin:demo stand for its list.
+func (a *Agent) modelChoices(s client.Session, chosen string) modelChoices {
+	var out modelChoices
 	add := func(m string) {
-		if m != "" && !slices.Contains(out, m) {
-			out = append(out, m)
+		if m != "" && !slices.Contains(out.ids, m) {
+			out.ids = append(out.ids, m)
 		}
 	}
 	add(chosen)
 	add(s.ActiveModel)
-	add(a.model)
-	add(demoModel)
+	ctx, cancel := context.WithTimeout(a.ctx, modelsTimeout)
+	defer cancel()
+	list, err := a.c.Models(ctx)
+	if err != nil {
+		a.log.Debug("GET /models", "err", err)
+		add(a.model)
+		add(demoModel)
+		return out
+	}
+	out.def = list.Default
+	add(list.Default)
+	for _, m := range list.Models {
+		add(m.ID)
+	}
+	for _, u := range list.Unavailable {
+		out.unavailable = append(out.unavailable, u.Provider+" ("+u.Reason+")")
+	}
 	return out
 }
 

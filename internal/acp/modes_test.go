@@ -209,6 +209,53 @@ func TestModelConfigOption(t *testing.T) {
 	}
 }
 
+// The model option lists the server's models (GET /models: its
+// default, its models, the providers it cannot use), not only the
+// models sessions use.
+func TestModelOptionListsTheServersModels(t *testing.T) {
+	leakCheck(t)
+	h := servertest.Start(t, "")
+	// A provider with a key: its default model is one no session uses.
+	demo, err := h.Server.Models.Resolve("builtin:demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Server.Models.Register("anthropic", demo)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	list, err := newTestClient(t, h.URL).Models(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fresh string
+	for _, m := range list.Models {
+		if m.Provider == "anthropic" {
+			fresh = m.ID
+		}
+	}
+	if fresh == "" || len(list.Unavailable) == 0 {
+		t.Fatalf("GET /models = %+v: want an anthropic model and an unavailable provider", list)
+	}
+	s := serveAgent(t, h.URL)
+	s.initialize(t)
+	r, err := s.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: h.Workspace, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := selectOption(r.ConfigOptions, configModel)
+	values := optionValues(m)
+	for _, want := range append([]string{list.Default}, fresh) {
+		if !slices.Contains(values, want) {
+			t.Errorf("model choices %v lack %s", values, want)
+		}
+	}
+	for _, u := range list.Unavailable {
+		if m.Description == nil || !strings.Contains(*m.Description, u.Provider+" (") {
+			t.Errorf("the model option's description %v does not name the unavailable %s", m.Description, u.Provider)
+		}
+	}
+}
+
 // metis's slash commands run in the agent and never reach the model:
 // /mode shows and changes the mode (current_mode_update follows), /model
 // chooses the model, /help lists them; no turn runs for any of them.

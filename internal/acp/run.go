@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"time"
 
@@ -38,12 +40,16 @@ type Options struct {
 }
 
 // Run runs `metis acp [--server URL] [--token-file F] [--model M] [--home DIR]
-// [--demo-delay D] [--log-file F] [--log-level L]`: an ACP agent on stdin
+// [--demo-delay D] [--log-file F] [--log-level L] [--editor-fs=false]`: an ACP agent on stdin
 // and stdout over the metis server at --server, started in-process when
 // the default address does not answer. Only protocol messages go to
 // stdout; logs go to stderr or --log-file. It returns the exit code: 0
 // when the editor closes stdin (or ctx ends).
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, opts Options) int {
+	// An editor that closes its end of stdout before the agent exits
+	// must not kill it with SIGPIPE on a last write: the write fails,
+	// and the agent ends as the closed stdin tells it to (exit 0).
+	signal.Ignore(syscall.SIGPIPE)
 	fs := flag.NewFlagSet("metis acp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	serverURL := fs.String("server", "", "metis server URL: http(s)://host:port or unix:///path/metis.sock (default $METIS_SERVER, else the socket <home>/metis.sock when a server answers on it, else "+DefaultServer+")")
@@ -53,6 +59,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	tokenFile := fs.String("token-file", "", "file holding the server's bearer token (default $"+token.EnvVar+", else <home>/token, sent only to the server running on that home, over https or its unix socket; never over plain http beyond loopback)")
 	logFile := fs.String("log-file", "", "write logs to this file instead of stderr")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	editorFS := fs.Bool("editor-fs", true, "let the session's file tools read the editor's buffers and write through it when the editor offers fs/read_text_file and fs/write_text_file (the server checks every path first and uses the disk when the editor does not answer)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -60,7 +67,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: metis acp [--server URL] [--token-file F] [--model M] [--home DIR] [--demo-delay D] [--log-file F] [--log-level L]")
+		fmt.Fprintln(stderr, "usage: metis acp [--server URL] [--token-file F] [--model M] [--home DIR] [--demo-delay D] [--log-file F] [--log-level L] [--editor-fs=false]")
 		return 2
 	}
 	var level slog.Level
@@ -111,7 +118,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		defer stop()
 		log.Info("started an in-process server", "addr", hostPort(base))
 	}
-	Serve(ctx, c, *model, stdin, stdout, log)
+	serve(ctx, c, *model, *editorFS, stdin, stdout, log)
 	return 0
 }
 
@@ -119,9 +126,14 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // done, and returns once every request it was handling has returned.
 // Turns still running on the server are left running.
 func Serve(ctx context.Context, c *client.Client, model string, in io.Reader, out io.Writer, log *slog.Logger) {
+	serve(ctx, c, model, true, in, out, log)
+}
+
+// serve is Serve with --editor-fs.
+func serve(ctx context.Context, c *client.Client, model string, editorFS bool, in io.Reader, out io.Writer, log *slog.Logger) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	a := newAgent(actx, c, model, log)
+	a := newAgent(actx, c, model, editorFS, log)
 	w := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
 	conn := sdk.NewAgentSideConnection(a, w, pr)
@@ -142,7 +154,8 @@ func Serve(ctx context.Context, c *client.Client, model string, in io.Reader, ou
 	}
 	cancel()
 	a.wait()
-	a.clearMCP() // mcp.go
+	a.waitEditors() // editorfs.go: ended with actx
+	a.clearMCP()    // mcp.go
 	_ = pr.Close()
 	select {
 	case err := <-guardDone:

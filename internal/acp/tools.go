@@ -189,6 +189,9 @@ func (t *turn) toolEvent(ctx context.Context, typ protocol.EventType, p toolPayl
 			out["paths"] = p.Paths
 			out["diff_truncated"] = p.DiffTruncated
 		}
+		if p.Via != "" {
+			out["via"] = p.Via
+		}
 		opts := []sdk.ToolCallUpdateOpt{sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted), sdk.WithUpdateContent(content), sdk.WithUpdateRawOutput(out)}
 		if len(locs) > 0 {
 			opts = append(opts, sdk.WithUpdateLocations(locs))

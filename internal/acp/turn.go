@@ -346,8 +346,10 @@ type (
 		DiffTruncated bool     `json:"diff_truncated"`
 		Result        string   `json:"result"`
 		Truncated     bool     `json:"truncated"`
-		ErrorClass    string   `json:"error_class"`
-		Message       string   `json:"message"`
+		// Via: "editor" or "disk" while an editor was attached.
+		Via        string `json:"via"`
+		ErrorClass string `json:"error_class"`
+		Message    string `json:"message"`
 	}
 	turnEndPayload struct {
 		Outcome    string       `json:"outcome"`

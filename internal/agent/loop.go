@@ -55,6 +55,10 @@ type Config struct {
 	// MCP servers' tools): each model call's tool list asks it again
 	// (tool.Registry.ForSession).
 	ToolSource tool.Source
+	// Editor, if set, is the editors attached to sessions, which the
+	// file tools read and write through when they offer to
+	// (docs/editors.md); nil: the disk only.
+	Editor tool.Editor
 	// MaxPendingApprovals bounds the approval requests a turn has open
 	// at once (0: DefaultMaxPendingApprovals).
 	MaxPendingApprovals int

@@ -113,6 +113,9 @@ type toolCompleted struct {
 	Result     string `json:"result"`
 	Truncated  bool   `json:"truncated"`
 	DurationMS int64  `json:"duration_ms"`
+	// Via: which path served a file tool while an editor was attached
+	// to the session (tool.Result.Via).
+	Via string `json:"via,omitempty"`
 	toolOutput
 	fileChange
 }

@@ -369,7 +369,7 @@ func (r *run) finishTool(d toolDone, u message.Block, finish func(int, any, even
 			preview, truncated = truncateUTF8(preview, resultPreviewBytes), true
 		}
 		finish(d.i, toolCompleted{ToolUseID: u.ID, ToolName: u.Name, Summary: d.res.Summary, Result: preview, Truncated: truncated,
-			DurationMS: dur, fileChange: changeOf(d.res.Change), toolOutput: outputOf(d.res)}, event.ToolCompleted, row, block)
+			DurationMS: dur, Via: d.res.Via, fileChange: changeOf(d.res.Change), toolOutput: outputOf(d.res)}, event.ToolCompleted, row, block)
 		return false
 	}
 	class, msg := tool.ClassOf(d.err), d.err.Error()
@@ -405,7 +405,7 @@ func (r *run) runTool(ctx context.Context, c callResult, u message.Block) (tool.
 	if !ok {
 		return tool.Result{}, tool.Errorf(tool.ClassNotFound, "no tool named %q", u.Name)
 	}
-	env := tool.Env{Root: r.t.Root, Workspace: r.t.Workspace, SessionID: r.t.SessionID, TurnID: r.t.ID, ToolUseID: u.ID}
+	env := tool.Env{Root: r.t.Root, Workspace: r.t.Workspace, SessionID: r.t.SessionID, TurnID: r.t.ID, ToolUseID: u.ID, Editor: r.cfg.Editor}
 	return safeRun(ctx, t, env, u)
 }
 

@@ -25,6 +25,7 @@ var coreRules = []string{
 	"internal/config",
 	"internal/cost",
 	"internal/delegate",
+	"internal/editor", // the editors clients attach to sessions (the file tools' other path)
 	"internal/event",
 	"internal/cluster",     // scale-out: the JetStream log, leases, projection
 	"internal/clusternode", // scale-out: a node's runtime (ownership, failover, routing, status)

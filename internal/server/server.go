@@ -29,6 +29,7 @@ import (
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/cost"
 	"github.com/metis-agent/metis/internal/delegate"
+	"github.com/metis-agent/metis/internal/editor"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/hub"
 	"github.com/metis-agent/metis/internal/images"
@@ -220,6 +221,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	lcfg.Images = st
 	lcfg.ApprovalTimeout = cfg.ApprovalTimeout
 	lcfg.ToolSource = s.MCP
+	editors := editor.New(0) // the editors clients attach (docs/editors.md)
+	lcfg.Editor = editors
 	lcfg.History = agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) {
 		return mgr.Conversation(ctx, id)
 	})
@@ -252,6 +255,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.reportLostBackground() // background.go
 	s.Tokens = attach.NewRegistry(0, nil)
 	s.API = api.New(mgr, s.Tokens, log)
+	s.API.MountEditor(editors)
 	s.Stream = stream.New(s.Hub, s.Tokens, s.streamCanceller(mgr), stream.Config{PingInterval: cfg.PingInterval, PingMisses: cfg.PingMisses,
 		WriteTimeout: cfg.WriteTimeout, OverflowGrace: cfg.OverflowGrace, Logger: log, Metrics: s.Metrics.Stream})
 	s.API.Route("/sessions/{id}/stream", map[string]http.HandlerFunc{"GET": s.Stream.ServeHTTP})

@@ -93,9 +93,17 @@ type editPlan struct {
 	lines    []int // 1-based line of each replaced occurrence
 	first    int   // 1-based first line of the replacement in the new file
 	newLines int   // lines of the replacement text
+	// fromEditor: old is the editor's text; why: why the editor could
+	// not give it.
+	fromEditor bool
+	why        string
 }
 
-func (e EditFile) plan(env Env, input json.RawMessage) (*editPlan, error) {
+// plan computes the edit. The file is checked and read on disk; with an
+// editor that offers to read it (editorfs.go), the edit is made to the
+// editor's text instead (its unsaved changes included), and fromEditor
+// is set (why says why not, when the editor could not serve it).
+func (e EditFile) plan(ctx context.Context, env Env, input json.RawMessage) (*editPlan, error) {
 	in, p, err := parseEdit(input)
 	if err != nil {
 		return nil, err
@@ -106,6 +114,14 @@ func (e EditFile) plan(env Env, input json.RawMessage) (*editPlan, error) {
 	}
 	if pl.old, pl.st, err = readTextFile(env, pl.path, in.Path); err != nil {
 		return nil, err
+	}
+	if editorCaps(env).ReadTextFile {
+		text, why, ok := editorRead(ctx, env, pl.path)
+		if ok {
+			pl.old, pl.fromEditor = []byte(text), true
+		} else {
+			pl.why = why
+		}
 	}
 	if isBinary(pl.old) {
 		return nil, Errorf(ClassInvalidInput, "%s looks binary (it holds NUL bytes); edit_file edits text files", in.Path)
@@ -150,7 +166,7 @@ func (e EditFile) plan(env Env, input json.RawMessage) (*editPlan, error) {
 
 // Preview implements Previewer.
 func (e EditFile) Preview(ctx context.Context, env Env, input json.RawMessage) (Change, error) {
-	pl, err := e.plan(env, input)
+	pl, err := e.plan(ctx, env, input)
 	if err != nil {
 		return Change{}, err
 	}
@@ -159,29 +175,102 @@ func (e EditFile) Preview(ctx context.Context, env Env, input json.RawMessage) (
 
 // Run implements Tool.
 func (e EditFile) Run(ctx context.Context, env Env, input json.RawMessage) (Result, error) {
-	pl, err := e.plan(env, input)
+	pl, err := e.plan(ctx, env, input)
 	if err != nil {
 		return Result{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
+	caps := editorCaps(env)
+	if !caps.ReadTextFile && !caps.WriteTextFile {
+		return e.commit(env, pl)
+	}
+	// Through the editor only an edit made to its own text: one made to
+	// the disk's would undo the buffer's unsaved changes.
+	why := pl.why
+	switch {
+	case !caps.ReadTextFile:
+		why = "the editor does not offer to read files"
+	case !caps.WriteTextFile:
+		why = "the editor does not offer to write files"
+	case pl.fromEditor:
+		w, ok := editorWrite(ctx, env, pl.path, string(pl.new))
+		if ok {
+			return e.synced(env, pl)
+		}
+		why = w
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		// The editor did not take the edit made to its text: make it
+		// to the file on disk instead.
+		env.Editor = nil
+		if pl, err = e.plan(ctx, env, input); err != nil {
+			return Result{}, err
+		}
+	}
+	if pl.fromEditor {
+		// Read through the editor, which does not offer to write.
+		env.Editor = nil
+		if pl, err = e.plan(ctx, env, input); err != nil {
+			return Result{}, err
+		}
+	}
+	res, err := e.commit(env, pl)
+	return viaDisk(res, why), err
+}
+
+// commit writes the edit on disk, unless the file changed since it was
+// read.
+func (e EditFile) commit(env Env, pl *editPlan) (Result, error) {
 	if !sameFile(env, pl.path, pl.st) {
 		return Result{}, Errorf(ClassExecution, "edit %s: %v", pl.display, errChanged)
 	}
 	if err := replaceFile(env, pl.path, pl.new, pl.st); err != nil {
 		return Result{}, fsError("edit", pl.display, err)
 	}
+	return pl.result(""), nil
+}
+
+// synced completes an edit the editor took: when the editor did not
+// save it (the disk still holds the file as it was read), the server
+// writes it on disk too, so that every client, the checkpoints and
+// later reads see the same file.
+func (e EditFile) synced(env Env, pl *editPlan) (Result, error) {
+	note := ""
+	disk, _, err := readTextFile(env, pl.path, pl.display)
+	switch {
+	case err == nil && string(disk) == string(pl.new):
+	case sameFile(env, pl.path, pl.st):
+		if err := replaceFile(env, pl.path, pl.new, pl.st); err != nil {
+			return Result{}, fmt.Errorf("the editor holds the edit, but writing it on disk failed: %w", fsError("edit", pl.display, err))
+		}
+		note = "; the editor did not save it, so the server wrote it on disk"
+	default:
+		note = "; the editor did not save it, and the file on disk changed meanwhile: only the editor holds the edit"
+	}
+	res := pl.result(note)
+	first, rest, _ := strings.Cut(res.Content, "\n")
+	res.Content = first + " (through the editor)"
+	if rest != "" {
+		res.Content += "\n" + rest
+	}
+	return viaEditor(res), nil
+}
+
+// result is the result of a written edit.
+func (pl *editPlan) result(note string) Result {
 	what := "1 occurrence at line"
 	if len(pl.lines) > 1 {
 		what = fmt.Sprintf("%d occurrences at lines", len(pl.lines))
 	}
-	sum := fmt.Sprintf("edited %s: replaced %s %s", pl.clean, what, lineList(pl.lines[:min(len(pl.lines), 20)]))
+	sum := fmt.Sprintf("edited %s: replaced %s %s", pl.clean, what, lineList(pl.lines[:min(len(pl.lines), 20)])) + note
 	content := sum
 	if len(pl.lines) == 1 {
 		content += "\n" + snippet(pl.new, pl.first-2, pl.first+pl.newLines+1)
 	}
-	return Result{Content: content, Summary: sum, Change: newChange(fileDiff{Path: pl.clean, Old: pl.old, New: pl.new})}, nil
+	return Result{Content: content, Summary: sum, Change: newChange(fileDiff{Path: pl.clean, Old: pl.old, New: pl.new})}
 }
 
 // matchEdit finds old in text. When the file's lines end in CRLF, the

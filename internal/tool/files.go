@@ -168,6 +168,24 @@ func (ReadFile) Run(ctx context.Context, env Env, input json.RawMessage) (Result
 	if kind, binary := sniffBinary(head); binary {
 		return Result{}, Errorf(ClassInvalidInput, "read %s: a binary file (%s, %d bytes); read_file reads text files", in.Path, kind, st.Size())
 	}
+	if !editorCaps(env).ReadTextFile {
+		return readText(ctx, r, p, in)
+	}
+	// The checks above ran on disk; the text is the editor's buffer.
+	text, why, ok := editorRead(ctx, env, p)
+	if !ok {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		res, err := readText(ctx, r, p, in)
+		return viaDisk(res, why), err
+	}
+	res, err := readText(ctx, bufio.NewReader(strings.NewReader(text)), p, in)
+	return viaEditor(res), err
+}
+
+// readText reads the text r holds, whole or by lines.
+func readText(ctx context.Context, r *bufio.Reader, p string, in readInput) (Result, error) {
 	if in.Offset == nil && in.Limit == nil && !in.LineNumbers {
 		return readWhole(r, p, in.Path)
 	}
@@ -430,31 +448,41 @@ func (WriteFile) Preview(ctx context.Context, env Env, input json.RawMessage) (C
 	if err != nil {
 		return Change{}, err
 	}
+	if err := checkWritable(env, p, in.Path); err != nil {
+		return Change{}, err
+	}
+	clean, _ := cleanPath(in.Path)
+	return *newChange(fileDiff{Path: clean, Old: previous(env, p), New: []byte(in.Content)}), nil
+}
+
+// checkWritable refuses, without writing anything, what a write of p
+// refuses: a directory, a special file, a file with other hard links, a
+// missing parent directory.
+func checkWritable(env Env, p, display string) error {
 	st, err := env.Root.Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if _, err := env.Root.Stat(path.Dir(p)); err != nil {
-			return Change{}, fsError("write", in.Path, err)
+			return fsError("write", display, err)
 		}
 	case err != nil:
-		return Change{}, fsError("write", in.Path, err)
+		return fsError("write", display, err)
 	case st.IsDir():
-		return Change{}, Errorf(ClassInvalidInput, "write %s: is a directory", in.Path)
+		return Errorf(ClassInvalidInput, "write %s: is a directory", display)
 	case !st.Mode().IsRegular():
-		return Change{}, Errorf(ClassInvalidInput, "write %s: not a regular file", in.Path)
+		return Errorf(ClassInvalidInput, "write %s: not a regular file", display)
 	default:
 		f, err := openNoBlock(env.Root, p, os.O_RDONLY)
 		if err != nil {
-			return Change{}, fsError("write", in.Path, err)
+			return fsError("write", display, err)
 		}
-		err = refuseHardLinked(f, in.Path)
+		err = refuseHardLinked(f, display)
 		f.Close()
 		if err != nil {
-			return Change{}, err
+			return err
 		}
 	}
-	clean, _ := cleanPath(in.Path)
-	return *newChange(fileDiff{Path: clean, Old: previous(env, p), New: []byte(in.Content)}), nil
+	return nil
 }
 
 // Run implements Tool.
@@ -463,6 +491,53 @@ func (WriteFile) Run(ctx context.Context, env Env, input json.RawMessage) (Resul
 	if err != nil {
 		return Result{}, err
 	}
+	if !editorCaps(env).WriteTextFile {
+		return writeDisk(env, p, in)
+	}
+	res, why, err := writeEditor(ctx, env, p, in)
+	if why == "" {
+		return res, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	res, err = writeDisk(env, p, in)
+	return viaDisk(res, why), err
+}
+
+// writeEditor writes through the session's editor, after the checks the
+// disk write makes; the diff is from the editor's buffer when it can be
+// read. When the editor did not save the file (its answer came and the
+// disk does not hold the content), the server writes the disk too, so
+// that every client, the checkpoints and later reads see the same file.
+// It returns why the editor could not serve the call ("" when it did).
+func writeEditor(ctx context.Context, env Env, p string, in writeInput) (Result, string, error) {
+	if err := checkWritable(env, p, in.Path); err != nil {
+		return Result{}, "", err
+	}
+	old := previous(env, p)
+	if old != nil && editorCaps(env).ReadTextFile {
+		if text, _, ok := editorRead(ctx, env, p); ok {
+			old = []byte(text)
+		}
+	}
+	if why, ok := editorWrite(ctx, env, p, in.Content); !ok {
+		return Result{}, why, nil
+	}
+	msg := fmt.Sprintf("wrote %d bytes to %s", len(in.Content), p)
+	if disk := previous(env, p); disk == nil || string(disk) != in.Content {
+		if _, err := writeDisk(env, p, in); err != nil {
+			return Result{}, "", fmt.Errorf("the editor holds the new content, but writing it on disk failed: %w", err)
+		}
+		msg += "; the editor did not save it, so the server wrote it on disk"
+	}
+	clean, _ := cleanPath(in.Path)
+	res := Result{Content: msg + " (through the editor)", Summary: msg, Change: newChange(fileDiff{Path: clean, Old: old, New: []byte(in.Content)})}
+	return viaEditor(res), "", nil
+}
+
+// writeDisk writes the file on disk (p resolved, in checked).
+func writeDisk(env Env, p string, in writeInput) (Result, error) {
 	old := previous(env, p)
 	// Not O_TRUNC: the file is checked before anything in it changes.
 	f, err := openNoBlock(env.Root, p, os.O_WRONLY|os.O_CREATE)

@@ -69,6 +69,10 @@ type Env struct {
 	// sockets, which the sandbox refuses unless its settings allow them
 	// (for a permission rule that allows the network per call).
 	AllowNetwork bool
+	// Editor, if set, is the editors attached to sessions: read_file,
+	// write_file and edit_file read and write through the session's
+	// editor when it offers to, and use the disk otherwise (editorfs.go).
+	Editor Editor
 }
 
 // Result is a successful tool call's output, fed back to the model.
@@ -85,6 +89,10 @@ type Result struct {
 	// Output is what a tool returned beyond its text (MCP tools), nil
 	// for none; the call's tool.completed event carries it.
 	Output *Output
+	// Via says which path served a file tool while an editor was
+	// attached to the session: ViaEditor or ViaDisk (the editor could
+	// not serve it; the summary says why). "" when no editor offered it.
+	Via string
 }
 
 // Output is a tool's output beyond its text.

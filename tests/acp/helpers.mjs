@@ -53,8 +53,11 @@ export async function cleanup() {
 // exits 0 once its stdin closes. onPermission, when given, answers
 // session/request_permission (its argument is the request's context:
 // params, signal).
-export async function runAgent(op, url, onPermission) {
-  const child = spawn(bin, ["acp", "--server", url], { stdio: ["pipe", "pipe", "pipe"] });
+// requests, when given, maps other client methods (fs/read_text_file,
+// fs/write_text_file) to their handlers; args are more flags of
+// `metis acp`.
+export async function runAgent(op, url, onPermission, requests = {}, args = []) {
+  const child = spawn(bin, ["acp", "--server", url, ...args], { stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
   const lines = [];
@@ -78,6 +81,7 @@ export async function runAgent(op, url, onPermission) {
     updates.push(params.update);
   });
   if (onPermission) app = app.onRequest(acp.methods.client.session.requestPermission, onPermission);
+  for (const [method, handler] of Object.entries(requests)) app = app.onRequest(method, handler);
   const exited = new Promise((ok) => child.once("exit", (code) => ok(code)));
   const result = await app.connectWith(stream, (agent) => op(agent, updates));
   child.stdin.end();
