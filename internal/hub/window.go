@@ -65,11 +65,12 @@ const windowOverhead = 256
 
 // Arena chunks: a window's first chunk holds arenaMin bytes, each next
 // one twice the last, up to arenaMax, so that a short window wastes
-// little and a long one allocates rarely. A frame of arenaMax/2 or more
-// gets an allocation of its own (it would waste most of a chunk).
+// little and a long one wastes at most its last chunk's free end. A
+// frame of arenaMax/2 or more gets an allocation of its own (it would
+// waste most of a chunk).
 const (
 	arenaMin = 4 << 10
-	arenaMax = 64 << 10
+	arenaMax = 16 << 10
 )
 
 // windowSet holds every session's replay window.
@@ -154,7 +155,7 @@ func (w *window) popOldest() int64 {
 func (w *window) push(it *Item) int64 {
 	if len(w.items) == cap(w.items) {
 		held := len(w.items) - w.start
-		w.moveHeld(max(2*held, 8))
+		w.moveHeld(max(held+held/2, 8))
 	}
 	w.items = w.items[:len(w.items)+1]
 	dst := &w.items[len(w.items)-1]
