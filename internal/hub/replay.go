@@ -35,12 +35,13 @@ type replayPlan struct {
 
 // replayPart is one session's catalog events of a replay: the store's
 // q (its (since, upTo], with the client's types and actors) if
-// fromStore, then mem (the window's, filtered), whose ids are all after
-// q's upTo.
+// fromStore, then those of mem (the window's) that match takes (nil:
+// every one), whose ids are all after q's upTo.
 type replayPart struct {
 	q         store.EventQuery
 	fromStore bool
-	mem       []*Item
+	mem       []Item
+	match     func(*Item) bool
 }
 
 // catalogCount is the number of catalog types.
@@ -98,7 +99,7 @@ func (h *Hub) planReplay(ctx context.Context, c *Client, sessions, workers []str
 	}
 	mem := 0
 	for _, part := range p.parts {
-		mem += len(part.mem)
+		mem += part.memCount()
 	}
 	if len(p.parts) > 0 {
 		h.countReplay(stored, mem)
@@ -126,7 +127,7 @@ func (h *Hub) replayParts(ctx context.Context, q store.EventQuery, match func(*I
 		part.q.SessionIDs = []string{sid}
 		if h.win != nil {
 			if floor, items, ok := h.win.view(sid, q.AfterID, q.UpToID); ok {
-				part.mem = matching(items, match)
+				part.mem, part.match = items, match
 				part.fromStore = q.AfterID < floor
 				part.q.UpToID = min(floor, q.UpToID)
 			}
@@ -156,20 +157,18 @@ func (h *Hub) replayParts(ctx context.Context, q store.EventQuery, match func(*I
 	return parts, stored, nil
 }
 
-// matching returns the items match takes: items itself (shared, not to
-// be modified) when match is nil (every catalog event, and a window
-// holds nothing else).
-func matching(items []*Item, match func(*Item) bool) []*Item {
-	if match == nil {
-		return items
+// memCount returns how many of the window's items the part replays.
+func (p *replayPart) memCount() int {
+	if p.match == nil {
+		return len(p.mem)
 	}
-	var out []*Item
-	for _, it := range items {
-		if match(it) {
-			out = append(out, it)
+	n := 0
+	for i := range p.mem {
+		if p.match(&p.mem[i]) {
+			n++
 		}
 	}
-	return out
+	return n
 }
 
 // countReplay counts a replay of catalog events by where they are read.
@@ -230,7 +229,7 @@ func (a *Attachment) StreamReplayBatches(ctx context.Context, fn func([]*Item) e
 	}
 	m := &ringMerge{ring: p.ring, out: make([]*Item, 0, replayBatch), fn: fn}
 	if !p.needsStore() {
-		err := p.read(ctx, m.batch)
+		err := p.read(ctx, m.batch, false)
 		if err == nil {
 			err = m.rest()
 		}
@@ -252,7 +251,7 @@ func (a *Attachment) StreamReplayBatches(ctx context.Context, fn func([]*Item) e
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-		})
+		}, true)
 	}()
 	var err error
 	for batch := range ch {
@@ -322,11 +321,13 @@ func (m *ringMerge) send(items []*Item) error {
 // or ctx ends. Each session's part is read in its own ordered batches
 // (from the store's (session, id) index, so no batch sorts anything),
 // then from its window, and the sessions are merged by id. emit may
-// keep the batch.
-func (p *replayPlan) read(ctx context.Context, emit func([]*Item) error) error {
+// keep the batch if keeps (each batch is then a new slice); otherwise
+// the slice is reused.
+func (p *replayPlan) read(ctx context.Context, emit func([]*Item) error, keeps bool) error {
 	cs := make([]*replayCursor, len(p.parts))
 	for i, part := range p.parts {
-		cs[i] = &replayCursor{q: part.q, done: !part.fromStore, mem: part.mem}
+		cs[i] = &replayCursor{q: part.q, done: !part.fromStore, mem: part.mem, match: part.match}
+		cs[i].skip()
 		if part.fromStore {
 			if err := cs[i].fill(ctx, p.h.store); err != nil {
 				return err
@@ -352,7 +353,11 @@ func (p *replayPlan) read(ctx context.Context, emit func([]*Item) error) error {
 			if err := emit(out); err != nil {
 				return err
 			}
-			out = make([]*Item, 0, replayBatch)
+			if keeps {
+				out = make([]*Item, 0, replayBatch)
+			} else {
+				out = out[:0]
+			}
 		}
 		if next == nil {
 			return nil
@@ -366,11 +371,12 @@ func (p *replayPlan) read(ctx context.Context, emit func([]*Item) error) error {
 // replayCursor reads one session's part of a replay: the store's part a
 // batch at a time, then the window's.
 type replayCursor struct {
-	q    store.EventQuery // AfterID moves on with each batch
-	buf  []Item           // the batch read last: new for each batch, since the writer keeps its items
-	pos  int
-	done bool    // the store's last batch has been read (or there is none)
-	mem  []*Item // the window's part, after the store's
+	q     store.EventQuery // AfterID moves on with each batch
+	buf   []Item           // the batch read last: new for each batch, since the writer keeps its items
+	pos   int
+	done  bool             // the store's last batch has been read (or there is none)
+	mem   []Item           // the window's part, after the store's: mem[0] is next, once skip ran
+	match func(*Item) bool // which of mem are replayed (nil: every one)
 }
 
 // head returns the cursor's next event, nil at its end.
@@ -379,9 +385,19 @@ func (c *replayCursor) head() *Item {
 		return &c.buf[c.pos]
 	}
 	if len(c.mem) > 0 {
-		return c.mem[0]
+		return &c.mem[0]
 	}
 	return nil
+}
+
+// skip moves past the window's items match does not take.
+func (c *replayCursor) skip() {
+	if c.match == nil {
+		return
+	}
+	for len(c.mem) > 0 && !c.match(&c.mem[0]) {
+		c.mem = c.mem[1:]
+	}
 }
 
 // advance moves past head, reading the store's next batch when the
@@ -395,6 +411,7 @@ func (c *replayCursor) advance(ctx context.Context, st Store) error {
 		return nil
 	}
 	c.mem = c.mem[1:]
+	c.skip()
 	return nil
 }
 

@@ -15,13 +15,23 @@ import (
 )
 
 // The replay window: each session's most recent committed catalog
-// events, kept in memory as the items Publish framed for the live
-// clients (the same *Item, so its frame and any transport's encoding of
-// it, SSE's record head, are built once and shared by every client and
-// every transport). A replay whose cursor is inside a session's window
-// is served from it without reading the trace store; one whose cursor
-// is older reads the store up to the window's floor and the window from
-// there (replay.go), so the two join without a gap or a duplicate.
+// events, kept in memory as copies of the items Publish framed for the
+// live clients (the same frame bytes, encoded once), shared by every
+// client and every transport (a transport's encoding of an item, SSE's
+// record head, is built by its first replay and kept with it). A
+// replay whose cursor is inside a session's window is served from it
+// without reading the trace store; one whose cursor is older reads the
+// store up to the window's floor and the window from there (replay.go),
+// so the two join without a gap or a duplicate.
+//
+// Layout: a replay's cost is writing its frames, so a window keeps them
+// where reading them in order is cheapest. Its items are values in one
+// slice (not pointers to items scattered across the heap, each a cache
+// miss to reach), and their frames are copied back to back into large
+// byte chunks (the arena) instead of one allocation each: a replay of
+// thousands of events walks two contiguous runs of memory, and the
+// garbage collector has a few large objects to mark per window instead
+// of three small ones per event.
 //
 // The window is a cache of what is committed, never more:
 //
@@ -53,6 +63,16 @@ import (
 // items: the struct, its map entry, its slice header and session id.
 const windowOverhead = 256
 
+// Arena chunks: a window's first chunk holds arenaMin bytes, each next
+// one twice the last, up to arenaMax, so that a short window wastes
+// little and a long one wastes at most its last chunk's free end. A
+// frame of arenaMax/2 or more gets an allocation of its own (it would
+// waste most of a chunk).
+const (
+	arenaMin = 4 << 10
+	arenaMax = 16 << 10
+)
+
 // windowSet holds every session's replay window.
 type windowSet struct {
 	perSession int   // most events per window
@@ -77,12 +97,19 @@ type window struct {
 	// session with an id after floor ("": every one), up to the delivery
 	// point of its tree.
 	floor string
-	// items[start:] are held, oldest first, every id after floor. The
-	// held part is never written: a replay keeps a slice of it without
-	// the lock, so items go from the front by moving start, and the
-	// slice is copied anew (never in place) when start grows.
-	items      []*Item
-	start      int
+	// items[start:] are held, oldest first, every id after floor, each
+	// with its frame in an arena chunk. An item is never written once
+	// appended (but for its atomic encoding): a replay keeps a slice of
+	// the held part and pointers into it without the lock, so items go
+	// from the front by moving start, new ones are written past the end
+	// of every slice handed out, and the held part is copied to a new
+	// slice (never in place) when the slice is full or mostly let go.
+	items []Item
+	start int
+	// arena is the chunk frames are copied to: arena[len:] is free.
+	// Chunks are referenced by the items' frames alone, and freed by the
+	// collector once none is held (or read by a replay).
+	arena      []byte
 	bytes      int64
 	prev, next *window
 }
@@ -93,7 +120,7 @@ func newWindowSet(perSession int, capBytes int64, m *metrics.Stream) *windowSet 
 	return ws
 }
 
-func (w *window) held() []*Item { return w.items[w.start:] }
+func (w *window) held() []Item { return w.items[w.start:] }
 
 // last returns the newest id the window covers: its newest item's, or
 // its floor.
@@ -107,7 +134,7 @@ func (w *window) last() string {
 // popOldest lets the oldest held item go, moving the floor to it, and
 // returns its cost.
 func (w *window) popOldest() int64 {
-	it := w.items[w.start]
+	it := &w.items[w.start]
 	w.start++
 	w.floor = it.ID
 	c := cost(it)
@@ -116,9 +143,53 @@ func (w *window) popOldest() int64 {
 	case w.start == len(w.items):
 		w.items, w.start = nil, 0
 	case w.start >= 64 && w.start*4 >= len(w.items):
-		w.items, w.start = slices.Clone(w.items[w.start:]), 0
+		w.moveHeld(len(w.items) - w.start)
 	}
 	return c
+}
+
+// push appends a copy of it, its frame copied to the arena, and returns
+// its cost. Nothing is written to an item a replay may read: the new
+// item goes past the end of every slice handed out, and a full slice
+// is copied to a new one.
+func (w *window) push(it *Item) int64 {
+	if len(w.items) == cap(w.items) {
+		held := len(w.items) - w.start
+		w.moveHeld(max(held+held/2, 8))
+	}
+	w.items = w.items[:len(w.items)+1]
+	dst := &w.items[len(w.items)-1]
+	dst.ID, dst.SessionID, dst.Type, dst.Actor, dst.TS = it.ID, it.SessionID, it.Type, it.Actor, it.TS
+	dst.Frame = w.keep(it.Frame)
+	return cost(dst)
+}
+
+// moveHeld copies the held items to a new slice of capacity n: the old
+// one stays as it is for the replays that read it.
+func (w *window) moveHeld(n int) {
+	held := w.items[w.start:]
+	items := make([]Item, len(held), max(n, len(held)))
+	for i := range held {
+		src, dst := &held[i], &items[i]
+		dst.ID, dst.SessionID, dst.Type, dst.Actor, dst.TS, dst.Frame = src.ID, src.SessionID, src.Type, src.Actor, src.TS, src.Frame
+		dst.enc.Store(src.enc.Load())
+	}
+	w.items, w.start = items, 0
+}
+
+// keep copies frame to the arena and returns the copy, its capacity
+// ending with it.
+func (w *window) keep(frame []byte) []byte {
+	n := len(frame)
+	if n >= arenaMax/2 {
+		return slices.Clip(slices.Clone(frame))
+	}
+	if n > cap(w.arena)-len(w.arena) {
+		w.arena = make([]byte, 0, min(max(2*cap(w.arena), arenaMin), arenaMax))
+	}
+	off := len(w.arena)
+	w.arena = append(w.arena, frame...)
+	return w.arena[off:len(w.arena):len(w.arena)]
 }
 
 // create makes sid's window, empty, with floor; ws.mu is held.
@@ -170,8 +241,7 @@ func (ws *windowSet) add(it *Item) {
 	} else {
 		ws.touch(w)
 	}
-	w.items = append(w.items, it)
-	c := cost(it)
+	c := w.push(it)
 	w.bytes += c
 	ws.bytes += c
 	for len(w.items)-w.start > ws.perSession {
@@ -216,8 +286,9 @@ func (ws *windowSet) report() {
 // view returns what sid's window holds of a replay of (since, seam]:
 // its floor, and its items with max(since, floor) < id <= seam; ok is
 // false when the session has no window. The items are shared: callers
-// must not modify them (the slice's capacity ends with it).
-func (ws *windowSet) view(sid, since, seam string) (floor string, items []*Item, ok bool) {
+// must not modify them (the slice's capacity ends with it), but may
+// keep pointers to them.
+func (ws *windowSet) view(sid, since, seam string) (floor string, items []Item, ok bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w := ws.byID[sid]
@@ -274,8 +345,9 @@ func (ws *windowSet) prune(before time.Time) {
 // (emission times need not increase with ids).
 func (w *window) expired(before time.Time) int {
 	n := 0
-	for i, it := range w.held() {
-		if it.TS.Before(before) {
+	held := w.held()
+	for i := range held {
+		if held[i].TS.Before(before) {
 			n = i + 1
 		}
 	}
@@ -292,10 +364,11 @@ func (ws *windowSet) fill(sid, floor string, items []*Item) {
 		ws.drop(w)
 	}
 	w := ws.create(sid, floor)
-	w.items = items
+	w.items = make([]Item, 0, len(items))
 	for _, it := range items {
-		w.bytes += cost(it)
-		ws.bytes += cost(it)
+		c := w.push(it)
+		w.bytes += c
+		ws.bytes += c
 	}
 	for range w.expired(ws.pruneBefore) {
 		ws.bytes -= w.popOldest()

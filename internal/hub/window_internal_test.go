@@ -25,8 +25,10 @@ import (
 //     or viewed) than every window that stayed, the one appended to
 //     excepted;
 //   - the byte count is the sum of what is held;
-//   - a slice a view returned never changes afterwards (replays read it
-//     without the lock).
+//   - every held item is a copy of the item added, its frame byte for
+//     byte;
+//   - a slice a view returned never changes afterwards, ids and frames
+//     (replays read it without the lock).
 func TestWindowSetModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		perSession := rapid.IntRange(1, 30).Draw(rt, "perSession")
@@ -41,11 +43,7 @@ func TestWindowSetModel(t *testing.T) {
 		used := map[string]int{}      // session → last use (model of the LRU order)
 		clock := 0
 		base := time.Unix(1_700_000_000, 0)
-		type seen struct {
-			items []*Item
-			ids   []string
-		}
-		var views []seen
+		var views []seenView
 		for step := range rapid.IntRange(1, 120).Draw(rt, "steps") {
 			sid := rapid.SampledFrom(sessions).Draw(rt, fmt.Sprintf("sid%d", step))
 			switch op := rapid.IntRange(0, 9).Draw(rt, fmt.Sprintf("op%d", step)); {
@@ -66,7 +64,7 @@ func TestWindowSetModel(t *testing.T) {
 				if ok {
 					clock++
 					used[sid] = clock
-					views = append(views, seen{items: items, ids: itemIDs(items)})
+					views = append(views, seeView(items))
 				}
 			case op == 8:
 				ws.invalidate(sid)
@@ -80,17 +78,45 @@ func TestWindowSetModel(t *testing.T) {
 			checkWindows(rt, ws, store, perSession, capBytes)
 		}
 		for i, v := range views {
-			if got := itemIDs(v.items); !slices.Equal(got, v.ids) {
-				rt.Fatalf("view %d changed under its reader: %v, was %v", i, got, v.ids)
+			if err := v.check(); err != nil {
+				rt.Fatalf("view %d changed under its reader: %v", i, err)
 			}
 		}
 	})
 }
 
-func itemIDs(items []*Item) []string {
+// seenView is a view's slice and what it held when it was taken.
+type seenView struct {
+	items  []Item
+	ids    []string
+	frames []string
+}
+
+func seeView(items []Item) seenView {
+	v := seenView{items: items, ids: itemIDs(items)}
+	for i := range items {
+		v.frames = append(v.frames, string(items[i].Frame))
+	}
+	return v
+}
+
+// check reports how the view's slice changed since it was taken.
+func (v seenView) check() error {
+	if got := itemIDs(v.items); !slices.Equal(got, v.ids) {
+		return fmt.Errorf("ids %v, were %v", got, v.ids)
+	}
+	for i := range v.items {
+		if string(v.items[i].Frame) != v.frames[i] {
+			return fmt.Errorf("frame of %s changed", v.ids[i])
+		}
+	}
+	return nil
+}
+
+func itemIDs(items []Item) []string {
 	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = it.ID
+	for i := range items {
+		out[i] = items[i].ID
 	}
 	return out
 }
@@ -132,20 +158,28 @@ func checkWindows(t *rapid.T, ws *windowSet, store map[string][]*Item, perSessio
 	var total int64
 	for sid, w := range ws.byID {
 		var want []string
+		var frames []string
 		for _, it := range store[sid] {
 			if it.ID > w.floor {
 				want = append(want, it.ID)
+				frames = append(frames, string(it.Frame))
 			}
 		}
 		if got := itemIDs(w.held()); !slices.Equal(got, want) {
 			t.Fatalf("window of %s (floor %s) holds %v, the store after its floor %v", sid, w.floor, got, want)
 		}
+		for i, held := 0, w.held(); i < len(held); i++ {
+			if string(held[i].Frame) != frames[i] {
+				t.Fatalf("window of %s holds %s with another frame than the store's", sid, held[i].ID)
+			}
+		}
 		if len(w.held()) > perSession {
 			t.Fatalf("window of %s holds %d, bound %d", sid, len(w.held()), perSession)
 		}
 		b := int64(windowOverhead)
-		for _, it := range w.held() {
-			b += cost(it)
+		held := w.held()
+		for i := range held {
+			b += cost(&held[i])
 		}
 		if b != w.bytes {
 			t.Fatalf("window of %s counts %d bytes, holds %d", sid, w.bytes, b)
@@ -223,22 +257,18 @@ func TestWindowOutOfOrderStartsAgain(t *testing.T) {
 func TestWindowViewSurvivesTrims(t *testing.T) {
 	ws := newWindowSet(50, 1<<20, nil)
 	seq, _ := event.NewSequencer("", nil)
-	type seen struct {
-		items []*Item
-		ids   []string
-	}
-	var views []seen
+	var views []seenView
 	for i := range 2000 {
 		id, ts := seq.Next()
-		ws.add(&Item{ID: id, SessionID: "s", TS: ts, Frame: []byte("{}")})
+		ws.add(&Item{ID: id, SessionID: "s", TS: ts, Frame: fmt.Appendf(nil, `{"n":%d,"pad":%q}`, i, strings.Repeat("p", i%700))})
 		if i%7 == 0 {
 			_, items, _ := ws.view("s", "", id)
-			views = append(views, seen{items, itemIDs(items)})
+			views = append(views, seeView(items))
 		}
 	}
 	for i, v := range views {
-		if got := itemIDs(v.items); !slices.Equal(got, v.ids) {
-			t.Fatalf("view %d changed: %d ids, first %v; was %v", i, len(got), got[:1], v.ids[:1])
+		if err := v.check(); err != nil {
+			t.Fatalf("view %d changed: %v", i, err)
 		}
 	}
 }

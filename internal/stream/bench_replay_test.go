@@ -56,10 +56,10 @@ func init() {
 }
 
 // benchHistory makes a session's history of real builtin:demo turns
-// until it holds at least n catalog events.
-func benchHistory(tb testing.TB, m *benchMetis, n int) string {
+// until it holds at least n catalog events, on a workspace in dir.
+func benchHistory(tb testing.TB, m *benchMetis, dir string, n int) string {
 	tb.Helper()
-	ws := filepath.Join(tb.TempDir(), "workspace")
+	ws := filepath.Join(dir, "workspace")
 	benchtest.WriteHistoryWorkspace(tb, ws)
 	sum, err := m.srv.Sessions.Create(context.Background(), session.CreateRequest{WorkspacePath: ws, Model: "builtin:demo"})
 	if err != nil {
@@ -81,16 +81,39 @@ type replayRig struct {
 	types []string
 }
 
-// newReplayRig starts the rig; window false turns the replay windows
-// off (--replay-window-bytes=0), so that every replay reads the store.
-func newReplayRig(b *testing.B, window bool) *replayRig {
+// newReplayRig starts the rig: a server with a history made anew, its
+// replay windows on.
+func newReplayRig(b *testing.B) *replayRig {
+	m := startBenchMetisWith(b, func(cfg *config.Config) { cfg.DemoDelay = 0 })
+	return replayRigOn(b, m, benchHistory(b, m, b.TempDir(), benchReplay+200))
+}
+
+// newStoreReplayRig starts the rig of the store path: a server with
+// the replay windows off (--replay-window-bytes=0), so that every
+// replay reads the store, on storeHistory's home, made by the first
+// call.
+func newStoreReplayRig(b *testing.B) *replayRig {
+	first := storeHistory.home == ""
+	if first {
+		dir, err := os.MkdirTemp("", "metis-replay-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		storeHistory.home = dir
+	}
 	m := startBenchMetisWith(b, func(cfg *config.Config) {
 		cfg.DemoDelay = 0
-		if !window {
-			cfg.ReplayWindowBytes = 0
-		}
+		cfg.ReplayWindowBytes = 0
+		cfg.Home = storeHistory.home
 	})
-	sid := benchHistory(b, m, benchReplay+200)
+	if first {
+		storeHistory.sid = benchHistory(b, m, storeHistory.home, benchReplay+200)
+	}
+	return replayRigOn(b, m, storeHistory.sid)
+}
+
+// replayRigOn is the rig replaying session sid of m.
+func replayRigOn(b *testing.B, m *benchMetis, sid string) *replayRig {
 	em, err := m.srv.Bus.Emitter(context.Background(), sid)
 	if err != nil {
 		b.Fatal(err)
@@ -128,14 +151,14 @@ func (r *replayRig) once(kind string, keep bool) (benchtest.ReplayResult, time.D
 // BenchmarkReplay10k replays from the session's replay window (the
 // cursor is inside it: the window holds up to --replay-limit events,
 // 10,000, within its 32 MiB cap).
-func BenchmarkReplay10k(b *testing.B) { benchReplay10k(b, true) }
+func BenchmarkReplay10k(b *testing.B) { benchReplay10k(b, newReplayRig(b)) }
 
 // BenchmarkReplay10kStore is BenchmarkReplay10k with the replay windows
-// off: every replayed event is read from the trace store.
-func BenchmarkReplay10kStore(b *testing.B) { benchReplay10k(b, false) }
+// off: every replayed event is read from the trace store. Its history
+// is made once per process (storeHistory).
+func BenchmarkReplay10kStore(b *testing.B) { benchReplay10k(b, newStoreReplayRig(b)) }
 
-func benchReplay10k(b *testing.B, window bool) {
-	r := newReplayRig(b, window)
+func benchReplay10k(b *testing.B, r *replayRig) {
 	child := r.child
 	metisOnce := func(keep bool) (benchtest.ReplayResult, time.Duration, error) {
 		return r.once(benchtest.ReplayMetis, keep)
@@ -216,7 +239,7 @@ func benchReplay10k(b *testing.B, window bool) {
 // this process's CPU per replayed event, and the time in the client
 // from the request to the last event read.
 func BenchmarkReplay10kSSE(b *testing.B) {
-	r := newReplayRig(b, true)
+	r := newReplayRig(b)
 	once := func() (benchtest.ReplayResult, time.Duration, error) { return r.once(benchtest.ReplaySSE, false) }
 	if _, _, err := once(); err != nil { // warm up
 		b.Fatal(err)

@@ -4,14 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/streamtest"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestSmokeFreshAttach(t *testing.T) {
 	h := servertest.Start(t, "")
