@@ -20,9 +20,8 @@ import (
 // including a message (all of it for ""), on the same workspace (POST
 // /sessions/{id}/fork, contract §11). The new session, its messages,
 // turns and tool calls, and its right to the images they refer to, are
-// written in the transaction of its
-// session.created, whose payload says where it came from; every id is
-// new (messages, turns), and a compaction's references to messages
+// written in the transaction of its session.created, whose payload says
+// where it came from; every id is new (messages, turns), and a compaction's references to messages
 // follow them, so the model's view of the fork is the source's up to
 // that message.
 //
