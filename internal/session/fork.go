@@ -21,9 +21,9 @@ import (
 // /sessions/{id}/fork, contract §11). The new session, its messages,
 // turns and tool calls, and its right to the images they refer to, are
 // written in the transaction of its session.created, whose payload says
-// where it came from; every id is new (messages, turns), and a compaction's references to messages
-// follow them, so the model's view of the fork is the source's up to
-// that message.
+// where it came from; every id is new (messages, turns), and a
+// compaction's references to messages follow them, so the model's view
+// of the fork is the source's up to that message.
 //
 // The fork's permission mode is req.Mode, or the server's default mode
 // as for any new session (the source's mode and session rules are not
