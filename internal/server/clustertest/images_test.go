@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/metis-agent/metis/internal/servertest"
+	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -84,4 +85,36 @@ func TestImagesReachEveryNode(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestQueuedTurnReachesEveryNode: a turn queued on node A, with an
+// image, while A runs a turn, is in node B's store (its projection),
+// and its image served by B; once it ran, it waits no more on B.
+func TestQueuedTurnReachesEveryNode(t *testing.T) {
+	url := startNATS(t)
+	a, b := node(t, url, "node-a"), node(t, url, "node-b")
+	sid := a.CreateSession()
+	a.Submit(sid, `/tool shell {"command": "while [ ! -f go ]; do sleep 0.05; done; echo released"}`)
+	pic := noisyPNG(t, 64, 64)
+	var acc protocol.TurnAccepted
+	servertest.WaitFor(t, "the queued turn accepted", func() bool {
+		// 409 until the first turn runs; then the second is queued.
+		return a.Do(http.MethodPost, "/sessions/"+sid+"/turns", protocol.TurnRequest{Content: "/echo next", Queue: true,
+			Images: []protocol.ImageInput{{MediaType: "image/png", Data: pic}}}, &acc) == http.StatusAccepted && acc.Queued
+	})
+	queue := func() []store.QueuedTurn {
+		q, err := b.Server.Store.OpenQueuedTurns(t.Context())
+		servertest.Must(t, err)
+		return q
+	}
+	servertest.WaitFor(t, "the queue on node b", func() bool {
+		q := queue()
+		return len(q) == 1 && q[0].TurnID == acc.TurnID && q[0].SessionID == sid && len(q[0].Message.Images()) == 1
+	})
+	if st, body := getImageOn(t, b, sid, imageSHA(pic)); st != http.StatusOK || !bytes.Equal(body, pic) {
+		t.Errorf("node b serves the queued turn's image: %d, %d bytes", st, len(body))
+	}
+	servertest.Must(t, os.WriteFile(filepath.Join(a.Workspace, "go"), nil, 0o644))
+	servertest.WaitFor(t, "the queue emptied on node b", func() bool { return len(queue()) == 0 })
+	a.WaitTurn(sid)
 }
