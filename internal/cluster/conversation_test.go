@@ -117,3 +117,36 @@ func TestProjectionAppliesTheConversationsOps(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectionGoesOnWithoutAnImageTheBucketLacks: a record whose
+// image the bucket does not hold (its bytes never put, or gone) is
+// applied without it, counted, and the projection goes on with the
+// next record.
+func TestProjectionGoesOnWithoutAnImageTheBucketLacks(t *testing.T) {
+	s := startServer(t)
+	a := newReadNode(t, s, "node-a", t.TempDir())
+	sid := newSessionID()
+	o, g := a.own(t, sid), newEvents(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	publishGroup(t, o, g, sid, event.SessionCreated, "",
+		store.CreateSession{Session: store.Session{ID: sid, WorkspacePath: "/w", CreatedAt: now, LastActivityAt: now}})
+	gone, kept := imageOf(t, 100), imageOf(t, 100)
+	gone.Data = nil // a publish puts only the bytes it has
+	publishGroup(t, o, g, sid, event.TurnQueued, "", store.PutImages{SessionID: sid, Images: []store.Image{gone, kept}})
+	_, last := publishGroup(t, o, g, sid, event.SessionModeChanged, "", store.Rename{SessionID: sid, Title: "after"})
+	if err := a.proj.WaitApplied(ctx(t), last); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.proj.LostImages(); n != 1 {
+		t.Errorf("LostImages = %d, want 1", n)
+	}
+	if _, err := a.st.SessionImage(ctx(t), sid, gone.SHA256); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the missing image: %v, want ErrNotFound", err)
+	}
+	if got, err := a.st.SessionImage(ctx(t), sid, kept.SHA256); err != nil || !bytes.Equal(got.Data, kept.Data) {
+		t.Errorf("the image of the same op the bucket holds: %v", err)
+	}
+	if row, err := a.st.Session(ctx(t), sid); err != nil || row.Title != "after" {
+		t.Errorf("the next record: %+v, %v", row, err)
+	}
+}
