@@ -11,7 +11,11 @@
 //   - the record format ([EncodeRecord], [DecodeRecord]): a message body
 //     is the event's exact envelope bytes, followed for a catalog event by
 //     the store ops committed with it, so every node's projection writes
-//     the same rows;
+//     the same rows; the bytes of a group's images travel beside the
+//     log, in a JetStream object store bucket named by their SHA-256,
+//     put by the publisher before the record and got by each projection
+//     before it applies it (images.go), so no message outgrows NATS's
+//     max_payload;
 //   - fencing ([Fence]): the owner of a tree publishes its catalog events
 //     with the expected last sequence of the tree's catalog subjects, and
 //     a stale writer is refused with [ErrFenced]; every message carries

@@ -33,6 +33,10 @@ type LogConfig struct {
 	// Duplicates is the window in which a retried publish of the same
 	// event id is recognised and stored once (default 2m).
 	Duplicates time.Duration
+	// ImageBucket is the JetStream object store bucket holding the bytes
+	// of the images the log's records refer to (default METIS_IMAGES;
+	// images.go). Its objects expire with Retention.
+	ImageBucket string
 	// Logger receives the streaming events the stream did not
 	// acknowledge after an asynchronous publish (default slog.Default()).
 	Logger *slog.Logger
@@ -62,6 +66,9 @@ func (c LogConfig) withDefaults(nc *nats.Conn) LogConfig {
 	if c.Duplicates <= 0 {
 		c.Duplicates = DefaultDuplicates
 	}
+	if c.ImageBucket == "" {
+		c.ImageBucket = DefaultImageBucket
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -72,6 +79,7 @@ func (c LogConfig) withDefaults(nc *nats.Conn) LogConfig {
 type Log struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
+	images *imageBucket
 	cfg    LogConfig
 
 	refused       atomic.Uint64 // streaming events the stream refused (RefusedStreaming)
@@ -108,7 +116,11 @@ func OpenLog(ctx context.Context, nc *nats.Conn, cfg LogConfig) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: stream %s: %w", cfg.Stream, err)
 	}
-	l.js, l.stream = js, st
+	images, err := openImages(ctx, js, cfg.ImageBucket, cfg.Replicas, cfg.Retention)
+	if err != nil {
+		return nil, err
+	}
+	l.js, l.stream, l.images = js, st, images
 	return l, nil
 }
 
@@ -278,7 +290,8 @@ func (l *Log) publishStreamingAsync(tree string, ev *event.Event, h nats.Header)
 }
 
 // PublishCatalog appends a catalog event of tree with the store ops of
-// its group, unfenced. Owners publish through their Fence instead; this
+// its group, unfenced; the bytes of the group's images are put in the
+// image bucket first (images.go). Owners publish through their Fence instead; this
 // is for tools and tests that write a tree nobody owns.
 func (l *Log) PublishCatalog(ctx context.Context, tree string, ev *event.Event, ops []store.Op) (Published, error) {
 	return l.publishCatalog(ctx, tree, ev, ops, nil)
@@ -294,6 +307,9 @@ func (l *Log) publishCatalog(ctx context.Context, tree string, ev *event.Event, 
 	body, err := EncodeRecord(ev, ops)
 	if err != nil {
 		return Published{}, err
+	}
+	if err := l.PutImages(ctx, ops); err != nil {
+		return Published{}, fmt.Errorf("cluster: publish %s: %w", ev, err)
 	}
 	opts = append(opts, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(l.cfg.Stream))
 	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: Subject(tree, ev.SessionID, event.Catalog), Header: h, Data: body}, opts...)

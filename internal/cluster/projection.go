@@ -40,6 +40,7 @@ type Projection struct {
 	stopped error         // why Run returned; nil while it runs or before
 
 	skipped atomic.Uint64
+	lost    atomic.Uint64 // images the projection could not get (images.go)
 }
 
 // NewProjection returns a projection of log into st; cursor names the
@@ -134,6 +135,10 @@ func (p *Projection) applyLoop(ctx context.Context, cancel context.CancelCauseFu
 			default:
 				break fill
 			}
+		}
+		if err := p.getImages(ctx, batch); err != nil {
+			cancel(err)
+			return err
 		}
 		if err := p.applyBatch(ctx, batch); err != nil {
 			cancel(err)
@@ -247,6 +252,10 @@ func (p *Projection) Applied() uint64 {
 	defer p.mu.Unlock()
 	return p.applied
 }
+
+// LostImages returns how many images the projection applied without
+// their bytes, which it could not get from the image bucket.
+func (p *Projection) LostImages() uint64 { return p.lost.Load() }
 
 // Skipped returns how many undecodable records the projection skipped.
 func (p *Projection) Skipped() uint64 { return p.skipped.Load() }

@@ -40,7 +40,29 @@ const (
 	kindPutTurn       = "put_turn"
 	kindSetTitle      = "set_title"
 	kindPutToolCall   = "put_tool_call"
+	kindRename        = "rename"
+	kindSetArchived   = "set_archived"
+	kindQueueTurn     = "queue_turn"
+	kindEndQueuedTurn = "end_queued_turn"
+	kindPutImages     = "put_images"
+	kindLinkImages    = "link_images"
 )
+
+// wireImages is a store.PutImages in a record: the images without their
+// bytes, which are in the image bucket (images.go); a projection gets
+// them before it applies the record.
+type wireImages struct {
+	SessionID string
+	Images    []wireImage
+}
+
+type wireImage struct {
+	SHA256    string
+	MediaType string
+	Size      int64
+	Width     int
+	Height    int
+}
 
 // ErrRecord is wrapped by every error decoding a record.
 var ErrRecord = errors.New("cluster: bad record")
@@ -49,7 +71,9 @@ var ErrRecord = errors.New("cluster: bad record")
 // writes of ev's group; an AppendEvent of ev among them is left out (the
 // envelope is the event), any other AppendEvent, a SetCursor or an op
 // the record format does not know is refused: they belong to one
-// node's store, not to the log.
+// node's store, not to the log. A PutImages goes without the images'
+// bytes: whoever publishes the record puts them in the image bucket
+// (Log.PutImages), and a reader gets them from there.
 func EncodeRecord(ev *event.Event, ops []store.Op) ([]byte, error) {
 	env := ev.JSON()
 	if bytes.IndexByte(env, '\n') >= 0 {
@@ -78,10 +102,22 @@ func EncodeRecord(ev *event.Event, ops []store.Op) ([]byte, error) {
 			kind = kindSetTitle
 		case store.PutToolCall:
 			kind = kindPutToolCall
+		case store.Rename:
+			kind = kindRename
+		case store.SetArchived:
+			kind = kindSetArchived
+		case store.QueueTurn:
+			kind = kindQueueTurn
+		case store.EndQueuedTurn:
+			kind = kindEndQueuedTurn
+		case store.PutImages:
+			kind = kindPutImages
+		case store.LinkImages:
+			kind = kindLinkImages
 		default:
 			return nil, fmt.Errorf("cluster: encode %s: op %T cannot be shipped", ev.ID, op)
 		}
-		b, err := json.Marshal(op)
+		b, err := json.Marshal(wireValue(op))
 		if err != nil {
 			return nil, fmt.Errorf("cluster: encode %s: %s: %w", ev.ID, kind, err)
 		}
@@ -152,6 +188,18 @@ func decodeOp(w wireOp) (store.Op, error) {
 		return decodeAs[store.SetTitle](w.Op)
 	case kindPutToolCall:
 		return decodeAs[store.PutToolCall](w.Op)
+	case kindRename:
+		return decodeAs[store.Rename](w.Op)
+	case kindSetArchived:
+		return decodeAs[store.SetArchived](w.Op)
+	case kindQueueTurn:
+		return decodeAs[store.QueueTurn](w.Op)
+	case kindEndQueuedTurn:
+		return decodeAs[store.EndQueuedTurn](w.Op)
+	case kindPutImages:
+		return decodeImages(w.Op)
+	case kindLinkImages:
+		return decodeLinks(w.Op)
 	}
 	return nil, fmt.Errorf("unknown op kind %q", w.Kind)
 }
@@ -165,4 +213,73 @@ func decodeAs[T store.Op](b json.RawMessage) (store.Op, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// wireValue is what an op is marshalled as in a record.
+func wireValue(op store.Op) any {
+	p, ok := op.(store.PutImages)
+	if !ok {
+		return op
+	}
+	w := wireImages{SessionID: p.SessionID, Images: make([]wireImage, len(p.Images))}
+	for i, im := range p.Images {
+		w.Images[i] = wireImage{SHA256: im.SHA256, MediaType: im.MediaType, Size: im.Size, Width: im.Width, Height: im.Height}
+	}
+	return w
+}
+
+// decodeImages decodes a put_images op: a session and at most
+// maxRecordOps images, each named by a valid SHA-256, with a size in
+// (0, maxImageSize]; their bytes are left for the reader to get.
+func decodeImages(b json.RawMessage) (store.Op, error) {
+	var w wireImages
+	if err := decodeStrict(b, &w); err != nil {
+		return nil, err
+	}
+	if w.SessionID == "" || len(w.Images) == 0 || len(w.Images) > maxRecordOps {
+		return nil, fmt.Errorf("put_images: a session and 1 to %d images", maxRecordOps)
+	}
+	p := store.PutImages{SessionID: w.SessionID, Images: make([]store.Image, len(w.Images))}
+	for i, im := range w.Images {
+		if !validSHA256(im.SHA256) || im.Size <= 0 || im.Size > maxImageSize {
+			return nil, fmt.Errorf("put_images: image %d: bad name %q or size %d", i, im.SHA256, im.Size)
+		}
+		p.Images[i] = store.Image{SHA256: im.SHA256, MediaType: im.MediaType, Size: im.Size, Width: im.Width, Height: im.Height}
+	}
+	return p, nil
+}
+
+// decodeLinks decodes a link_images op: a session and at most
+// maxRecordOps valid SHA-256 names.
+func decodeLinks(b json.RawMessage) (store.Op, error) {
+	var l store.LinkImages
+	if err := decodeStrict(b, &l); err != nil {
+		return nil, err
+	}
+	if l.SessionID == "" || len(l.SHA256s) == 0 || len(l.SHA256s) > maxRecordOps {
+		return nil, fmt.Errorf("link_images: a session and 1 to %d images", maxRecordOps)
+	}
+	for i, sha := range l.SHA256s {
+		if !validSHA256(sha) {
+			return nil, fmt.Errorf("link_images: image %d: bad name %q", i, sha)
+		}
+	}
+	return l, nil
+}
+
+// decodeStrict decodes a non-empty JSON value into v, refusing fields v
+// does not have.
+func decodeStrict(b json.RawMessage, v any) error {
+	if len(b) == 0 {
+		return errors.New("empty op")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return errors.New("trailing data after the op")
+	}
+	return nil
 }

@@ -19,11 +19,11 @@ import (
 // Fork creates a session holding a session's conversation up to and
 // including a message (all of it for ""), on the same workspace (POST
 // /sessions/{id}/fork, contract §11). The new session, its messages,
-// turns and tool calls are written in the transaction of its
-// session.created, whose payload says where it came from; every id is
-// new (messages, turns), and a compaction's references to messages
-// follow them, so the model's view of the fork is the source's up to
-// that message.
+// turns and tool calls, and its right to the images they refer to, are
+// written in the transaction of its session.created, whose payload says
+// where it came from; every id is new (messages, turns), and a
+// compaction's references to messages follow them, so the model's view
+// of the fork is the source's up to that message.
 //
 // The fork's permission mode is req.Mode, or the server's default mode
 // as for any new session (the source's mode and session rules are not
@@ -228,9 +228,26 @@ func restoreTargetOf(conv []message.Message, upTo int, turns []store.Turn) strin
 	return ""
 }
 
+// imagesOf returns the SHA-256 of every image msgs refer to (in user
+// messages and in tool results), each once, in order.
+func imagesOf(msgs []message.Message) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i := range msgs {
+		for _, b := range msgs[i].Images() {
+			if b.SHA256 != "" && !seen[b.SHA256] {
+				seen[b.SHA256] = true
+				out = append(out, b.SHA256)
+			}
+		}
+	}
+	return out
+}
+
 // forkOps copies messages (and the turns and tool calls they belong
-// to) into session fork with new ids, and returns the ops and the
-// number of turns copied. A turn cut by the fork keeps its checkpoint
+// to) into session fork with new ids, gives the fork the right to the
+// images they refer to (store.LinkImages: the bytes are stored once),
+// and returns the ops and the number of turns copied. A turn cut by the fork keeps its checkpoint
 // before, not its changes (which were the whole turn's).
 func forkOps(fork string, kept, conv []message.Message, turns []store.Turn, calls []store.ToolCall) ([]store.Op, int) {
 	msgIDs := make(map[string]string, len(kept))
@@ -279,6 +296,9 @@ func forkOps(fork string, kept, conv []message.Message, turns []store.Turn, call
 			c.Content[i] = b
 		}
 		ops = append(ops, store.PutMessage{Message: c})
+	}
+	if shas := imagesOf(kept); len(shas) > 0 {
+		ops = append(ops, store.LinkImages{SessionID: fork, SHA256s: shas})
 	}
 	for _, call := range calls {
 		mid := msgIDs[call.MessageID]

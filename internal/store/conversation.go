@@ -99,7 +99,18 @@ type EndQueuedTurn struct {
 	EventID string
 }
 
+// LinkImages gives a session the right to images already stored (a
+// fork's copies of its source's messages refer to them), without their
+// bytes. An image no longer stored is skipped: the session's message
+// then refers to an image it cannot serve, as any message does once
+// its image is gone.
+type LinkImages struct {
+	SessionID string
+	SHA256s   []string
+}
+
 func (PutImages) isOp()     {}
+func (LinkImages) isOp()    {}
 func (QueueTurn) isOp()     {}
 func (EndQueuedTurn) isOp() {}
 
@@ -125,6 +136,19 @@ VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING`,
 		if _, err := t.tx.Exec(`INSERT INTO session_images (session_id, sha256) VALUES (?, ?)
 ON CONFLICT DO NOTHING`, o.SessionID, im.SHA256); err != nil {
 			return fmt.Errorf("store: put image %s: %w", im.SHA256, err)
+		}
+	}
+	return nil
+}
+
+func (o LinkImages) apply(t *txn) error {
+	if o.SessionID == "" {
+		return errors.New("store: link images: no session id")
+	}
+	for _, sha := range o.SHA256s {
+		if _, err := t.tx.Exec(`INSERT INTO session_images (session_id, sha256)
+SELECT ?, sha256 FROM images WHERE sha256 = ? ON CONFLICT DO NOTHING`, o.SessionID, sha); err != nil {
+			return fmt.Errorf("store: link image %s: %w", sha, err)
 		}
 	}
 	return nil
