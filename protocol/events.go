@@ -85,6 +85,11 @@ const (
 	EventToolUseInputDelta EventType = "tool.use_input_delta"
 	EventToolUseEnd        EventType = "tool.use_end"
 	EventMessageComplete   EventType = "message.complete"
+
+	// EventToolOutputDelta is a running shell call's live output
+	// (docs/tool-dispatcher.md, "Live output"); the call's tool.completed
+	// or tool.failed still carries its result.
+	EventToolOutputDelta EventType = "tool.output_delta"
 )
 
 // Actors the server emits events as (the envelope's actor). The set is
@@ -154,6 +159,7 @@ var catalog = []EventInfo{
 	{EventToolUseInputDelta, FamilyStreaming, "model adapter (via agent loop)", true},
 	{EventToolUseEnd, FamilyStreaming, "model adapter (via agent loop)", true},
 	{EventMessageComplete, FamilyStreaming, "model adapter (via agent loop)", true},
+	{EventToolOutputDelta, FamilyStreaming, "shell tool (via agent loop)", true},
 }
 
 var byType = func() map[EventType]EventInfo {

@@ -139,6 +139,9 @@ type ToolCompletedPayload struct {
 	// read or written) or "disk" (the editor could not serve it; the
 	// summary says why). Absent when no editor offered it: the disk.
 	Via string `json:"via,omitempty"`
+	// ExitCode is a shell command's exit code (shell only, absent for a
+	// command started in the background).
+	ExitCode *int `json:"exit_code,omitempty"`
 }
 
 // ToolImage is an image a tool returned: its media type, its size in
@@ -313,6 +316,34 @@ type MessageCompletePayload struct {
 	Usage        json.RawMessage `json:"usage,omitempty"`
 }
 
+// Streams of EventToolOutputDelta.
+const (
+	OutputStdout = "stdout"
+	OutputStderr = "stderr"
+)
+
+// ToolOutputDeltaPayload is the payload of EventToolOutputDelta: what a
+// running shell call printed since its previous delta, in order.
+type ToolOutputDeltaPayload struct {
+	// MessageID is the assistant message that holds the call.
+	MessageID string `json:"message_id"`
+	ToolUseID string `json:"tool_use_id"`
+	// Stream is OutputStdout or OutputStderr.
+	Stream string `json:"stream"`
+	// Data is the new output, UTF-8 (bytes that are not valid UTF-8 are
+	// replaced by U+FFFD; a character split across writes is held until
+	// it is whole).
+	Data string `json:"data"`
+	// Offset is how many bytes of data the call's earlier deltas carried,
+	// both streams together: a client that sees a first offset above 0
+	// missed the start.
+	Offset int64 `json:"offset"`
+	// Capped marks the call's last delta when its live output reached
+	// the cap: nothing more is streamed for the call (data is empty), the
+	// command runs on and its result is unchanged.
+	Capped bool `json:"capped,omitempty"`
+}
+
 // NewPayload returns a pointer to a new, zero payload struct of event
 // type t, to decode a payload into, or nil for a type the catalog does
 // not know.
@@ -400,6 +431,8 @@ func NewPayload(t EventType) any {
 		return new(ToolUseEndPayload)
 	case EventMessageComplete:
 		return new(MessageCompletePayload)
+	case EventToolOutputDelta:
+		return new(ToolOutputDeltaPayload)
 	}
 	return nil
 }

@@ -61,6 +61,9 @@ usage:
                                             the MCP servers: state, tools, last error (docs/mcp.md)
   metis acp [--model M] [--log-file F]      an Agent Client Protocol agent on stdio, for editors
                                             (starts a server in-process if none runs; see docs/editors.md)
+  metis tool-output SESSION TOOL_USE_ID [--since ID]
+                                            print a shell call's live output, exit with its exit code
+                                            (what metis acp shows in an editor's terminal)
 
 client commands take --server URL (http(s)://host:port or unix:///path/metis.sock; default
 $METIS_SERVER, else the socket <home>/metis.sock when a server answers on it, else
@@ -117,6 +120,8 @@ func run(args []string) int {
 		return cli.MCP(ctx, args[1:], env)
 	case "acp":
 		return runACP(ctx, args[1:])
+	case "tool-output":
+		return cli.ToolOutput(ctx, args[1:], env)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0

@@ -37,6 +37,9 @@ type Agent struct {
 	// (editorfs.go).
 	editorFS bool
 	files    editorFiles
+	// terms are the editor's terminals that mirror shell calls
+	// (--editor-terminal, terminal.go).
+	terms editorTerminals
 
 	conn *sdk.AgentSideConnection
 
@@ -65,7 +68,8 @@ const httpTimeout = 30 * time.Second
 // sessions, listing, resuming and closing them; prompts of text,
 // resource links (the baseline every agent takes) and images.
 func (a *Agent) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.InitializeResponse, error) {
-	a.offerFiles(p.ClientCapabilities.Fs) // editorfs.go
+	a.offerFiles(p.ClientCapabilities.Fs)          // editorfs.go
+	a.offerTerminal(p.ClientCapabilities.Terminal) // terminal.go
 	title := "metis"
 	return sdk.InitializeResponse{
 		ProtocolVersion: sdk.ProtocolVersionNumber,

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -59,6 +60,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	tokenFile := fs.String("token-file", "", "file holding the server's bearer token (default $"+token.EnvVar+", else <home>/token, sent only to the server running on that home, over https or its unix socket; never over plain http beyond loopback)")
 	logFile := fs.String("log-file", "", "write logs to this file instead of stderr")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	editorTerminal := fs.Bool("editor-terminal", true, "show each shell call's live output in a terminal of the editor when it offers terminals; the command runs on the server, in its sandbox: the terminal runs only `metis tool-output`, a read-only view of the call's output")
 	editorFS := fs.Bool("editor-fs", true, "let the session's file tools read the editor's buffers and write through it when the editor offers fs/read_text_file and fs/write_text_file (the server checks every path first and uses the disk when the editor does not answer)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -67,7 +69,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: metis acp [--server URL] [--token-file F] [--model M] [--home DIR] [--demo-delay D] [--log-file F] [--log-level L] [--editor-fs=false]")
+		fmt.Fprintln(stderr, "usage: metis acp [--server URL] [--token-file F] [--model M] [--home DIR] [--demo-delay D] [--log-file F] [--log-level L] [--editor-fs=false] [--editor-terminal=false]")
 		return 2
 	}
 	var level slog.Level
@@ -118,22 +120,57 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		defer stop()
 		log.Info("started an in-process server", "addr", hostPort(base))
 	}
-	serve(ctx, c, *model, *editorFS, stdin, stdout, log)
+	var mirror *Mirror
+	if *editorTerminal {
+		if mirror, err = mirrorOf(base, *tokenFile, *home); err != nil {
+			log.Warn("shell calls are not mirrored in the editor's terminals", "err", err)
+		}
+	}
+	serve(ctx, c, *model, *editorFS, mirror, stdin, stdout, log)
 	return 0
+}
+
+// mirrorOf is how an editor's terminal starts `metis tool-output` on
+// the server at base: this binary, with the flags that find the same
+// server and token. A token from $METIS_TOKEN is passed in the
+// terminal's environment (never on its command line).
+func mirrorOf(base, tokenFile, home string) (*Mirror, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	m := &Mirror{Command: exe, Args: []string{"--server", base}}
+	if tokenFile != "" {
+		if tokenFile, err = filepath.Abs(tokenFile); err != nil {
+			return nil, err
+		}
+		m.Args = append(m.Args, "--token-file", tokenFile)
+	} else if v, ok := os.LookupEnv(token.EnvVar); ok {
+		m.Env = append(m.Env, sdk.EnvVariable{Name: token.EnvVar, Value: v})
+	}
+	if home != "" {
+		if home, err = filepath.Abs(home); err != nil {
+			return nil, err
+		}
+		m.Args = append(m.Args, "--home", home)
+	}
+	return m, nil
 }
 
 // Serve runs the ACP agent over c on in and out until in ends or ctx is
 // done, and returns once every request it was handling has returned.
 // Turns still running on the server are left running.
 func Serve(ctx context.Context, c *client.Client, model string, in io.Reader, out io.Writer, log *slog.Logger) {
-	serve(ctx, c, model, true, in, out, log)
+	serve(ctx, c, model, true, nil, in, out, log)
 }
 
-// serve is Serve with --editor-fs.
-func serve(ctx context.Context, c *client.Client, model string, editorFS bool, in io.Reader, out io.Writer, log *slog.Logger) {
+// serve is Serve with --editor-fs and the mirror of --editor-terminal
+// (nil: no terminals).
+func serve(ctx context.Context, c *client.Client, model string, editorFS bool, mirror *Mirror, in io.Reader, out io.Writer, log *slog.Logger) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a := newAgent(actx, c, model, editorFS, log)
+	a.terms.mirror = mirror
 	w := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
 	conn := sdk.NewAgentSideConnection(a, w, pr)
@@ -154,8 +191,9 @@ func serve(ctx context.Context, c *client.Client, model string, editorFS bool, i
 	}
 	cancel()
 	a.wait()
-	a.waitEditors() // editorfs.go: ended with actx
-	a.clearMCP()    // mcp.go
+	a.waitEditors()   // editorfs.go: ended with actx
+	a.terms.wg.Wait() // terminal.go: releases, bounded
+	a.clearMCP()      // mcp.go
 	_ = pr.Close()
 	select {
 	case err := <-guardDone:

@@ -19,6 +19,10 @@ type toolState struct {
 	status sdk.ToolCallStatus
 	// worker: a worker's call, shown because it asked for permission.
 	worker bool
+	// terminal is the editor terminal that mirrors a shell call's
+	// output (terminal.go); released once it was released.
+	terminal string
+	released bool
 }
 
 func (s *toolState) final() bool {
@@ -180,7 +184,7 @@ func (t *turn) toolEvent(ctx context.Context, typ protocol.EventType, p toolPayl
 	case protocol.EventToolCompleted:
 		s.status = sdk.ToolCallStatusCompleted
 		t.outcomes[p.ToolUseID] = outcome{typ, p}
-		content := t.progressContent(p.ToolUseID)
+		content := append(s.terminalContent(), t.progressContent(p.ToolUseID)...)
 		diff, locs := diffContent(p.Diff, p.DiffTruncated, t.workspace)
 		content = append(content, diff...)
 		content = append(content, sdk.ToolContent(sdk.TextBlock(p.Result)))
@@ -192,11 +196,15 @@ func (t *turn) toolEvent(ctx context.Context, typ protocol.EventType, p toolPayl
 		if p.Via != "" {
 			out["via"] = p.Via
 		}
+		if p.ExitCode != nil {
+			out["exit_code"] = *p.ExitCode
+		}
 		opts := []sdk.ToolCallUpdateOpt{sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted), sdk.WithUpdateContent(content), sdk.WithUpdateRawOutput(out)}
 		if len(locs) > 0 {
 			opts = append(opts, sdk.WithUpdateLocations(locs))
 		}
 		t.send(ctx, sdk.UpdateToolCall(id, opts...))
+		t.releaseTerminal(s)
 	case protocol.EventToolFailed:
 		s.status = sdk.ToolCallStatusFailed
 		t.outcomes[p.ToolUseID] = outcome{typ, p}
@@ -204,10 +212,11 @@ func (t *turn) toolEvent(ctx context.Context, typ protocol.EventType, p toolPayl
 		if p.ErrorClass == "cancelled" {
 			msg = "cancelled: " + p.Message
 		}
-		content := t.progressContent(p.ToolUseID)
+		content := append(s.terminalContent(), t.progressContent(p.ToolUseID)...)
 		content = append(content, sdk.ToolContent(sdk.TextBlock(msg)))
 		t.send(ctx, sdk.UpdateToolCall(id, sdk.WithUpdateStatus(sdk.ToolCallStatusFailed), sdk.WithUpdateContent(content),
 			sdk.WithUpdateRawOutput(map[string]any{"error_class": p.ErrorClass, "message": p.Message})))
+		t.releaseTerminal(s)
 	}
 }
 

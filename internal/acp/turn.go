@@ -347,7 +347,9 @@ type (
 		Result        string   `json:"result"`
 		Truncated     bool     `json:"truncated"`
 		// Via: "editor" or "disk" while an editor was attached.
-		Via        string `json:"via"`
+		Via string `json:"via"`
+		// ExitCode: a shell command's.
+		ExitCode   *int   `json:"exit_code"`
 		ErrorClass string `json:"error_class"`
 		Message    string `json:"message"`
 	}
@@ -428,6 +430,9 @@ func (t *turn) handle(ctx context.Context, ev *protocol.EventEnvelope, v *client
 		var p toolPayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			t.toolEvent(ctx, protocol.EventType(ev.Type), p)
+			if s := t.tools[p.ToolUseID]; s != nil && protocol.EventType(ev.Type) == protocol.EventToolCalled {
+				t.openTerminal(ctx, ev.ID, s, p.ToolUseID) // terminal.go
+			}
 		}
 	case protocol.EventDelegateStarted, protocol.EventDelegateCompleted, protocol.EventDelegateFailed:
 		t.delegateEvent(ctx, ev)

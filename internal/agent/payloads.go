@@ -116,6 +116,8 @@ type toolCompleted struct {
 	// Via: which path served a file tool while an editor was attached
 	// to the session (tool.Result.Via).
 	Via string `json:"via,omitempty"`
+	// ExitCode: a shell command's (tool.Result.ExitCode).
+	ExitCode *int `json:"exit_code,omitempty"`
 	toolOutput
 	fileChange
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/permission"
@@ -369,7 +370,7 @@ func (r *run) finishTool(d toolDone, u message.Block, finish func(int, any, even
 			preview, truncated = truncateUTF8(preview, resultPreviewBytes), true
 		}
 		finish(d.i, toolCompleted{ToolUseID: u.ID, ToolName: u.Name, Summary: d.res.Summary, Result: preview, Truncated: truncated,
-			DurationMS: dur, Via: d.res.Via, fileChange: changeOf(d.res.Change), toolOutput: outputOf(d.res)}, event.ToolCompleted, row, block)
+			DurationMS: dur, Via: d.res.Via, ExitCode: d.res.ExitCode, fileChange: changeOf(d.res.Change), toolOutput: outputOf(d.res)}, event.ToolCompleted, row, block)
 		return false
 	}
 	class, msg := tool.ClassOf(d.err), d.err.Error()
@@ -405,8 +406,26 @@ func (r *run) runTool(ctx context.Context, c callResult, u message.Block) (tool.
 	if !ok {
 		return tool.Result{}, tool.Errorf(tool.ClassNotFound, "no tool named %q", u.Name)
 	}
-	env := tool.Env{Root: r.t.Root, Workspace: r.t.Workspace, SessionID: r.t.SessionID, TurnID: r.t.ID, ToolUseID: u.ID, Editor: r.cfg.Editor}
+	env := tool.Env{Root: r.t.Root, Workspace: r.t.Workspace, SessionID: r.t.SessionID, TurnID: r.t.ID, ToolUseID: u.ID, Editor: r.cfg.Editor,
+		Output: r.outputSink(c.msg.ID, u.ID)}
 	return safeRun(ctx, t, env, u)
+}
+
+// outputSink returns what streams a running call's live output as
+// tool.output_delta events. It runs on the call's goroutine and emits
+// straight to the session's emitter (safe for concurrent use); the tool
+// returns only after its last delta was emitted, so every delta's id is
+// below the call's tool.completed or tool.failed. A delta the bus
+// refuses is dropped: it is a view of the output, the result keeps it.
+func (r *run) outputSink(msgID, toolUseID string) func(tool.OutputChunk) {
+	return func(c tool.OutputChunk) {
+		_, err := r.t.Emitter.Emit(bus.Spec{Type: event.ToolOutputDelta, TurnID: r.t.ID, Actor: event.ActorTool,
+			Payload: protocol.ToolOutputDeltaPayload{MessageID: msgID, ToolUseID: toolUseID, Stream: c.Stream, Data: c.Data,
+				Offset: c.Offset, Capped: c.Capped}})
+		if err != nil {
+			r.cfg.Logger.Debug("live output dropped", "session", r.t.SessionID, "tool_use_id", toolUseID, "err", err)
+		}
+	}
 }
 
 // safeRun turns a tool's panic into an execution error.

@@ -76,6 +76,7 @@ const (
 	ToolUseInputDelta = protocol.EventToolUseInputDelta
 	ToolUseEnd        = protocol.EventToolUseEnd
 	MessageComplete   = protocol.EventMessageComplete
+	ToolOutputDelta   = protocol.EventToolOutputDelta
 )
 
 // Actors the core emits events as.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/model"
 	"github.com/metis-agent/metis/internal/sandbox"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Shell limits.
@@ -129,8 +131,18 @@ func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 	}
 	var stdout, stderr capped
 	stdout.max, stderr.max = MaxShellOutput, MaxShellOutput
-	p, err := s.start(env, in.Command, grace, &stdout, &stderr)
+	var outW, errW io.Writer = &stdout, &stderr
+	var live *liveOutput
+	if env.Output != nil {
+		live = newLiveOutput(env.Output, defaultLiveLimits)
+		outW = io.MultiWriter(&stdout, live.writer(protocol.OutputStdout))
+		errW = io.MultiWriter(&stderr, live.writer(protocol.OutputStderr))
+	}
+	p, err := s.start(env, in.Command, grace, outW, errW)
 	if err != nil {
+		if live != nil {
+			live.close()
+		}
 		return Result{}, err
 	}
 
@@ -148,6 +160,9 @@ func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 		err = p.stop()
 	}
 	code, reportedOK := p.finish()
+	if live != nil {
+		live.close() // the output was read to its end: every delta goes before the call's end
+	}
 	if !reportedOK && stopped == nil {
 		// The supervisor died without reporting: it was killed, and
 		// what it supervised was re-parented to this process and
@@ -156,6 +171,7 @@ func (s Shell) Run(ctx context.Context, env Env, input json.RawMessage) (Result,
 		return Result{}, p.killedSupervisor(out.Content)
 	}
 	out := shellOutput(code, err, &stdout, &stderr, time.Since(p.started))
+	out.ExitCode = &code
 	if stopped != nil {
 		if te := (*Error)(nil); errors.As(stopped, &te) {
 			te.Message += "\n" + out.Content

@@ -69,6 +69,10 @@ type Env struct {
 	// sockets, which the sandbox refuses unless its settings allow them
 	// (for a permission rule that allows the network per call).
 	AllowNetwork bool
+	// Output, if set, receives a running call's live output (shell,
+	// liveoutput.go), in order, before the call returns; it must not
+	// block for long. Nil: none is streamed.
+	Output func(OutputChunk)
 	// Editor, if set, is the editors attached to sessions: read_file,
 	// write_file and edit_file read and write through the session's
 	// editor when it offers to, and use the disk otherwise (editorfs.go).
@@ -93,6 +97,9 @@ type Result struct {
 	// attached to the session: ViaEditor or ViaDisk (the editor could
 	// not serve it; the summary says why). "" when no editor offered it.
 	Via string
+	// ExitCode is the command's exit code (shell, in the foreground),
+	// nil otherwise.
+	ExitCode *int
 }
 
 // Output is a tool's output beyond its text.

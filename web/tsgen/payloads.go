@@ -44,6 +44,7 @@ var payloadTS = map[protocol.EventType]map[string]string{
 		protocol.BackgroundSessionDeleted, protocol.BackgroundServerShutdown, protocol.BackgroundServerLost, protocol.BackgroundSupervisorKilled)},
 	protocol.EventMessageStart:    {"role": "Role"},
 	protocol.EventMessageComplete: {"final_content": "Block[]", "usage": "Usage"},
+	protocol.EventToolOutputDelta: {"stream": openUnion(protocol.OutputStdout, protocol.OutputStderr)},
 }
 
 // openUnion is the TypeScript type of a string field with the known

@@ -52,7 +52,8 @@ export type StreamingEventType =
   | "tool.use_start"
   | "tool.use_input_delta"
   | "tool.use_end"
-  | "message.complete";
+  | "message.complete"
+  | "tool.output_delta";
 
 /** Every event type of the closed catalog. */
 export type EventType = CatalogEventType | StreamingEventType;
@@ -103,6 +104,7 @@ export const EVENT_TYPES: readonly EventType[] = [
   "tool.use_input_delta",
   "tool.use_end",
   "message.complete",
+  "tool.output_delta",
 ];
 
 /** Each event type's family. */
@@ -148,6 +150,7 @@ export const EVENT_FAMILY: Readonly<Record<EventType, EventFamily>> = {
   "tool.use_input_delta": "streaming",
   "tool.use_end": "streaming",
   "message.complete": "streaming",
+  "tool.output_delta": "streaming",
 };
 
 /** The component that emits each event type. */
@@ -193,6 +196,7 @@ export const EVENT_EMITTER: Readonly<Record<EventType, string>> = {
   "tool.use_input_delta": "model adapter (via agent loop)",
   "tool.use_end": "model adapter (via agent loop)",
   "message.complete": "model adapter (via agent loop)",
+  "tool.output_delta": "shell tool (via agent loop)",
 };
 
 /** Preset filter names (spec §3.3). */
@@ -200,8 +204,8 @@ export type PresetName = "preset:chat" | "preset:full";
 
 /** The event types each preset stands for, in catalog order. */
 export const PRESETS: Readonly<Record<PresetName, readonly EventType[]>> = {
-  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "tool.background_started", "tool.background_exited", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "workspace.checkpoint_failed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
-  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "tool.background_started", "tool.background_exited", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "workspace.checkpointed", "workspace.checkpoint_failed", "workspace.changed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete"],
+  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "tool.background_started", "tool.background_exited", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "workspace.checkpoint_failed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete", "tool.output_delta"],
+  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "tool.background_started", "tool.background_exited", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "workspace.checkpointed", "workspace.checkpoint_failed", "workspace.changed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete", "tool.output_delta"],
 };
 
 /** Whether s names an event type of the catalog (either family). */
@@ -370,6 +374,11 @@ export const DelegateFailureWorker = "worker_error";
 export const DelegateFailureTimeout = "timeout";
 /** DelegateFailureInterrupted: the process running the delegation stopped mid-way (a crash, or in cluster mode a lost owner node), and crash recovery ended the planner's turn with the worker's (turn.cancelled, phase interrupted). The delegation is not resumed. */
 export const DelegateFailureInterrupted = "interrupted";
+export const EditorFrameAttached = "attached";
+export const EditorFrameRequest = "request";
+export const EditorFramePing = "ping";
+export const EditorReadTextFile = "fs/read_text_file";
+export const EditorWriteTextFile = "fs/write_text_file";
 export const EventSessionCreated = "session.created";
 export const EventTurnStarted = "turn.started";
 export const EventTurnCompleted = "turn.completed";
@@ -403,6 +412,8 @@ export const EventToolUseStart = "tool.use_start";
 export const EventToolUseInputDelta = "tool.use_input_delta";
 export const EventToolUseEnd = "tool.use_end";
 export const EventMessageComplete = "message.complete";
+/** EventToolOutputDelta is a running shell call's live output (docs/tool-dispatcher.md, "Live output"); the call's tool.completed or tool.failed still carries its result. */
+export const EventToolOutputDelta = "tool.output_delta";
 /** the person, through a client */
 export const ActorUser = "user";
 /** the agent loop */
@@ -515,6 +526,8 @@ export const BlockText = "text";
 export const BlockThinking = "thinking";
 export const BlockToolUse = "tool_use";
 export const BlockToolResult = "tool_result";
+export const OutputStdout = "stdout";
+export const OutputStderr = "stderr";
 export const ModeDefault = "default";
 export const ModeAcceptEdits = "accept_edits";
 export const ModePlan = "plan";
@@ -1208,6 +1221,8 @@ export interface ToolCompletedPayload {
   structured_content?: unknown;
   structured_content_bytes?: number;
   images?: ToolImage[];
+  via?: string;
+  exit_code?: number | null;
 }
 
 /** The payload of tool.failed. */
@@ -1462,6 +1477,16 @@ export interface MessageCompletePayload {
   usage?: Usage;
 }
 
+/** The payload of tool.output_delta. */
+export interface ToolOutputDeltaPayload {
+  message_id: string;
+  tool_use_id: string;
+  stream: 'stdout' | 'stderr' | (string & {});
+  data: string;
+  offset: number;
+  capped?: boolean;
+}
+
 /** Each event type's payload. */
 export interface PayloadMap {
   "session.created": SessionCreatedPayload;
@@ -1505,6 +1530,7 @@ export interface PayloadMap {
   "tool.use_input_delta": ToolUseInputDeltaPayload;
   "tool.use_end": ToolUseEndPayload;
   "message.complete": MessageCompletePayload;
+  "tool.output_delta": ToolOutputDeltaPayload;
 }
 
 // ---- Envelopes and frames ----
