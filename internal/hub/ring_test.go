@@ -69,18 +69,28 @@ func TestTinyRingStreamingGap(t *testing.T) {
 // TestStreamingGapAfterRestart: a new process (bus and hub) over the
 // same store never held the streaming events of the old one; a replay
 // from a cursor before the restart reports a gap exactly when a model
-// call happened after the cursor, and still replays every catalog event.
+// call or a tool call (a shell command streams its output) happened
+// after the cursor, and still replays every catalog event.
 func TestStreamingGapAfterRestart(t *testing.T) {
 	st := openStore(t)
-	for _, withCall := range []bool{false, true} {
-		t.Run(fmt.Sprint("llm_call=", withCall), func(t *testing.T) {
+	for _, call := range []string{"none", "llm", "tool"} {
+		withCall := call != "none"
+		t.Run("call="+call, func(t *testing.T) {
 			old := newEnv(t, st, hub.Config{RingSize: 64})
 			cursor := old.mustEmit(event.TurnStarted, event.ActorSession, "turn_1")
-			if withCall {
+			switch call {
+			case "none":
+				old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+				old.mustEmit(event.TurnCompleted, event.ActorSession, "turn_1")
+			case "llm":
 				old.mustEmit(event.LLMCallStarted, event.ActorAgent, "turn_1")
+				old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+				old.mustEmit(event.LLMCallCompleted, event.ActorAgent, "turn_1")
+			case "tool":
+				old.mustEmit(event.ToolCalled, event.ActorTool, "turn_1")
+				old.mustEmit(event.ToolOutputDelta, event.ActorTool, "turn_1")
+				old.mustEmit(event.ToolCompleted, event.ActorTool, "turn_1")
 			}
-			old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
-			old.mustEmit(event.ToolCalled, event.ActorTool, "turn_1")
 			old.barrier()
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
@@ -210,41 +220,53 @@ func TestCursorFromBeforeARestart(t *testing.T) {
 // when a model call was open at that cursor, the deltas the old process
 // streamed after it died with its ring, and the ack says so, whatever
 // the new process stored since (here a turn.cancelled, no llm.call_*).
-// A cursor before the call has one too: the call came after it.
+// A cursor before the call has one too: the call came after it. The
+// same holds for a shell command's output (tool.output_delta) while its
+// tool call was open.
 func TestCursorAtAnOpenCallAfterARestart(t *testing.T) {
 	st := openStore(t)
-	old := newEnv(t, st, hub.Config{RingSize: 64})
-	before := old.mustEmit(event.TurnStarted, event.ActorSession, "turn_1")
-	started := old.mustEmit(event.LLMCallStarted, event.ActorAgent, "turn_1")
-	delta := old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
-	old.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
-	old.barrier()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := old.b.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b, h := startHub(t, st, hub.Config{RingSize: 64})
-	em, err := b.Emitter(ctx, old.sid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnCancelled, Actor: event.ActorSession, TurnID: "turn_1", Payload: map[string]string{"reason": "server_restart"}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name   string
-		cursor string
-		gap    bool
-	}{{"a delta of the open call", delta.ID, true}, {"the open call's start", started.ID, true}, {"before the call", before.ID, true}} {
-		att, serr := h.Subscribe(ctx, old.sid, &protocol.Subscribe{Preset: event.PresetChat, Since: &c.cursor})
-		if serr != nil {
-			t.Fatalf("%s: subscribe: %+v", c.name, serr)
-		}
-		h.Unsubscribe(att.Client)
-		if att.Ack.StreamingGap != c.gap {
-			t.Errorf("cursor at %s: streaming_gap %v, want %v (ack %+v)", c.name, att.Ack.StreamingGap, c.gap, att.Ack)
-		}
+	for _, call := range []string{"llm", "tool"} {
+		t.Run(call, func(t *testing.T) {
+			old := newEnv(t, st, hub.Config{RingSize: 64})
+			before := old.mustEmit(event.TurnStarted, event.ActorSession, "turn_1")
+			opener, delta := event.LLMCallStarted, event.TextDelta
+			if call == "tool" {
+				old.mustEmit(event.LLMCallStarted, event.ActorAgent, "turn_1")
+				old.mustEmit(event.LLMCallCompleted, event.ActorAgent, "turn_1")
+				opener, delta = event.ToolCalled, event.ToolOutputDelta
+			}
+			started := old.mustEmit(opener, event.ActorAgent, "turn_1")
+			first := old.mustEmit(delta, event.ActorModel, "turn_1")
+			old.mustEmit(delta, event.ActorModel, "turn_1")
+			old.barrier()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			if err := old.b.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			b, h := startHub(t, st, hub.Config{RingSize: 64})
+			em, err := b.Emitter(ctx, old.sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := em.EmitWait(ctx, bus.Spec{Type: event.TurnCancelled, Actor: event.ActorSession, TurnID: "turn_1", Payload: map[string]string{"reason": "server_restart"}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				name   string
+				cursor string
+				gap    bool
+			}{{"a delta of the open call", first.ID, true}, {"the open call's start", started.ID, true}, {"before the call", before.ID, true}} {
+				att, serr := h.Subscribe(ctx, old.sid, &protocol.Subscribe{Preset: event.PresetChat, Since: &c.cursor})
+				if serr != nil {
+					t.Fatalf("%s: subscribe: %+v", c.name, serr)
+				}
+				h.Unsubscribe(att.Client)
+				if att.Ack.StreamingGap != c.gap {
+					t.Errorf("cursor at %s: streaming_gap %v, want %v (ack %+v)", c.name, att.Ack.StreamingGap, c.gap, att.Ack)
+				}
+			}
+		})
 	}
 }
 

@@ -207,9 +207,10 @@ func (h *Hub) internal(err error) *protocol.SubscribeError {
 // streamingGap reports whether streaming events the filter asks for,
 // after since, may be missing from the replay: let go from a ring (lost
 // is the newest such id), or emitted before this process held the
-// session (a restart, a swept ring) while a model call was running: one
+// session (a restart, a swept ring) while a model call or a tool call
+// was running (a model streams deltas, a shell command its output): one
 // ran in the unheld range after the cursor, or one was open at the
-// cursor itself (the client holds deltas of a call whose later deltas
+// cursor itself (the client holds events of a call whose later ones
 // died with an earlier process's ring; the call may have no stored end
 // before what this process holds). A filter with no streaming type
 // never has a gap.
@@ -223,17 +224,27 @@ func (h *Hub) streamingGap(ctx context.Context, f *filter, sessions []string, si
 	if since >= heldFrom {
 		return false, nil
 	}
-	// Streaming events only occur inside model calls; look for one in the
-	// unheld range.
+	// Streaming events only occur inside model calls and tool calls; look
+	// for one in the unheld range.
 	upTo := min(heldFrom, seam)
 	n, err := h.store.CountEvents(ctx, store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: upTo,
-		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}})
+		Types: append(modelCallTypes[:len(modelCallTypes):len(modelCallTypes)], toolCallTypes...)})
 	if err != nil || n > 0 {
 		return n > 0, err
 	}
-	last, err := h.lastModelCallEvent(ctx, sessions, since)
-	return last.Type == event.LLMCallStarted, err
+	last, err := h.lastEventOf(ctx, sessions, since, modelCallTypes)
+	if err != nil || last.Type == event.LLMCallStarted {
+		return last.Type == event.LLMCallStarted, err
+	}
+	last, err = h.lastEventOf(ctx, sessions, since, toolCallTypes)
+	return last.Type == event.ToolCalled, err
 }
+
+// The events that open and close the ranges streaming events occur in.
+var (
+	modelCallTypes = []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}
+	toolCallTypes  = []event.Type{event.ToolCalled, event.ToolCompleted, event.ToolFailed}
+)
 
 // openModelCall reports whether the tree's stored history, up to seam,
 // ends inside a model call of an earlier process: its last llm.call_*
@@ -249,9 +260,14 @@ func (h *Hub) openModelCall(ctx context.Context, sessions []string, seam string)
 // lastModelCallEvent returns the tree's last stored llm.call_* event at
 // or before event id at (a zero row when there is none).
 func (h *Hub) lastModelCallEvent(ctx context.Context, sessions []string, at string) (store.EventRow, error) {
+	return h.lastEventOf(ctx, sessions, at, modelCallTypes)
+}
+
+// lastEventOf returns the tree's last stored event of one of types at
+// or before event id at (a zero row when there is none).
+func (h *Hub) lastEventOf(ctx context.Context, sessions []string, at string, types []event.Type) (store.EventRow, error) {
 	var last store.EventRow
-	err := h.store.ScanEvents(ctx, store.EventQuery{SessionIDs: sessions, UpToID: at,
-		Types: []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}},
+	err := h.store.ScanEvents(ctx, store.EventQuery{SessionIDs: sessions, UpToID: at, Types: types},
 		func(r store.EventRow) error {
 			last = r
 			return nil
