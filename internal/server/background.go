@@ -50,9 +50,13 @@ func (s *Server) backgroundNotice(n tool.BackgroundNotice) {
 		s.ledgerWrite(n.SessionID, *n.Started)
 	} else {
 		typ, payload, id = event.ToolBackgroundExited, n.Exited, n.Exited.BackgroundID
-		if n.Exited.Reason == protocol.BackgroundSessionDeleted {
+		switch n.Exited.Reason {
+		case protocol.BackgroundSessionDeleted:
 			s.ledgerRemove(id)
 			return // the session and its events are gone
+		case protocol.BackgroundOwnerLost:
+			s.ledgerRemove(id)
+			return // this node lost the tree: its new owner reports the end
 		}
 	}
 	s.emitBackground(n.SessionID, n.TurnID, typ, payload)
