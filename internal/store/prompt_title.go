@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
@@ -35,7 +36,8 @@ var (
 // PromptTitle derives a short clean title from the text of a session's
 // first prompt (docs/protocol.md, "Session titles"): a leading slash
 // command is dropped (`/echo hi` is "hi", `/tool NAME {json}` the
-// JSON's task, command, path or query, `/long N` "long answer (N)",
+// JSON's task, command, path or query, else NAME and the JSON's
+// top-level string values, `/long N` "long answer (N)",
 // `/model X rest` "rest"); markdown syntax is dropped (code fences with
 // their content, inline code marks, links and images keep their text,
 // headings, quotes and list markers, emphasis marks); white space runs
@@ -49,7 +51,13 @@ func PromptTitle(text string) string {
 		t = t[len(m[0]):]
 		switch m[1] {
 		case "tool":
+			name := strings.TrimSpace(reToolName.FindString(t))
 			t = reToolName.ReplaceAllString(t, "")
+			if reArgField.FindStringSubmatch(t) == nil {
+				if vals := topStrings(t); len(vals) > 0 {
+					t = name + " " + strings.Join(vals, " ") // grep {"pattern":"x"}: "grep x"
+				}
+			}
 		case "model":
 			t = reFirstWord.ReplaceAllString(t, "")
 		case "long":
@@ -71,8 +79,8 @@ func PromptTitle(text string) string {
 					return inner
 				}
 			}
-		} else {
-			t = reJSONBit.ReplaceAllString(t, " ")
+		} else if m[1] == "tool" {
+			t = reJSONBit.ReplaceAllString(t, " ") // the arguments' JSON syntax
 		}
 	}
 	t = reFence.ReplaceAllString(t, " ")
@@ -93,6 +101,29 @@ func PromptTitle(text string) string {
 		t = Title(text)
 	}
 	return capAtWord(t, MaxPromptTitleRunes)
+}
+
+// topStrings returns the string values at the top level of a JSON
+// object, in order (nil for what is not one).
+func topStrings(s string) []string {
+	dec := json.NewDecoder(strings.NewReader(s))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var out []string
+	for dec.More() {
+		if _, err := dec.Token(); err != nil { // the key
+			return nil
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		if str, ok := v.(string); ok && strings.TrimSpace(str) != "" {
+			out = append(out, str)
+		}
+	}
+	return out
 }
 
 // capAtWord cuts a one-line text longer than max runes at the last word

@@ -22,6 +22,8 @@ func TestPromptTitleCleansCommandsAndMarkdown(t *testing.T) {
 		{"", ""},
 		{"  fix the\n\n bug  ", "fix the bug"},
 		{"/echo hello there", "hello there"},
+		{"/echo **Fix** the `login` bug in [auth](http://x/y)", "Fix the login bug in auth"},
+		{`/tool grep {"pattern":"x","glob":"*.go"}`, "grep x *.go"},
 		{"/echo", "/echo"},
 		{`/tool shell {"command":"ls -la /tmp"}`, "ls -la /tmp"},
 		{`/tool write_file {"path":"notes.txt","content":"x"}`, "notes.txt"},
