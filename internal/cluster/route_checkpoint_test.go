@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -121,7 +120,7 @@ func TestCheckpointRequestsReachTheOwner(t *testing.T) {
 	// Malformed requests never reach the handlers.
 	nc := connect(t, s)
 	rpc := "metis.rpc." + tree + "."
-	for _, c := range []struct{ subject, body string }{
+	badRequests(t, nc, []struct{ subject, body string }{
 		{rpc + "turns", `{"session_id":"` + tree + `","limit":0}`},
 		{rpc + "turns", `{"session_id":"a.b","limit":5}`},
 		{rpc + "turn_changes", `{"session_id":"` + tree + `"}`},
@@ -129,18 +128,7 @@ func TestCheckpointRequestsReachTheOwner(t *testing.T) {
 		{rpc + "restore", `{"session_id":"` + tree + `","checkpoint_id":""}`},
 		{rpc + "fork", `{"session_id":"_owner"}`},
 		{rpc + "fork", `[]`},
-	} {
-		m, err := nc.Request(c.subject, []byte(c.body), 5*time.Second)
-		if err != nil {
-			t.Fatalf("%s: %v", c.subject, err)
-		}
-		var rep struct {
-			Error *cluster.RemoteError `json:"error"`
-		}
-		if err := json.Unmarshal(m.Data, &rep); err != nil || rep.Error == nil || rep.Error.Code != "bad_request" {
-			t.Errorf("%s %s: reply %s, want a bad_request error", c.subject, c.body, m.Data)
-		}
-	}
+	})
 	if got := owner.calls(); len(got) != len(want) {
 		t.Fatalf("bad requests reached the handlers: %q", got[len(want):])
 	}
