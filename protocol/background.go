@@ -32,7 +32,8 @@ const (
 	BackgroundKilled = "killed"
 	// BackgroundTimeout: it ran past the timeout_s it was started with.
 	BackgroundTimeout = "timeout"
-	// BackgroundSessionDeleted: its session was deleted (retention).
+	// BackgroundSessionDeleted: its session was deleted (DELETE
+	// /sessions/{id}, or the retention).
 	BackgroundSessionDeleted = "session_deleted"
 	// BackgroundServerShutdown: the server stopped.
 	BackgroundServerShutdown = "server_shutdown"
@@ -40,6 +41,11 @@ const (
 	// crash, SIGKILL); the command was stopped when the server's end of
 	// its lifeline closed, and the next start reports it.
 	BackgroundServerLost = "server_lost"
+	// BackgroundOwnerLost (cluster mode): the node that ran it lost the
+	// session's tree (it died, or was cut off past its lease); the node
+	// that took the tree over reports the end, and a node that loses a
+	// tree stops its commands.
+	BackgroundOwnerLost = "owner_lost"
 	// BackgroundSupervisorKilled: the process supervising it was killed
 	// (by the command itself); every process of it was stopped.
 	BackgroundSupervisorKilled = "supervisor_killed"

@@ -19,22 +19,32 @@ func (a *API) checkpointRoutes() {
 }
 
 func (a *API) listTurns(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit := session.DefaultTurnPage
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > session.MaxTurnPage {
-			WriteError(w, http.StatusBadRequest, CodeInvalidRequest, "limit must be an integer from 1 to "+strconv.Itoa(session.MaxTurnPage))
-			return
-		}
-		limit = n
+	before, limit, ok := turnPage(w, r)
+	if !ok {
+		return
 	}
-	list, err := a.sessions.Turns(r.Context(), r.PathValue("id"), q.Get("before"), limit)
+	list, err := a.sessions.Turns(r.Context(), r.PathValue("id"), before, limit)
 	if err != nil {
 		a.writeCheckpointErr(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, list)
+}
+
+// turnPage reads the page a turn listing asks for (?before=&limit=);
+// a bad limit is answered with a 400, and ok is false.
+func turnPage(w http.ResponseWriter, r *http.Request) (before string, limit int, ok bool) {
+	q := r.URL.Query()
+	limit = session.DefaultTurnPage
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > session.MaxTurnPage {
+			WriteError(w, http.StatusBadRequest, CodeInvalidRequest, "limit must be an integer from 1 to "+strconv.Itoa(session.MaxTurnPage))
+			return "", 0, false
+		}
+		limit = n
+	}
+	return q.Get("before"), limit, true
 }
 
 func (a *API) turnChanges(w http.ResponseWriter, r *http.Request) {

@@ -120,7 +120,8 @@ func clusterRouted() map[string]routedRequest {
 				WriteJSON(w, http.StatusCreated, map[string]string{"event_id": reply.(*cluster.FeedbackReply).EventID})
 			}},
 	}
-	maps.Copy(routes, sessionRouted()) // cluster_session.go
+	maps.Copy(routes, sessionRouted())    // cluster_session.go
+	maps.Copy(routes, checkpointRouted()) // cluster_checkpoint.go
 	return routes
 }
 

@@ -73,10 +73,13 @@ func answerOK(w http.ResponseWriter, _ *http.Request, reply any) { WriteJSON(w, 
 // with (0: an internal error).
 func remoteStatus(code string) int {
 	switch code {
-	case protocol.CodeSessionNotFound, protocol.CodeTurnNotFound, protocol.CodeMessageNotFound, protocol.CodeApprovalNotFound:
+	case protocol.CodeSessionNotFound, protocol.CodeTurnNotFound, protocol.CodeMessageNotFound, protocol.CodeApprovalNotFound,
+		protocol.CodeCheckpointNotFound:
 		return http.StatusNotFound
-	case protocol.CodeTurnInFlight, protocol.CodeApprovalResolved:
+	case protocol.CodeTurnInFlight, protocol.CodeApprovalResolved, protocol.CodeNothingToRevert, protocol.CodeCheckpointsUnavailable:
 		return http.StatusConflict
+	case protocol.CodeCheckpointFailed:
+		return http.StatusInternalServerError
 	case protocol.CodeInvalidRequest, "bad_request", protocol.CodeInvalidMode, protocol.CodeInvalidMCPServers,
 		protocol.CodeWorkspaceForbidden, protocol.CodeWorkspaceHome:
 		return http.StatusBadRequest

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -148,7 +150,7 @@ func TestBadSessionStateRequestsGetAnErrorReply(t *testing.T) {
 	serveSessionKinds(t, a, tree, owner)
 	nc := connect(t, s)
 	rpc := "metis.rpc." + tree + "."
-	for _, c := range []struct{ subject, body string }{
+	badRequests(t, nc, []struct{ subject, body string }{
 		{rpc + "approve", `not json`},
 		{rpc + "approve", `{"session_id":"a.b","approval_id":"apr_1","decision":"allow"}`},
 		{rpc + "approve", `{"session_id":"` + tree + `","approval_id":"","decision":"allow"}`},
@@ -160,7 +162,17 @@ func TestBadSessionStateRequestsGetAnErrorReply(t *testing.T) {
 		{rpc + "compact", `[]`},
 		{rpc + "mcp_servers", `{"session_id":"` + tree + `","servers":[{"name":"x"}]}`},
 		{rpc + "mcp_servers", `{"session_id":"","set":true}`},
-	} {
+	})
+	if got := owner.calls(); len(got) != 0 {
+		t.Fatalf("bad requests reached the handler: %q", got)
+	}
+}
+
+// badRequests sends each malformed request and checks it is answered
+// with a bad_request error.
+func badRequests(t *testing.T, nc *nats.Conn, cases []struct{ subject, body string }) {
+	t.Helper()
+	for _, c := range cases {
 		m, err := nc.Request(c.subject, []byte(c.body), 5*time.Second)
 		if err != nil {
 			t.Fatalf("%s: %v", c.subject, err)
@@ -171,9 +183,6 @@ func TestBadSessionStateRequestsGetAnErrorReply(t *testing.T) {
 		if err := json.Unmarshal(m.Data, &rep); err != nil || rep.Error == nil || rep.Error.Code != "bad_request" {
 			t.Errorf("%s %s: reply %s, want a bad_request error", c.subject, c.body, m.Data)
 		}
-	}
-	if got := owner.calls(); len(got) != 0 {
-		t.Fatalf("bad requests reached the handler: %q", got)
 	}
 }
 

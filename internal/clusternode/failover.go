@@ -176,7 +176,8 @@ func (cn *Node) scanOpenTrees() {
 }
 
 // consider takes a tree whose lease is free if the node has a reason
-// to: a turn of it left open, or clients of it here.
+// to: a turn of it left open, a background command of it that the
+// projection shows running, or clients of it here.
 func (cn *Node) consider(tree string) {
 	if cn.owns(tree) {
 		return
@@ -206,6 +207,14 @@ func (cn *Node) consider(tree string) {
 		open := false
 		for _, t := range trees {
 			open = open || t == tree
+		}
+		if !open {
+			// Background commands its previous owner ran need their ends
+			// reported too (session.Manager.RecoverTree).
+			if open, err = cn.sessions.HasOpenBackground(ctx, tree); err != nil {
+				cn.logger.Warn("cluster: failover: open background commands", "tree", tree, "err", err)
+				return
+			}
 		}
 		if !open {
 			return

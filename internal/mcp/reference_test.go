@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/tool"
 	"github.com/metis-agent/metis/protocol"
 )
@@ -36,8 +37,16 @@ func TestEverythingServerOverStdio(t *testing.T) {
 	if len(out(res).Images) != 1 || out(res).Images[0].MediaType != "image/png" || len(out(res).Images[0].Data) == 0 {
 		t.Fatalf("get-tiny-image kept %d images: %+v", len(out(res).Images), out(res).Images)
 	}
-	if !strings.Contains(res.Content, "[image 1: image/png") {
-		t.Fatalf("get-tiny-image's text does not describe the image: %q", res.Content)
+	// The tiny image goes to the model as an image block of the tool
+	// result, and the text says so. (Its iCCP chunk has a wrong CRC, which
+	// Go's decoder refuses: the chunk is left out, the pixels are kept.)
+	if len(res.Images) != 1 || res.Images[0].Type != message.BlockImage || res.Images[0].MediaType != "image/png" ||
+		res.Images[0].Width == 0 || len(res.Images[0].SHA256) != 64 || len(res.Images[0].Data) == 0 ||
+		len(res.Images[0].Data) > len(out(res).Images[0].Data) {
+		t.Fatalf("get-tiny-image gave the model %+v, want its PNG; text %q", res.Images, res.Content)
+	}
+	if !strings.Contains(res.Content, "[image 1: PNG ") || !strings.Contains(res.Content, "attached") {
+		t.Fatalf("get-tiny-image's text does not say the image is attached: %q", res.Content)
 	}
 	res, err = call(t, ctx, tools["mcp__everything__get-structured-content"], `{"location": "New York"}`)
 	if err != nil {

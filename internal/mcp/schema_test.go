@@ -100,7 +100,8 @@ func TestResults(t *testing.T) {
 		errText string
 	}{
 		{"text blocks in order", &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "a"}, &sdk.TextContent{Text: "b"}}}, "a\nb", ""},
-		{"an image described", &sdk.CallToolResult{Content: []sdk.Content{img}}, "[image 1: image/jpeg, 3 bytes; not shown to the model]", ""},
+		{"an image that is not one described", &sdk.CallToolResult{Content: []sdk.Content{img}},
+			"[image 1: image/jpeg, 3 bytes; not shown to the model: the data is not a PNG, JPEG, GIF or WebP image]", ""},
 		{"audio", &sdk.CallToolResult{Content: []sdk.Content{&sdk.AudioContent{MIMEType: "audio/wav", Data: []byte{1}}}},
 			"[audio: audio/wav, 1 bytes; not passed to the model]", ""},
 		{"a resource link", &sdk.CallToolResult{Content: []sdk.Content{&sdk.ResourceLink{URI: "file:///a", Name: "a", MIMEType: "text/plain"}}},
@@ -113,7 +114,7 @@ func TestResults(t *testing.T) {
 		{"isError", &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "bad"}}}, "", "bad"},
 		{"isError without text", &sdk.CallToolResult{IsError: true}, "", "without a message"},
 	} {
-		res, err := result("t", c.in)
+		res, err := result(t.Context(), "t", c.in)
 		if c.errText != "" {
 			if tool.ClassOf(err) != tool.ClassExecution || !strings.Contains(err.Error(), c.errText) {
 				t.Errorf("%s: %v", c.name, err)

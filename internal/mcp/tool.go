@@ -124,7 +124,7 @@ func (t *Tool) Run(ctx context.Context, env tool.Env, input json.RawMessage) (to
 	if err != nil {
 		return tool.Result{}, err
 	}
-	return result(t.spec.Name, res)
+	return result(ctx, t.spec.Name, res)
 }
 
 // call runs tools/call on the running connection. A streamable HTTP

@@ -50,9 +50,13 @@ func (s *Server) backgroundNotice(n tool.BackgroundNotice) {
 		s.ledgerWrite(n.SessionID, *n.Started)
 	} else {
 		typ, payload, id = event.ToolBackgroundExited, n.Exited, n.Exited.BackgroundID
-		if n.Exited.Reason == protocol.BackgroundSessionDeleted {
+		switch n.Exited.Reason {
+		case protocol.BackgroundSessionDeleted:
 			s.ledgerRemove(id)
 			return // the session and its events are gone
+		case protocol.BackgroundOwnerLost:
+			s.ledgerRemove(id)
+			return // this node lost the tree: its new owner reports the end
 		}
 	}
 	s.emitBackground(n.SessionID, n.TurnID, typ, payload)
@@ -119,13 +123,32 @@ func (s *Server) reportLostBackground() {
 		if info, err := e.Info(); err == nil && info.ModTime().After(le.Started.StartedAt) {
 			ended = info.ModTime().UTC() // no later than the server's end is known; this is as good
 		}
-		if _, err := s.Store.Session(context.Background(), le.SessionID); err == nil {
+		if _, err := s.Store.Session(context.Background(), le.SessionID); err == nil && !s.backgroundEnded(le.SessionID, id) {
 			s.emitBackground(le.SessionID, "", event.ToolBackgroundExited, protocol.ToolBackgroundExitedPayload{
 				BackgroundID: id, Command: le.Started.Command, Reason: protocol.BackgroundServerLost,
 				StartedAt: le.Started.StartedAt, EndedAt: ended, DurationMS: max(0, ended.Sub(le.Started.StartedAt).Milliseconds())})
 		}
 		s.ledgerRemove(id)
 	}
+}
+
+// backgroundEnded reports whether the store holds the end of a
+// session's background command already: in cluster mode, the node that
+// took the session's tree over reported it (owner_lost) while this one
+// was down.
+func (s *Server) backgroundEnded(sessionID, id string) bool {
+	evs, err := s.Store.Events(context.Background(), store.EventQuery{SessionIDs: []string{sessionID},
+		Types: []event.Type{event.ToolBackgroundExited}})
+	if err != nil {
+		return false
+	}
+	for _, e := range evs {
+		var p protocol.ToolBackgroundExitedPayload
+		if json.Unmarshal(e.Payload, &p) == nil && p.BackgroundID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Prune prunes the trace store to before (store.Prune) and stops the

@@ -219,3 +219,41 @@ func TestBackgroundCommandsStopWhenTheirSessionIsDeleted(t *testing.T) {
 		t.Fatalf("the deleted session still lists %+v", l)
 	}
 }
+
+// TestBackgroundCommandsStopAtOnceWhenTheirSessionIsDeleted: DELETE
+// /sessions/{id} stops the background commands of the session and of
+// its workers before it answers (not at the next retention prune); an
+// archived session's commands go on (archiving only hides it from the
+// list), and so do another session's.
+func TestBackgroundCommandsStopAtOnceWhenTheirSessionIsDeleted(t *testing.T) {
+	h := servertest.Start(t, "")
+	planner, archived := h.CreateSession(), h.CreateSession()
+	h.Submit(planner, toolCmd("shell", map[string]any{"command": "echo $$ > planner.pid; exec sleep 300", "background": true}))
+	h.WaitTurn(planner)
+	worker := toolCmd("shell", map[string]any{"command": "echo $$ > worker.pid; exec sleep 300", "background": true})
+	h.Submit(planner, toolCmd("delegate", map[string]string{"task": worker}))
+	h.WaitTurn(planner)
+	h.Submit(archived, toolCmd("shell", map[string]any{"command": "echo $$ > archived.pid; exec sleep 300", "background": true}))
+	h.WaitTurn(archived)
+	plannerPid, workerPid, archivedPid := waitPid(t, h, "planner.pid"), waitPid(t, h, "worker.pid"), waitPid(t, h, "archived.pid")
+	kids, err := h.Server.Store.Children(context.Background(), planner)
+	if err != nil || len(kids) != 1 || len(h.Server.Background.List(kids[0].ID)) != 1 {
+		t.Fatalf("the worker %+v (%v) does not run its command", kids, err)
+	}
+
+	if st := h.Do("PATCH", "/sessions/"+archived, map[string]any{"archived": true}, nil); st != 200 {
+		t.Fatalf("archive: %d", st)
+	}
+	if st := h.Do("DELETE", "/sessions/"+planner, nil, nil); st != 204 {
+		t.Fatalf("DELETE: %d", st)
+	}
+	for _, sid := range []string{planner, kids[0].ID} {
+		if l := h.Server.Background.List(sid); len(l) != 0 {
+			t.Fatalf("once DELETE answered, session %s still lists %+v", sid, l)
+		}
+	}
+	servertest.WaitFor(t, "the deleted sessions' processes to be gone", func() bool { return !processAlive(plannerPid) && !processAlive(workerPid) })
+	if !processAlive(archivedPid) || len(h.Server.Background.List(archived)) != 1 || !h.Server.Background.List(archived)[0].Running {
+		t.Fatal("the archived session's command was stopped")
+	}
+}

@@ -119,8 +119,51 @@ func TestMCPImagesAndErrorsInEvents(t *testing.T) {
 	if img["media_type"] != "image/png" || img["data"] == "" || img["bytes"].(float64) <= 0 {
 		t.Fatalf("image: %v", img)
 	}
-	if !strings.Contains(fmt.Sprint(done["result"]), "[image 1: image/png") {
+	if !strings.Contains(fmt.Sprint(done["result"]), "[image 1: PNG ") {
 		t.Fatalf("the result does not describe the image: %v", done["result"])
+	}
+	// The image reached the model (the demo says what it received, its
+	// bytes whole), and the stored tool result refers to it, served once.
+	var reply strings.Builder
+	for _, e := range h.Live.Events(sid) {
+		if e.Type == event.TextDelta {
+			var d struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(e.Payload, &d)
+			reply.WriteString(d.Text)
+		}
+	}
+	if !strings.Contains(reply.String(), "The tool returned 1 image (PNG ") || strings.Contains(reply.String(), "bytes missing") {
+		t.Fatalf("the model's reply %q: the image did not reach it whole", reply.String())
+	}
+	var msgs struct {
+		Messages []struct {
+			Content []struct {
+				Type   string `json:"type"`
+				Images []struct {
+					SHA256    string `json:"sha256"`
+					MediaType string `json:"media_type"`
+				} `json:"images"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	h.Do("GET", "/sessions/"+sid+"/messages", nil, &msgs)
+	var sha string
+	for _, m := range msgs.Messages {
+		for _, b := range m.Content {
+			if b.Type == "tool_result" && len(b.Images) == 1 && b.Images[0].MediaType == "image/png" {
+				sha = b.Images[0].SHA256
+			}
+		}
+	}
+	resp, err := http.Get(h.URL + "/sessions/" + sid + "/images/" + sha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if sha == "" || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("the stored tool result's image %q: GET %d %s", sha, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 
 	sid2 := h.CreateSession()

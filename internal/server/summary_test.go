@@ -72,7 +72,7 @@ func TestSessionSummaryTitleAndLastActivity(t *testing.T) {
 	h.Submit(sid, "/echo what\tis   here?")
 	h.WaitTurn(sid)
 	first := get()
-	if *first.Title != "/echo what is here?" || !first.last(t).After(created.last(t)) {
+	if *first.Title != "what is here?" || !first.last(t).After(created.last(t)) {
 		t.Fatalf("after the first turn: title %q, last activity %v (was %v)", *first.Title, first.last(t), created.last(t))
 	}
 	h.Submit(sid, "/echo and now?")

@@ -57,7 +57,11 @@ func (m *Manager) Delete(ctx context.Context, sessionID string) error {
 		close(t.done)
 		m.wg.Done()
 	}()
-	_, err := m.cfg.Store.DeleteTree(ctx, sessionID)
+	tree, err := m.treeSessions(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	_, err = m.cfg.Store.DeleteTree(ctx, sessionID)
 	switch {
 	case errors.Is(err, store.ErrBusy):
 		return fmt.Errorf("%w: a worker of session %s is running", ErrTurnInFlight, sessionID)
@@ -69,6 +73,9 @@ func (m *Manager) Delete(ctx context.Context, sessionID string) error {
 	m.mu.Lock()
 	delete(m.history, sessionID) // its workers' entries are unreachable now; the cache's cap evicts them
 	m.mu.Unlock()
+	// Their background commands stop now, not at the next retention
+	// prune (background.go).
+	m.endBackground(ctx, tree, protocol.BackgroundSessionDeleted)
 	return nil
 }
 

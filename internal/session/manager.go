@@ -61,6 +61,10 @@ type Config struct {
 	// Background, if set, lists a session's background commands for its
 	// summary (tool.Background.List).
 	Background func(sessionID string) []protocol.BackgroundCommand
+	// EndBackground, if set, stops a session's background commands for
+	// reason (tool.Background.EndSessionFor): a deleted session's at
+	// once, and, in cluster mode, those of a tree this node lost.
+	EndBackground func(ctx context.Context, sessionID, reason string) error
 }
 
 // Manager owns sessions and their turns. Create it with New, call

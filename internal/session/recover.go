@@ -40,10 +40,20 @@ func (m *Manager) Recover(ctx context.Context) error {
 // the tree. Turns this manager runs itself are left alone: they end on
 // their own.
 func (m *Manager) RecoverTree(ctx context.Context, tree string) ([]string, error) {
-	return m.recoverTurns(ctx, func(sessionID string) (bool, error) {
+	ended, err := m.recoverTurns(ctx, func(sessionID string) (bool, error) {
 		root, err := m.treeOf(ctx, sessionID)
 		return root == tree, err
 	}, protocol.CancelReasonOwnerLost, "the tree's owner node was lost")
+	if err != nil {
+		return ended, err
+	}
+	// The background commands the previous owner ran ended with it
+	// (background.go).
+	bg, err := m.endLostBackground(ctx, tree)
+	if len(bg) > 0 {
+		m.cfg.Logger.Warn("ended the background commands the tree's previous owner left", "tree", tree, "commands", bg)
+	}
+	return ended, err
 }
 
 // recoverTurns ends every open turn in the store whose session match
@@ -219,6 +229,15 @@ func (m *Manager) CancelTree(ctx context.Context, tree, reason string) ([]string
 		if res, ok := m.cancelTurn(sid, id, reason); ok && res == Cancelling {
 			cancelled = append(cancelled, id)
 		}
+	}
+	if reason == ReasonOwnerLost {
+		// The tree's background commands here stop too: the node that
+		// takes the tree over reports their ends (background.go).
+		sessions, err := m.treeSessions(ctx, tree)
+		if err != nil {
+			return cancelled, fmt.Errorf("cancel tree %s: %w", tree, err)
+		}
+		m.endBackground(ctx, sessions, protocol.BackgroundOwnerLost)
 	}
 	return cancelled, nil
 }

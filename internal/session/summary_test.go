@@ -57,7 +57,7 @@ func TestSummaryTitleAndLastActivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s1.Title != "/echo first question" {
+	if s1.Title != "first question" { // the /echo command is left out (store.PromptTitle)
 		t.Fatalf("title after the first turn %q", s1.Title)
 	}
 	if !s1.LastActivityAt.After(s0.LastActivityAt) || !s1.LastActivityAt.Equal(newestEventTS(t, h, sid)) {
@@ -86,7 +86,7 @@ func TestSummaryTitleAndLastActivity(t *testing.T) {
 }
 
 // TestSummaryTitleIsCut: a long first message gives a title of at most
-// store.MaxTitleRunes runes ending in "…".
+// store.MaxPromptTitleRunes runes ending in "…", cut at a word.
 func TestSummaryTitleIsCut(t *testing.T) {
 	h := servertest.Start(t, "")
 	sid := h.CreateSession()
@@ -96,13 +96,14 @@ func TestSummaryTitleIsCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := utf8.RuneCountInString(s.Title); n > store.MaxTitleRunes || !strings.HasSuffix(s.Title, "…") ||
-		!strings.HasPrefix(s.Title, "/echo ünïcödé ünïcödé") || !utf8.ValidString(s.Title) {
+	if n := utf8.RuneCountInString(s.Title); n > store.MaxPromptTitleRunes || !strings.HasSuffix(s.Title, "…") ||
+		!strings.HasPrefix(s.Title, "ünïcödé ünïcödé") || !strings.HasSuffix(s.Title, "ünïcödé…") || !utf8.ValidString(s.Title) {
 		t.Fatalf("title %q (%d runes)", s.Title, n)
 	}
 }
 
-// TestSummaryWorkers: a worker is titled by its task; each session's
+// TestSummaryWorkers: a worker is titled by its task (its /echo left
+// out), and so is its planner, whose prompt was the delegate command; each session's
 // last activity is its own newest event, so a worker's events do not
 // move its planner's.
 func TestSummaryWorkers(t *testing.T) {
@@ -125,7 +126,7 @@ func TestSummaryWorkers(t *testing.T) {
 	if worker, err = h.Server.Sessions.Get(ctx, wid); err != nil {
 		t.Fatal(err)
 	}
-	if planner.Title != `/tool delegate {"task":"/echo the worker was here"}` || worker.Title != "/echo the worker was here" {
+	if planner.Title != "the worker was here" || worker.Title != "the worker was here" {
 		t.Fatalf("titles: planner %q, worker %q", planner.Title, worker.Title)
 	}
 	if !planner.LastActivityAt.Equal(newestEventTS(t, h, sid)) || !worker.LastActivityAt.Equal(newestEventTS(t, h, wid)) {

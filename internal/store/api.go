@@ -23,8 +23,9 @@ type Session struct {
 	CostUSD              float64
 	TurnCount            int
 	CreatedAt            time.Time
-	// Title is derived from the first user message by Title; "" before
-	// it. SetTitle sets it once.
+	// Title is derived from the first user message by PromptTitle; ""
+	// before it. SetTitle sets it once; Rename replaces it with the
+	// user's (passed through Title only).
 	Title string
 	// LastActivityAt is the time of the session's newest catalog event
 	// (CreatedAt before any): every AppendEvent moves it forward in the
@@ -201,8 +202,8 @@ type EventStamper interface {
 // StampEvent implements EventStamper.
 func (p PutMessage) StampEvent(eventID string) Op { p.EventID = eventID; return p }
 
-// SetTitle names a session that has no title yet: Title is passed
-// through the package's Title function, and a session already titled
+// SetTitle names a session that has no title yet: Title is the text of
+// its first prompt, which PromptTitle cleans, and a session already titled
 // (or a title that comes out "") leaves the row as it is. It is
 // submitted with the first turn.started, so the title is written with
 // the event that announces it.

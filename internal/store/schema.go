@@ -11,7 +11,7 @@ import (
 )
 
 // schemaVersion is the PRAGMA user_version this code writes and reads.
-const schemaVersion = 9
+const schemaVersion = 10
 
 // schemaV1 creates every table and index. Times are unix nanoseconds
 // (0 for the zero time); JSON values are TEXT.
@@ -180,42 +180,47 @@ CREATE INDEX IF NOT EXISTS tool_calls_awaiting ON tool_calls(session_id) WHERE s
 `
 
 // backfillTitles sets each session's title from its first user message
-// (in insertion order) holding text.
+// (in insertion order) holding text, as titles were derived then.
 func backfillTitles(ctx context.Context, tx *sql.Tx) error {
-	rows, err := tx.QueryContext(ctx,
-		"SELECT session_id, content FROM messages WHERE role = 'user' ORDER BY session_id, seq")
+	prompts, err := firstPrompts(ctx, tx)
 	if err != nil {
 		return err
 	}
-	titles := map[string]string{}
+	for id, text := range prompts {
+		if _, err := tx.ExecContext(ctx, "UPDATE sessions SET title = ? WHERE id = ?", Title(text), id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// firstPrompts returns the text of each session's first user message
+// (in insertion order) holding text, by session id.
+func firstPrompts(ctx context.Context, tx *sql.Tx) (map[string]string, error) {
+	rows, err := tx.QueryContext(ctx,
+		"SELECT session_id, content FROM messages WHERE role = 'user' ORDER BY session_id, seq")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	prompts := map[string]string{}
 	for rows.Next() {
 		var id, content string
 		if err := rows.Scan(&id, &content); err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
-		if titles[id] != "" {
+		if _, ok := prompts[id]; ok {
 			continue
 		}
 		var m message.Message
 		if json.Unmarshal([]byte(content), &m.Content) != nil {
 			continue // unreadable content names nothing
 		}
-		titles[id] = Title(m.PlainText())
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for id, title := range titles {
-		if title == "" {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, "UPDATE sessions SET title = ? WHERE id = ?", title, id); err != nil {
-			return err
+		if Title(m.PlainText()) != "" {
+			prompts[id] = m.PlainText()
 		}
 	}
-	return nil
+	return prompts, rows.Err()
 }
 
 // migrate brings the schema to schemaVersion. It is idempotent and
@@ -280,6 +285,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if v < 9 {
 		if _, err := tx.ExecContext(ctx, schemaV9); err != nil { // checkpoints.go
 			return fmt.Errorf("schema: migrate to v9: %w", err)
+		}
+	}
+	if v < 10 {
+		if err := cleanDerivedTitles(ctx, tx); err != nil { // prompt_title.go
+			return fmt.Errorf("schema: migrate to v10: titles: %w", err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {

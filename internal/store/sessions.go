@@ -149,7 +149,7 @@ func (t *txn) addUsage(u *AddUsage) error {
 }
 
 func (t *txn) setTitle(op *SetTitle) error {
-	if _, err := t.exec(stSetTitle, Title(op.Title), op.SessionID); err != nil {
+	if _, err := t.exec(stSetTitle, PromptTitle(op.Title), op.SessionID); err != nil {
 		return fmt.Errorf("store: set title of session %s: %w", op.SessionID, err)
 	}
 	return nil

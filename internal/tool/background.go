@@ -331,8 +331,14 @@ func stopAll(ctx context.Context, cs []*bgCommand, reason string) error {
 // deleted), waits until each has ended (bounded by ctx), and forgets
 // them.
 func (b *Background) EndSession(ctx context.Context, sessionID string) error {
+	return b.EndSessionFor(ctx, sessionID, protocol.BackgroundSessionDeleted)
+}
+
+// EndSessionFor is EndSession with the reason the commands' ends give
+// (protocol.BackgroundSessionDeleted, protocol.BackgroundOwnerLost).
+func (b *Background) EndSessionFor(ctx context.Context, sessionID, reason string) error {
 	cs := b.ofSession(sessionID)
-	err := stopAll(ctx, cs, protocol.BackgroundSessionDeleted)
+	err := stopAll(ctx, cs, reason)
 	b.mu.Lock()
 	for _, c := range cs {
 		if !c.running() {

@@ -225,12 +225,14 @@ export const BackgroundExited = "exited";
 export const BackgroundKilled = "killed";
 /** BackgroundTimeout: it ran past the timeout_s it was started with. */
 export const BackgroundTimeout = "timeout";
-/** BackgroundSessionDeleted: its session was deleted (retention). */
+/** BackgroundSessionDeleted: its session was deleted (DELETE /sessions/{id}, or the retention). */
 export const BackgroundSessionDeleted = "session_deleted";
 /** BackgroundServerShutdown: the server stopped. */
 export const BackgroundServerShutdown = "server_shutdown";
 /** BackgroundServerLost: the server ended without stopping it (a crash, SIGKILL); the command was stopped when the server's end of its lifeline closed, and the next start reports it. */
 export const BackgroundServerLost = "server_lost";
+/** BackgroundOwnerLost (cluster mode): the node that ran it lost the session's tree (it died, or was cut off past its lease); the node that took the tree over reports the end, and a node that loses a tree stops its commands. */
+export const BackgroundOwnerLost = "owner_lost";
 /** BackgroundSupervisorKilled: the process supervising it was killed (by the command itself); every process of it was stopped. */
 export const BackgroundSupervisorKilled = "supervisor_killed";
 /** CancelReasonUser: a client cancelled the turn without a reason. */
