@@ -217,7 +217,12 @@ func wm(p string, pi int, t string, ti int) int {
 						ti++
 					}
 					if ti == len(t) || t[ti] != p[pi] {
-						return wmAbortAll
+						if slash {
+							return wmAbortAll // nowhere further in the text
+						}
+						// Not in this path part: a "**" further left may
+						// still match more of the path and try again.
+						return wmAbortToStarStar
 					}
 				}
 				m := wm(p, pi, t, ti)

@@ -27,6 +27,11 @@ func TestWildmatch(t *testing.T) {
 		{"**/foo", "foo", true},
 		{"**/foo", "a/b/foo", true},
 		{"**/foo", "a/b/foox", false},
+		// A single star that finds no ".log" in its path part leaves
+		// the "**" before it free to take more directories.
+		{"**/*.log", "ab/e/x.log", true},
+		{"**/*.log", "ab/é/x.log", true},
+		{"**/*.log", "ab/e/x.txt", false},
 		{"foo/**", "foo/a/b", true},
 		{"foo/**", "foo", false},
 		{"a/**/b", "a/b", true},
