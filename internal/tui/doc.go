@@ -17,8 +17,10 @@
 // the queue panel), /undo, /redo and /fork (undo.go), the MCP servers'
 // mark and the background commands (servers.go), the lines events make
 // between the messages (notes.go) and what it keeps from the events
-// beyond the client's View: diffs, turn totals, the context gauge,
-// compactions, the title (stats.go). Run (run.go) finds the
+// beyond the client's View: diffs, exit codes, turn totals, the context
+// gauge, compactions (stats.go), the title asked of the server
+// (title.go) and a running command's live output (liveoutput.go). Run
+// (run.go) finds the
 // server as contract §1 says, has the command start one in-process
 // (Options.StartServer) when the default address is not answering, and
 // creates or resumes a session (--session, --continue); /new and the

@@ -11,6 +11,7 @@ import (
 // TestKeysCommandsAndApprovalsInTmux drives the real program in tmux
 // against `metis serve`, as a newcomer would: the keys on the bottom line
 // at 120 columns, the help, a command that asks for approval and fails,
+// a running command's live output, the server's title in the header,
 // an edit's diff after shift+tab to accept_edits, esc cancelling a turn,
 // /new and the session picker, then quitting and `--continue`.
 func TestKeysCommandsAndApprovalsInTmux(t *testing.T) {
@@ -54,6 +55,20 @@ func TestKeysCommandsAndApprovalsInTmux(t *testing.T) {
 	if !regexp.MustCompile(`✓ done in [0-9.]+m?s · `).MatchString(scr) {
 		t.Fatalf("no turn totals:\n%s", scr)
 	}
+	if header := strings.SplitN(scr, "\n", 2)[0]; strings.Contains(header, "/tool shell") {
+		t.Fatalf("the header's title is the raw prompt, not the server's: %q", header)
+	}
+
+	// A running command's last lines show on its card, then its result.
+	tm.keys("-l", `/tool shell {"command":"for i in 1 2 3; do echo live $i; sleep 1; done"}`)
+	tm.keys("Enter")
+	tm.waitFor("the approval prompt", func(s string) bool { return strings.Contains(s, "shell waits for your approval") })
+	tm.keys("y")
+	tm.waitFor("the live output", func(s string) bool { return strings.Contains(s, "⋯ running") && strings.Contains(s, "    live 1") })
+	scr = tm.waitFor("the command's result", func(s string) bool { return strings.Contains(s, "✓ exit 0 in") && strings.Contains(s, "idle ·") })
+	if strings.Contains(scr, "⋯ running") || strings.Contains(scr, "    live 3") {
+		t.Fatalf("the live output outlived the command:\n%s", scr)
+	}
 
 	// shift+tab: accept_edits; a write runs unasked and shows its diff.
 	tm.keys("BTab")
@@ -86,7 +101,10 @@ func TestKeysCommandsAndApprovalsInTmux(t *testing.T) {
 	tm.keys("-l", "/sessions")
 	tm.keys("Enter")
 	scr = tm.waitFor("the picker", func(s string) bool { return strings.Contains(s, "↑↓ choose") && strings.Contains(s, firstID) })
-	if i, j := strings.Index(scr, "● /echo second session"), strings.Index(scr, firstID); i < 0 || j < i {
+	// The server's title (the prompt without its command) in the header
+	// and the picker alike.
+	if i, j := strings.Index(scr, "● second session —"), strings.Index(scr, firstID); i < 0 || j < i ||
+		!strings.HasPrefix(scr, "metis · second session · ") {
 		t.Fatalf("the picker:\n%s", scr)
 	}
 	tm.keys("Down")

@@ -261,15 +261,6 @@ func TestContextGaugeAndCompaction(t *testing.T) {
 	h.lacks("compacting the conversation…")
 }
 
-func TestHeaderShowsTheSessionTitle(t *testing.T) {
-	h := newHarness(t)
-	h.turnStarted("turn_1", "fix the\nflaky   test")
-	h.frame()
-	if got := strings.Split(h.screen(), "\n")[0]; !strings.Contains(got, "metis · fix the flaky test · "+testSession) {
-		t.Fatalf("header %q", got)
-	}
-}
-
 func TestInspectorShowsAUserCancelAsACancel(t *testing.T) {
 	h := newHarness(t)
 	h.turnStarted("turn_1", "hi")

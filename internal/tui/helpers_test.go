@@ -41,6 +41,17 @@ type fakeAPI struct {
 	restored  []string             // checkpoint ids RestoreCheckpoint was called with
 	forks     []client.ForkRequest // Fork's requests
 	mcp       client.MCPStatus     // what MCP returns
+	title     string               // the session summary's title Attach returns
+	attaches  int                  // Attach calls
+}
+
+func (f *fakeAPI) Attach(_ context.Context, sid string) (client.Attach, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.attaches++
+	var a client.Attach
+	a.SessionID, a.Session.ID, a.Session.Title = sid, sid, f.title
+	return a, nil
 }
 
 func (f *fakeAPI) Models(context.Context) (client.ModelList, error) {
@@ -198,6 +209,17 @@ func (h *harness) update(u client.Update) { h.feed.push(u) }
 
 // frame delivers one frame tick.
 func (h *harness) frame() { h.m.Update(frameMsg{}) }
+
+// frameTitle delivers one frame and, when it asks the server for the
+// title, the answer.
+func (h *harness) frameTitle() {
+	h.m.frame(time.Now())
+	cmd := h.m.titleFetch()
+	if cmd == nil {
+		h.t.Fatal("the title was not asked for")
+	}
+	h.m.Update(cmd())
+}
 
 // key presses a key; it returns the command the model asked for.
 func (h *harness) key(k tea.KeyPressMsg) tea.Cmd {

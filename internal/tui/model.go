@@ -25,6 +25,7 @@ type backend interface {
 	Sessions(ctx context.Context) ([]client.Session, error)
 	Create(ctx context.Context, o client.CreateOptions) (client.Session, error)
 	Models(ctx context.Context) (client.ModelList, error)
+	Attach(ctx context.Context, sessionID string) (client.Attach, error)
 	Turns(ctx context.Context, sessionID, before string, limit int) (client.TurnList, error)
 	Revert(ctx context.Context, sessionID, turnID string) (client.RevertResult, error)
 	RestoreCheckpoint(ctx context.Context, sessionID, checkpointID string) (client.RevertResult, error)
@@ -47,7 +48,10 @@ type Model struct {
 	sessionID string
 	workspace string
 	note      string // standing status note (the in-process server, the dashboard's URL)
-	title     string // the session's title ("" before its first turn)
+	title     string // the session's title, as the server has it ("" before its first turn)
+	titleAsk  bool   // the title may have changed: ask the server (titleFetch)
+	titleSeq  int    // titleFetch's requests so far; an older answer than the last applied is dropped
+	titleGot  int    // the request whose answer the title is from
 
 	feed *feed
 	view *client.View
@@ -55,24 +59,26 @@ type Model struct {
 	// Derived from the events as they are applied.
 	deltas      map[string]int // message id → streaming deltas seen (the token estimate)
 	callErrors  []callError
-	workerOrder []string              // worker session ids, first seen first
-	modelName   string                // the model of the latest call
-	events      ring                  // the inspector's raw events
-	diffs       map[string]*toolDiff  // tool use id → the change a file tool made
-	turnStats   map[string]*turnStats // turn id → its totals, once it ended
-	compactions []compactNote         // where the model's view was compacted, seen live
-	compacting  bool                  // a compaction runs
-	ctxTokens   int64                 // the conversation's size for the next call
-	ctxWindow   int64                 // the model's context window (0: unknown)
-	modelPin    string                // /model: the model every following turn asks for
-	notes       []compactNote         // other events shown between messages (reverts, file changes, background commands)
-	steering    []steer               // messages steered into the running turn, not yet taken
-	attached    []attachment          // /image: the images the next message carries
-	imageNames  map[string]string     // sha256 → the file name an image was attached from
-	undoCP      string                // the undo checkpoint of the latest revert seen (/redo)
-	forkedFrom  string                // the session this one was forked from
-	mcp         *client.MCPStatus     // the session's MCP servers as last polled (nil before)
-	panelRows   int                   // rows of the queue panel the layout made room for
+	workerOrder []string               // worker session ids, first seen first
+	modelName   string                 // the model of the latest call
+	events      ring                   // the inspector's raw events
+	diffs       map[string]*toolDiff   // tool use id → the change a file tool made
+	exitCodes   map[string]int         // tool use id → a shell command's exit code (tool.completed)
+	live        map[string]*liveOutput // tool use id → a running command's last lines
+	turnStats   map[string]*turnStats  // turn id → its totals, once it ended
+	compactions []compactNote          // where the model's view was compacted, seen live
+	compacting  bool                   // a compaction runs
+	ctxTokens   int64                  // the conversation's size for the next call
+	ctxWindow   int64                  // the model's context window (0: unknown)
+	modelPin    string                 // /model: the model every following turn asks for
+	notes       []compactNote          // other events shown between messages (reverts, file changes, background commands)
+	steering    []steer                // messages steered into the running turn, not yet taken
+	attached    []attachment           // /image: the images the next message carries
+	imageNames  map[string]string      // sha256 → the file name an image was attached from
+	undoCP      string                 // the undo checkpoint of the latest revert seen (/redo)
+	forkedFrom  string                 // the session this one was forked from
+	mcp         *client.MCPStatus      // the session's MCP servers as last polled (nil before)
+	panelRows   int                    // rows of the queue panel the layout made room for
 
 	subscribed   bool
 	reconnecting bool
@@ -144,6 +150,8 @@ func newModel(ctx context.Context, api backend, f *feed, o options) *Model {
 		view:       client.NewView(discardLogger()),
 		deltas:     map[string]int{},
 		diffs:      map[string]*toolDiff{},
+		exitCodes:  map[string]int{},
+		live:       map[string]*liveOutput{},
 		turnStats:  map[string]*turnStats{},
 		imageNames: map[string]string{},
 		events:     ring{max: inspectorKeep},

@@ -73,8 +73,12 @@ func (m *Model) observeNotes(ev *protocol.EventEnvelope) {
 	case protocol.EventToolBackgroundExited:
 		var p protocol.ToolBackgroundExitedPayload
 		if json.Unmarshal(ev.Payload, &p) == nil {
-			m.addNote(fmt.Sprintf("⚙ background %s %s: $ %s", p.BackgroundID,
-				bgEnd(p.Reason, p.ExitCode, time.Duration(p.DurationMS)*time.Millisecond), oneLine(p.Command)), noteFaint)
+			kind := noteFaint
+			if p.Reason == protocol.BackgroundOwnerLost || p.Reason == protocol.BackgroundServerLost {
+				kind = noteWarn // stopped by a failure, not by itself or the user
+			}
+			m.addNote(fmt.Sprintf("⚙ background %s %s · $ %s", p.BackgroundID,
+				bgEnd(p.Reason, p.ExitCode, time.Duration(p.DurationMS)*time.Millisecond), oneLine(p.Command)), kind)
 		}
 	}
 }
@@ -109,19 +113,43 @@ func revertLine(r *protocol.RevertResult) string {
 }
 
 // bgEnd says how a background command ended: "exited 0 after 3.2s",
-// "killed after 1m05s".
+// "killed (shell_kill) after 1m05s", "stopped after 12s: its cluster
+// node was lost (failover)". A reason this TUI does not know is shown
+// as it came.
 func bgEnd(reason string, code *int, d time.Duration) string {
-	s := reason
-	switch {
-	case reason == protocol.BackgroundExited && code != nil:
-		s = fmt.Sprintf("exited %d", *code)
-	case reason == "":
-		s = "ended"
+	head, why := "stopped", ""
+	switch reason {
+	case protocol.BackgroundExited:
+		head = "exited"
+		if code != nil {
+			head = fmt.Sprintf("exited %d", *code)
+		}
+	case protocol.BackgroundKilled:
+		head = "killed (shell_kill)"
+	case protocol.BackgroundTimeout:
+		why = "it ran past its timeout"
+	case protocol.BackgroundServerShutdown:
+		why = "the server shut down"
+	case protocol.BackgroundServerLost:
+		why = "the server running it ended unexpectedly"
+	case protocol.BackgroundOwnerLost:
+		why = "its cluster node was lost (failover)"
+	case protocol.BackgroundSupervisorKilled:
+		why = "its supervisor was killed"
+	case protocol.BackgroundSessionDeleted:
+		why = "the session was deleted"
+	case "":
+		head = "ended"
+	default:
+		head = reason
 	}
 	if d > 0 {
-		s += " after " + humanDuration(d)
+		head += " after " + humanDuration(d)
 	}
-	return s
+	if why != "" {
+		head += ": " + why
+	}
+	return head
 }
 
 func plural(n int, what string) string {

@@ -290,7 +290,7 @@ func (r *renderer) toolUse(msg *client.Message, b *client.Block) string {
 	}
 	switch status {
 	case "running":
-		lines = append(lines, st.faint.Render("  ⋯ running"))
+		lines = append(lines, r.liveCard(b.ID))
 	case client.ToolAwaitingApproval:
 		for _, p := range r.m.view.PendingApprovals() {
 			if p.ToolUseID == b.ID && !r.asked[p.ApprovalID] {
@@ -328,7 +328,7 @@ func (r *renderer) result(tc *client.ToolCall) string {
 	if head == "" {
 		head = st.faint.Render("(no output)")
 	}
-	failed := exitFailed(tc)
+	failed := r.m.exitFailed(tc)
 	mark := st.ok.Render("  ✓ ")
 	if failed {
 		mark = st.err.Render("  ✗ ")
@@ -352,9 +352,13 @@ func (r *renderer) result(tc *client.ToolCall) string {
 }
 
 // exitFailed reports whether a completed shell call's command exited
-// non-zero: its summary is "exit N in …", or, from a snapshot (which
-// holds no summary), its result starts "exit code: N".
-func exitFailed(tc *client.ToolCall) bool {
+// non-zero: its tool.completed's exit_code, else (an older server) its
+// summary "exit N in …", or, from a snapshot (which holds neither), its
+// result's first line "exit code: N".
+func (m *Model) exitFailed(tc *client.ToolCall) bool {
+	if code, ok := m.exitCodes[tc.ID]; ok {
+		return code != 0
+	}
 	rest, ok := strings.CutPrefix(tc.Summary, "exit ")
 	if !ok && tc.Summary == "" {
 		rest, ok = strings.CutPrefix(tc.Result, "exit code: ")

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/metis-agent/metis/internal/cli"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -48,13 +46,20 @@ func (m *Model) observeMore(ev *protocol.EventEnvelope) {
 	switch protocol.EventType(ev.Type) {
 	case protocol.EventToolCompleted:
 		var p protocol.ToolCompletedPayload
-		if json.Unmarshal(ev.Payload, &p) == nil && (p.Diff != "" || len(p.Paths) > 0) {
+		if json.Unmarshal(ev.Payload, &p) != nil {
+			return
+		}
+		if p.Diff != "" || len(p.Paths) > 0 {
 			m.diffs[p.ToolUseID] = &toolDiff{paths: p.Paths, diff: p.Diff, truncated: p.DiffTruncated}
+		}
+		if p.ExitCode != nil {
+			m.exitCodes[p.ToolUseID] = *p.ExitCode
 		}
 	case protocol.EventTurnCompleted, protocol.EventTurnCancelled:
 		if ev.SessionID != m.sessionID {
 			return // a worker's
 		}
+		m.titleAsk = true // renamed while it ran
 		var p struct {
 			Outcome string `json:"outcome"`
 			Usage   struct {
@@ -138,8 +143,8 @@ func (m *Model) observeMore(ev *protocol.EventEnvelope) {
 			m.setFlash("compaction "+p.ErrorClass+": "+oneLine(p.Message), p.ErrorClass != "cancelled")
 		}
 	case protocol.EventTurnStarted:
-		if m.title == "" && ev.SessionID == m.sessionID {
-			m.title = titleOf(cli.UserText(ev.Payload))
+		if ev.SessionID == m.sessionID {
+			m.titleAsk = true // the first turn names the session
 		}
 	}
 }
@@ -171,20 +176,6 @@ func (m *Model) lastMessageID() string {
 		return m.view.Messages[n-1].ID
 	}
 	return ""
-}
-
-// maxTitle is the length of a title, in runes, as the server cuts it.
-const maxTitle = 80
-
-// titleOf is a title as the server derives it from the first message:
-// white space collapsed, cut at maxTitle runes with "…".
-func titleOf(text string) string {
-	t := oneLine(text)
-	if utf8.RuneCountInString(t) > maxTitle {
-		r := []rune(t)
-		t = string(r[:maxTitle-1]) + "…"
-	}
-	return t
 }
 
 // gauge is the context gauge: "ctx 12.3k/200k 6%", "ctx 12.3k" when

@@ -30,7 +30,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case frameMsg:
 		m.frame(time.Now())
-		return m, m.nextFrame()
+		return m, tea.Batch(m.nextFrame(), m.titleFetch())
+	case titleMsg:
+		m.titled(msg)
+		return m, nil
 	case tea.WindowSizeMsg:
 		m.resize(msg.Width, msg.Height)
 		return m, nil
@@ -105,6 +108,7 @@ func (m *Model) apply(items []item) bool {
 			if it.view != nil {
 				m.view = it.view
 				m.fromSummary()
+				clear(m.live) // the events after the snapshot bring it again
 				m.dropSteer("")
 				if m.view.Turn.Status != protocol.TurnStatusInFlight {
 					m.pendingTurn, m.cancelling = "", false
@@ -160,6 +164,7 @@ func (m *Model) pendingEnded() {
 func (m *Model) observe(ev *protocol.EventEnvelope) {
 	m.events.add(ev)
 	m.observeMore(ev)
+	m.observeLive(ev)
 	m.observeNotes(ev)
 	m.followUpSeen(ev)
 	var p struct {
