@@ -84,6 +84,8 @@ export interface ToolCall {
   diff_truncated?: boolean;
   /** How long the call ran (tool.completed / tool.failed duration_ms). */
   duration_ms?: number;
+  /** A foreground shell command's exit code (tool.completed exit_code); non-zero: the command failed. */
+  exit_code?: number;
   /** Images an MCP tool returned (tool.completed images; data in base64 while small enough). */
   images?: { media_type: string; bytes: number; data?: string }[];
 }
@@ -723,6 +725,7 @@ export class View {
           if (typeof raw['diff'] === 'string') tc.diff = raw['diff'];
           if (raw['diff_truncated'] === true) tc.diff_truncated = true;
           if (typeof raw['duration_ms'] === 'number') tc.duration_ms = raw['duration_ms'];
+          if (typeof raw['exit_code'] === 'number') tc.exit_code = raw['exit_code'];
           if (Array.isArray(raw['images'])) {
             tc.images = (raw['images'] as unknown[]).flatMap((x) => {
               const o = x as Record<string, unknown> | null;

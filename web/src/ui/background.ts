@@ -1,7 +1,8 @@
 // The session's background commands (shell with background: true): a
 // strip above the composer, folded, that says how many run; open, each
 // command with its state (running for how long, exited with its code,
-// killed, timed out, stopped with the server). They outlive the turn that
+// killed, timed out, stopped with the server, lost with the server or
+// with its cluster node). They outlive the turn that
 // started them: cancelling a turn does not stop them.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
@@ -16,7 +17,14 @@ const REASONS: Record<string, string> = {
   session_deleted: 'stopped (session deleted)',
   server_shutdown: 'stopped with the server',
   server_lost: 'lost (the server died)',
+  owner_lost: 'lost (its cluster node failed)',
   supervisor_killed: 'stopped (killed its supervisor)',
+};
+
+/** What a reason means, for the state's tooltip. */
+const HINTS: Record<string, string> = {
+  server_lost: 'the server stopped without ending it; its next start found the command gone',
+  owner_lost: 'cluster mode: the node that ran it lost this session to another node (it died or was cut off), and the command went with it',
 };
 
 /** A command's state in a few words. */
@@ -45,7 +53,7 @@ export function BackgroundCommands(p: { live: LiveSession }): VNode | null {
       ${cmds.map((c) => {
         const st = bgState(c);
         return html`<li key=${c.id} class="bg-command" data-bg=${c.id} data-running=${String(c.running)}>
-          <span class=${'badge ' + st.cls}>${st.text}</span>
+          <span class=${'badge ' + st.cls} title=${HINTS[c.end_reason ?? ''] ?? undefined}>${st.text}</span>
           <code class="cmd" title=${c.command}>$ ${oneLine(c.command, 160)}</code>
           <span class="muted small" title=${c.id}>started ${ago(c.started_at)}</span>
         </li>`;

@@ -15,6 +15,7 @@ import { ApprovalBar } from './approvals';
 import { copyText, flash } from './copy';
 import { elapsed, shortId, tokens, usd } from './format';
 import type { LiveSession } from './live';
+import type { LiveOutput } from './liveoutput';
 import { blockNodes, splitBlocks } from './markdown';
 import { ToolCard } from './tools';
 import { VirtualList } from './virtual';
@@ -44,6 +45,8 @@ interface Ctx {
   workers: readonly Worker[];
   sessionId: string;
   live: LiveSession;
+  /** Running shell calls' live output by tool_use_id. */
+  outputs: ReadonlyMap<string, LiveOutput>;
   /** The session this one was forked from (its images serve a fork's copied messages too). */
   forkedFrom?: string;
 }
@@ -60,7 +63,7 @@ function Block(p: { b: ViewBlock; m: ViewMessage; ctx: Ctx }): VNode | null {
       const tool = b.id ? ctx.tools.get(b.id) : undefined;
       const task = b.name === 'delegate' && b.input && typeof b.input === 'object' ? String((b.input as Record<string, unknown>)['task'] ?? '') : '';
       const worker = task ? ctx.workers.find((w) => w.task === task) : undefined;
-      return html`<${ToolCard} block=${b} tool=${tool} streaming=${streaming} approval=${ctx.pending.get(b.id)} worker=${worker} sessionId=${ctx.sessionId} />`;
+      return html`<${ToolCard} block=${b} tool=${tool} streaming=${streaming} approval=${ctx.pending.get(b.id)} worker=${worker} sessionId=${ctx.sessionId} output=${ctx.outputs.get(b.id)} />`;
     }
     case 'tool_result':
       return html`<div class=${'tool-result-block' + (b.is_error ? ' is-error' : '')}><pre>${b.content}</pre>
@@ -260,7 +263,7 @@ function depsOf(msgs: readonly ViewMessage[], ctx: Ctx): unknown[] {
   for (const m of msgs) {
     for (const b of m.blocks) {
       if (b.type !== 'tool_use' || !b.id) continue;
-      out.push(ctx.tools.get(b.id), ctx.pending.get(b.id));
+      out.push(ctx.tools.get(b.id), ctx.pending.get(b.id), ctx.outputs.get(b.id));
       if (b.name === 'delegate') out.push(...ctx.workers);
     }
   }
@@ -282,6 +285,7 @@ export function Conversation(p: { live: LiveSession }): VNode {
     workers: [...v.workers.values()],
     sessionId: live.sessionId,
     live,
+    outputs: live.outputs,
     forkedFrom: v.session?.forked_from?.session_id,
   };
   const turnRows = live.turnRows.value;

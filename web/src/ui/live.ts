@@ -10,6 +10,7 @@ import type { CheckpointStatus, TurnInfo as TurnRow } from '../client/protocol.g
 import { api } from './api';
 import { FrameTicker } from './frame';
 import { loadHistory, mergeById } from './history';
+import { EMPTY_OUTPUT, foldOutput, outputEnded, type LiveOutput } from './liveoutput';
 
 /** A notice under the header: what the connection just did. */
 export interface Notice {
@@ -32,7 +33,7 @@ export class LiveSession {
   readonly banner = signal(false);
   readonly notice = signal<Notice | null>(null);
   readonly inline = signal(false);
-  /** A title this page set (a rename), until the next snapshot carries it. */
+  /** A title this page set (a rename) or fetched (the first turn started after the snapshot). */
   readonly title = signal('');
   /** Events seen (replays included), in arrival order = id order per connection. */
   readonly events: RawEnvelope[] = [];
@@ -56,9 +57,15 @@ export class LiveSession {
   readonly checkpoints = signal<CheckpointStatus | null>(null);
   /** The last revert, undo or restoring fork seen (workspace.reverted, or this page's answer). */
   readonly lastRevert = signal<RevertResult | null>(null);
+  /** Running shell calls' live output by tool_use_id (tool.output_delta), until their tool.completed / tool.failed. */
+  readonly outputs = new Map<string, LiveOutput>();
   /** Background commands as their events tell them (over the snapshot's background_commands). */
   private bgSeen = new Map<string, BackgroundCommand>();
   private turnsTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Calls whose live output ended (the newest 1,000). */
+  private ended = new Set<string>();
+  /** A title fetch is under way. */
+  private titleAsked = false;
 
   constructor(readonly sessionId: string) {
     this.follower = new Follower({ api, sessionId, filter: { preset: 'preset:full' }, view: new View() });
@@ -99,6 +106,25 @@ export class LiveSession {
   private noteEvent(e: RawEnvelope): void {
     const p = (e.payload ?? {}) as Record<string, unknown>;
     switch (e.type) {
+      case 'tool.output_delta': {
+        const id = typeof p['tool_use_id'] === 'string' ? p['tool_use_id'] : '';
+        const offset = typeof p['offset'] === 'number' ? p['offset'] : 0;
+        if (!id || this.ended.has(id)) return; // a late delta (a replay overlap) never brings a finished call back
+        const prev = this.outputs.get(id) ?? EMPTY_OUTPUT;
+        const next = foldOutput(prev, String(p['stream'] ?? 'stdout'), typeof p['data'] === 'string' ? p['data'] : '', offset, p['capped'] === true);
+        if (next !== prev) this.outputs.set(id, next);
+        return;
+      }
+      case 'tool.completed':
+      case 'tool.failed': {
+        // The final result replaces the live output.
+        const id = typeof p['tool_use_id'] === 'string' ? p['tool_use_id'] : '';
+        if (id && this.outputs.delete(id)) {
+          this.ended.add(id);
+          if (this.ended.size > 1000) this.ended.delete(this.ended.values().next().value!);
+        }
+        return;
+      }
       case 'tool.background_started':
       case 'tool.background_exited': {
         const id = typeof p['background_id'] === 'string' ? p['background_id'] : '';
@@ -122,6 +148,11 @@ export class LiveSession {
         this.refreshTurns();
         return;
       case 'turn.started':
+        // The first turn titles the session (the server derives it): a
+        // snapshot taken before it had none, so ask for it.
+        if (e.session_id === this.sessionId && !this.title.value && !this.view.session?.title) this.fetchTitle();
+        this.refreshTurns();
+        return;
       case 'turn.completed':
       case 'turn.cancelled':
       case 'workspace.changed':
@@ -145,6 +176,19 @@ export class LiveSession {
       out.set(id, base ? { ...base, ...c, command: c.command || base.command } : c);
     }
     return [...out.values()].sort((a, b) => Number(b.running) - Number(a.running) || (a.started_at < b.started_at ? 1 : -1));
+  }
+
+  /** The server's title, once (GET /sessions/{id}); the header shows a placeholder meanwhile. */
+  private fetchTitle(): void {
+    if (this.titleAsked) return;
+    this.titleAsked = true;
+    void api.getSession(this.sessionId).then(
+      (a) => {
+        if (!this.title.value && a.session.title) this.title.value = a.session.title;
+        this.titleAsked = false;
+      },
+      () => (this.titleAsked = false),
+    );
   }
 
   /** Loads the turn list again, soon (events come in bursts). */
@@ -215,6 +259,9 @@ export class LiveSession {
     this.banner.value = false;
     if (s === 'live') this.refreshTurns(0);
     if (s === 'live' && info.resynced) {
+      // A fresh snapshot: keep the output of calls still running (their
+      // next delta marks what was missed), drop the rest.
+      for (const id of [...this.outputs.keys()]) if (outputEnded(this.view.tools.get(id)?.status)) this.outputs.delete(id);
       this.gaps.push({ afterIndex: this.events.length, why: info.resynced });
       const why =
         info.resynced === 'streaming_gap'

@@ -9,7 +9,6 @@ import { ApiError, type Mode } from '../client/index';
 import { api } from './api';
 import { Conversation, cancelTurn } from './conversation';
 import { shortId, tokens, usd } from './format';
-import { cleanTitle } from './title';
 import { LiveSession } from './live';
 import { href, type Tab } from './route';
 import { TracePage, eventJSON } from './trace';
@@ -45,11 +44,9 @@ function Header(p: { live: LiveSession; tab: Tab }): VNode {
   live.ticker.tick.value;
   const v = live.view;
   const s = v.session;
-  const firstUser = v.messages.find((m) => m.role === 'user' && m.session_id === live.sessionId);
-  // The snapshot's title; a session whose first turn started after the
-  // snapshot takes it from that turn's user message, as shown.
-  const raw = live.title.value || s?.title || firstUser?.blocks.map((b) => b.text ?? '').join(' ') || '';
-  const title = cleanTitle(raw) || (s?.parent_session_id ? 'worker session' : 'new session');
+  // The server's title as is (this page's rename, or the one fetched when
+  // the first turn started after the snapshot, first), or a placeholder.
+  const title = live.title.value || s?.title || (s?.parent_session_id ? 'worker session' : 'new session');
   const waiting = v.pendingApprovals.length;
   useEffect(() => {
     const was = document.title;

@@ -9,7 +9,6 @@ import { api } from './api';
 import { McpServers } from './mcp';
 import { ago, shortId, usd } from './format';
 import { go, href } from './route';
-import { cleanTitle } from './title';
 
 /** The list, shared with the palette; refreshed while the page shows. */
 export const sessions = signal<SessionSummary[]>([]);
@@ -25,9 +24,9 @@ export async function refreshSessions(): Promise<void> {
   }
 }
 
-/** The title as shown: the server's, cleaned (no slash command or markdown), or a placeholder before the first turn. */
+/** The title as shown: the server's as is (it derives a short clean one, and keeps a rename as typed), or a placeholder before the first turn. */
 export function titleOf(s: SessionSummary): string {
-  return cleanTitle(s.title) || (s.parent_session_id ? 'worker' : 'untitled');
+  return s.title || (s.parent_session_id ? 'worker' : 'untitled');
 }
 
 interface Node {

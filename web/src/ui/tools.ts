@@ -1,17 +1,19 @@
 // Tool cards as a person reads them: `shell` as "$ command" with its
-// output, file edits as a diff, reads and searches as one line with the
+// output (live while it runs, then the result; a non-zero exit is a
+// failure), file edits as a diff, reads and searches as one line with the
 // result folded, a delegation as a card linking to its worker (with its
 // progress while it runs), anything else as its input JSON. A call that
 // waits for an answer carries the approval card (approvals.ts).
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Json, PendingApproval, ToolCall, ViewBlock, Worker } from '../client/index';
 import { api } from './api';
 import { ApprovalCard } from './approvals';
 import { diffLines } from './highlight';
 import { elapsed, ms, oneLine, shortId, usd } from './format';
 import { href } from './route';
+import { outputEnded, type LiveOutput } from './liveoutput';
 
 export function pretty(input: unknown): string {
   if (input === undefined || input === null) return '';
@@ -65,17 +67,25 @@ export interface ToolCardProps {
   approval: PendingApproval | undefined;
   worker: Worker | undefined;
   sessionId: string;
+  /** A running shell call's live output (tool.output_delta). */
+  output?: LiveOutput | undefined;
 }
 
 export function ToolCard(p: ToolCardProps): VNode {
   const { block, tool } = p;
   const name = block.name || tool?.name || 'tool';
-  const status = p.approval ? 'awaiting_approval' : (tool?.status ?? (p.streaming ? 'streaming' : 'pending'));
+  // Live output shows until the call's final result (a page opened mid-command knows the call only as pending).
+  const output = name === 'shell' && p.output && !outputEnded(tool?.status) ? p.output : undefined;
+  // A shell command that exited non-zero completed as a call, but failed as a command.
+  const exitFailed = name === 'shell' && tool?.status === 'completed' && tool.exit_code !== undefined && tool.exit_code !== 0;
+  let status = p.approval ? 'awaiting_approval' : (tool?.status ?? (p.streaming ? 'streaming' : 'pending'));
+  if (output && status === 'pending') status = 'running';
+  if (exitFailed) status = 'failed';
   const cancelled = status === 'cancelled' || tool?.error_class === 'cancelled';
   // While the input streams, partial_input holds it so far (a snapshot's
   // block then also has input {}).
   const input = block.partial_input ? undefined : (block.input ?? tool?.input);
-  const badge = html`<span class=${'badge st-' + status}>${cancelled ? 'cancelled' : status.replace('_', ' ')}</span>`;
+  const badge = html`<span class=${'badge st-' + status} title=${exitFailed ? 'the command exited with code ' + tool!.exit_code : undefined}>${cancelled ? 'cancelled' : exitFailed ? 'exit ' + tool!.exit_code : status.replace('_', ' ')}</span>`;
   const dur = tool?.duration_ms !== undefined ? html`<span class="muted small">${ms(tool.duration_ms)}</span>` : null;
   let body: VNode | null = null;
   let title: VNode | string = name;
@@ -83,9 +93,10 @@ export function ToolCard(p: ToolCardProps): VNode {
     body = html`<pre class="tool-input tool-partial">${block.partial_input}<span class="caret"></span></pre>`;
   } else if (name === 'shell') {
     title = html`<span class="shell-cmd"><span class="prompt">$</span> ${field(input, 'command')}</span>`;
-    body =
-      tool?.status === 'completed' && tool.result
-        ? html`<pre class="shell-out">${tool.result}</pre>`
+    body = output
+      ? html`<${ShellLive} out=${output} />`
+      : tool?.status === 'completed' && tool.result
+        ? html`<pre class=${'shell-out' + (exitFailed ? ' shell-failed' : '')}>${tool.result}</pre>`
         : null;
   } else if (EDITS.has(name)) {
     const path = field(input, 'path') || tool?.paths?.join(', ') || '';
@@ -126,6 +137,39 @@ export function ToolCard(p: ToolCardProps): VNode {
       ? html`<div class="tool-error">${tool.error_class ? tool.error_class + ': ' : ''}${tool.error}</div>`
       : null}
   </div>`;
+}
+
+/** Bytes as a person reads them. */
+function size(n: number): string {
+  return n < 1024 ? `${n} bytes` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/**
+ * A running command's output as it arrives: stderr marked, the places
+ * where output is missing said, bounded (liveoutput.ts). It follows the
+ * newest line only while scrolled to its end: scrolling up holds it still.
+ */
+function ShellLive(p: { out: LiveOutput }): VNode {
+  const ref = useRef<HTMLPreElement>(null);
+  const follow = useRef(true);
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (el && follow.current) el.scrollTop = el.scrollHeight;
+  });
+  const onScroll = (e: Event): void => {
+    const el = e.currentTarget as HTMLElement;
+    follow.current = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
+  };
+  const { runs, cut, capped } = p.out;
+  return html`<pre class="shell-out shell-live" ref=${ref} onScroll=${onScroll} aria-live="off" data-live-output="">
+    ${cut ? html`<span class="shell-note">… ${size(cut)} of earlier output not kept here (the result will have it)</span>` : null}
+    ${runs.map((r, i) =>
+      r.stream === 'gap'
+        ? html`<span key=${r.key} class="shell-note shell-gap">${i === 0 && !cut ? `… the first ${size(r.bytes)} of output were no longer held` : `… ${size(r.bytes)} of output no longer held`}</span>`
+        : html`<span key=${r.key} class=${r.stream === 'stderr' ? 'stderr' : 'stdout'}>${r.text}</span>`,
+    )}
+    ${capped ? html`<span class="shell-note">live output stopped at its limit; the command runs on and its result follows</span>` : html`<span class="caret"></span>`}
+  </pre>`;
 }
 
 /** A delegation: the task, its worker (linked), and the worker's progress while it runs. */

@@ -313,13 +313,17 @@ test('trace mode opened after a turn lists its stored history in id order', asyn
   }
 });
 
-test("the sessions list shows the server's titles and fetches no messages to guess them", async () => {
+test("the sessions list shows the server's titles as they are and fetches no messages to guess them", async () => {
   const srv = await new Server().start();
   try {
     const titled = await srv.createSession();
     const untitled = await srv.createSession();
+    const renamed = await srv.createSession();
     await srv.submit(titled.id, '/echo  list\n   me   by title');
     await srv.idle(titled.id);
+    // A rename is kept as typed, quotes, braces and markdown included: the list must not clean it.
+    const typed = 'fix "parse" in {config} **now**';
+    await srv.req('PATCH', `/sessions/${renamed.id}`, { title: typed });
     const { page } = await open(undefined);
     const asked = [];
     page.on('request', (r) => {
@@ -328,12 +332,14 @@ test("the sessions list shows the server's titles and fetches no messages to gue
     await page.goto(`${srv.url}/#/`);
     const cell = (id) => page.textContent(`tr[data-session="${id}"] td.title a`);
     await page.waitForSelector(`tr[data-session="${titled.id}"]`);
-    // The server's title is the prompt as typed; the list shows it clean (no slash command).
-    await until(async () => (await cell(titled.id)) === 'list me by title', 15_000, 'the clean title');
-    assert.equal(await cell(untitled.id), 'untitled');
+    // The server derives the clean title (no slash command); the list shows the summary's title as is.
     const { sessions } = await srv.req('GET', '/sessions');
     const s = sessions.find((x) => x.id === titled.id);
-    assert.equal(s.title, '/echo list me by title');
+    assert.equal(s.title, 'list me by title');
+    await until(async () => (await cell(titled.id)) === s.title, 15_000, "the server's title");
+    assert.equal(await cell(untitled.id), 'untitled');
+    assert.equal(sessions.find((x) => x.id === renamed.id).title, typed);
+    assert.equal(await cell(renamed.id), typed, 'the rename as typed');
     assert.ok(Date.parse(s.last_activity_at) > Date.parse(s.created_at), 'last activity after creation');
     // A poll or two later, still no message page was fetched for the list.
     await page.waitForResponse((r) => new URL(r.url()).pathname === '/sessions', { timeout: 15_000 });

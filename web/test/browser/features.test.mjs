@@ -157,6 +157,24 @@ test('the mode switches from the header; an edit shows as a diff; Compact compac
   }
 });
 
+test("a page opened before the first turn shows the server's title once that turn starts, not the message as typed", async () => {
+  const srv = await new Server().start();
+  try {
+    const s = await srv.createSession();
+    const { page } = await open(`${srv.url}/#/s/${s.id}`);
+    await live(page);
+    assert.equal(await page.textContent('.session-head h1'), 'new session');
+    await srv.submit(s.id, '/echo # Fix the `parser` now');
+    await srv.idle(s.id);
+    const title = (await srv.req('GET', `/sessions/${s.id}`)).session.title;
+    assert.equal(title, 'Fix the parser now');
+    await until(async () => (await page.textContent('.session-head h1')) === title, 15_000, "the server's title in the header");
+    assert.match(await page.title(), /^Fix the parser now · metis$/);
+  } finally {
+    await srv.close();
+  }
+});
+
 test('rename, archive and delete from the pages; the new-session form picks a known workspace and a listed model', async () => {
   const srv = await new Server().start();
   try {
@@ -166,15 +184,22 @@ test('rename, archive and delete from the pages; the new-session form picks a kn
     await srv.idle(s.id);
     const { page } = await open(`${srv.url}/#/s/${s.id}`);
     await live(page);
-    assert.equal(await page.textContent('.session-head h1'), 'hello there', 'a clean title');
+    // The server's clean title, shown as is.
+    assert.equal((await srv.req('GET', `/sessions/${s.id}`)).session.title, 'hello there');
+    assert.equal(await page.textContent('.session-head h1'), 'hello there', "the server's title");
+    // A rename is kept as typed, quotes and braces included, in the header and the list.
+    const typed = 'my "renamed" {session}';
     await page.click('#rename');
-    await page.fill('#rename-input', 'my renamed session');
+    await page.fill('#rename-input', typed);
     await page.press('#rename-input', 'Enter');
-    await page.waitForSelector('.session-head h1:has-text("my renamed session")');
-    assert.equal((await srv.req('GET', `/sessions/${s.id}`)).session.title, 'my renamed session');
+    await until(async () => (await page.textContent('.session-head h1')) === typed, 10_000, 'the rename in the header');
+    assert.equal((await srv.req('GET', `/sessions/${s.id}`)).session.title, typed);
+    await page.reload();
+    await live(page);
+    assert.equal(await page.textContent('.session-head h1'), typed, 'the rename after a reload');
 
     await page.goto(`${srv.url}/#/`);
-    await page.waitForSelector(`tr[data-session="${s.id}"] td.title a:has-text("my renamed session")`);
+    await until(async () => (await page.textContent(`tr[data-session="${s.id}"] td.title a`).catch(() => null)) === typed, 15_000, 'the rename in the list');
     await page.click(`tr[data-session="${s.id}"] button[data-action="archive"]`);
     await page.waitForSelector(`tr[data-session="${s.id}"]`, { state: 'detached' });
     await page.check('#show-archived');
