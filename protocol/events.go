@@ -148,6 +148,7 @@ var catalog = []EventInfo{
 	{EventApprovalRequested, FamilyCatalog, "tool dispatcher", true},
 	{EventApprovalResolved, FamilyCatalog, "tool dispatcher (session manager after a crash)", true},
 	{EventSessionModeChanged, FamilyCatalog, "session manager", true},
+	{EventSessionUpdated, FamilyCatalog, "session manager (PATCH /sessions/{id})", true},
 	{EventBusHandlerWarning, FamilyCatalog, "bus, streaming server, session manager", false},
 	{EventBusSubscriberRegistered, FamilyCatalog, "bus, streaming server", false},
 	{EventBusSubscriberUnregistered, FamilyCatalog, "bus, streaming server", false},

@@ -411,6 +411,8 @@ func NewPayload(t EventType) any {
 		return new(ApprovalResolvedPayload)
 	case EventSessionModeChanged:
 		return new(SessionModeChangedPayload)
+	case EventSessionUpdated:
+		return new(SessionEdit)
 	case EventBusHandlerWarning:
 		return new(BusHandlerWarningPayload)
 	case EventBusSubscriberRegistered:

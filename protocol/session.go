@@ -74,6 +74,12 @@ type SessionEdit struct {
 	Archived *bool `json:"archived,omitempty"`
 }
 
+// EventSessionUpdated: PATCH /sessions/{id} renamed or archived the
+// session (payload SessionEdit: the fields changed, the title as
+// stored). A field set to what the session already has is left out;
+// with nothing left no event is committed.
+const EventSessionUpdated EventType = "session.updated"
+
 // ModelList is the answer of GET /models: the models sessions can be
 // created with (POST /sessions "model").
 type ModelList struct {

@@ -12,7 +12,9 @@ import (
 // answer to an approval request its turn waits on, the mode and cost
 // limits its turns follow, a compaction by hand in its turn slot, and
 // the session's own MCP servers, which its MCP manager runs (the GET
-// too: the servers a session's turns use are the owner's to show).
+// too: the servers a session's turns use are the owner's to show), and
+// a deletion, which holds the owner's turn slot and stops the
+// background commands the owner runs.
 func sessionRouted() map[string]routedRequest {
 	mcpServers := func(set bool) routedRequest {
 		return routedRequest{verb: cluster.KindMCP.Verb,
@@ -60,6 +62,12 @@ func sessionRouted() map[string]routedRequest {
 				return cluster.CompactRequest{SessionID: r.PathValue("id"), Instructions: req.Instructions}, new(protocol.CompactAccepted), true
 			},
 			answer: func(w http.ResponseWriter, _ *http.Request, reply any) { WriteJSON(w, http.StatusAccepted, reply) }},
+		"DELETE /sessions/{id}": {verb: cluster.KindDelete.Verb,
+			decode: func(_ http.ResponseWriter, r *http.Request) (any, any, bool) {
+				return cluster.DeleteRequest{SessionID: r.PathValue("id")}, new(cluster.DeleteReply), true
+			},
+			answer:   func(w http.ResponseWriter, _ *http.Request, _ any) { w.WriteHeader(http.StatusNoContent) },
+			alsoHere: true},
 		"GET /sessions/{id}/mcp_servers":    mcpServers(false),
 		"PUT /sessions/{id}/mcp_servers":    mcpServers(true),
 		"DELETE /sessions/{id}/mcp_servers": mcpServers(true),

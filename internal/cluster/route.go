@@ -271,7 +271,7 @@ func NewRouter(nc *nats.Conn, timeout time.Duration, log *slog.Logger) *Router {
 
 // Observe sets a function told the kind (RouteSubmit, RouteCancel,
 // RouteFeedback, RouteMeta, RouteApprove, RoutePatch, RouteCompact,
-// RouteMCP, RouteTurns, RouteTurnChanges, RouteRevert, RouteRestore,
+// RouteMCP, RouteDelete, RouteTurns, RouteTurnChanges, RouteRevert, RouteRestore,
 // RouteFork) and result (RouteOK, RouteRefused, RouteNoOwner,
 // RouteFailed) of every request this router sends: the node's metrics.
 // Call it before the first request.

@@ -9,13 +9,16 @@ import (
 // request (the owner's turn waits on it), a change of mode or cost
 // limits (the owner's turns follow it), a compaction by hand (it runs
 // in the owner's turn slot) and the session's own MCP servers (the
-// owner's MCP manager runs them). Subjects metis.rpc.<tree>.approve,
-// .patch, .compact and .mcp_servers.
+// owner's MCP manager runs them), and a deletion (it holds the
+// owner's turn slot and stops the owner's background commands).
+// Subjects metis.rpc.<tree>.approve, .patch, .compact, .mcp_servers and
+// .delete.
 const (
 	rpcApprove = "approve"
 	rpcPatch   = "patch"
 	rpcCompact = "compact"
 	rpcMCP     = "mcp_servers"
+	rpcDelete  = "delete"
 )
 
 // Kinds of routed request, as Router.Observe reports them.
@@ -24,6 +27,7 @@ const (
 	RoutePatch   = rpcPatch
 	RouteCompact = rpcCompact
 	RouteMCP     = rpcMCP
+	RouteDelete  = rpcDelete
 )
 
 // The kinds of routed request about a session's running state.
@@ -32,6 +36,7 @@ var (
 	KindPatch   = Kind[PatchRequest]{rpcPatch, DecodePatchRequest}
 	KindCompact = Kind[CompactRequest]{rpcCompact, DecodeCompactRequest}
 	KindMCP     = Kind[MCPServersRequest]{rpcMCP, DecodeMCPServersRequest}
+	KindDelete  = Kind[DeleteRequest]{rpcDelete, DecodeDeleteRequest}
 )
 
 // CodeApprovalResolved is the code of the owner's refusal of an answer
@@ -76,6 +81,20 @@ type MCPServersRequest struct {
 	SessionID string                     `json:"session_id"`
 	Set       bool                       `json:"set,omitempty"`
 	Servers   []protocol.MCPServerConfig `json:"servers,omitempty"`
+}
+
+// DeleteRequest asks the owner to delete a session and every worker
+// below it (DELETE /sessions/{id}): the owner's session manager holds
+// the session's turn slot while it deletes and stops the tree's
+// background commands, which only the owner runs. The reply is a
+// DeleteReply.
+type DeleteRequest struct {
+	SessionID string `json:"session_id"`
+}
+
+// DeleteReply answers a DeleteRequest the owner carried out.
+type DeleteReply struct {
+	Deleted bool `json:"deleted"`
 }
 
 // DecodeApproveRequest decodes and checks an approval's answer: a
@@ -127,6 +146,14 @@ func DecodeMCPServersRequest(b []byte) (MCPServersRequest, error) {
 	return r, nil
 }
 
+// DecodeDeleteRequest decodes and checks a deletion: a valid session
+// id.
+func DecodeDeleteRequest(b []byte) (DeleteRequest, error) {
+	var r DeleteRequest
+	return r, decodeSessionRequest(b, &r, r.session)
+}
+
+func (r *DeleteRequest) session() string     { return r.SessionID }
 func (r *ApproveRequest) session() string    { return r.SessionID }
 func (r *PatchRequest) session() string      { return r.SessionID }
 func (r *CompactRequest) session() string    { return r.SessionID }

@@ -233,3 +233,9 @@ func FuzzDecodeMCPServersRequest(f *testing.F) {
 		return cluster.ValidToken(r.SessionID) == nil && (r.Set || len(r.Servers) == 0)
 	}, `{"session_id":"sess_1","set":true,"servers":[{"name":"x","command":"true"}]}`, `{"session_id":"sess_1"}`)
 }
+
+func FuzzDecodeDeleteRequest(f *testing.F) {
+	fuzzDecoder(f, cluster.DecodeDeleteRequest, func(r cluster.DeleteRequest) bool {
+		return cluster.ValidToken(r.SessionID) == nil
+	}, `{"session_id":"sess_1"}`, `{"session_id":""}`)
+}

@@ -15,7 +15,7 @@ import (
 // The owner's side of the routed requests that change a session's
 // running state (cluster/route_session.go): the answer to an approval
 // request its turn waits on, a change of mode or cost limits, a
-// compaction by hand, and the session's own MCP servers. Each is
+// compaction by hand, the session's own MCP servers, and a deletion. Each is
 // answered as the owner's API answers it, with the same codes.
 
 // SessionMCP is what the owner needs of its MCP manager (internal/mcp's
@@ -115,6 +115,20 @@ func (cn *Node) MCPServers(ctx context.Context, tree string, req cluster.MCPServ
 		return protocol.MCPStatus{}, remoteError(err)
 	}
 	return st, nil
+}
+
+// Delete deletes a session and every worker below it on the owner, as
+// DELETE /sessions/{id} does there: the owner holds the session's turn
+// slot (a turn in flight is turn_in_flight) and stops the tree's
+// background commands, which it alone runs.
+func (cn *Node) Delete(ctx context.Context, tree string, req cluster.DeleteRequest) (cluster.DeleteReply, error) {
+	if err := cn.inTree(ctx, tree, req.SessionID); err != nil {
+		return cluster.DeleteReply{}, err
+	}
+	if err := cn.sessions.Delete(ctx, req.SessionID); err != nil {
+		return cluster.DeleteReply{}, remoteError(err)
+	}
+	return cluster.DeleteReply{Deleted: true}, nil
 }
 
 // mcpCode is the API's code of an MCP manager's error ("" none).

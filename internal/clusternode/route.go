@@ -36,6 +36,7 @@ func (cn *Node) handlers() cluster.Handlers {
 	cluster.Handle(hs, cluster.KindPatch, cn.Patch)
 	cluster.Handle(hs, cluster.KindCompact, cn.Compact)
 	cluster.Handle(hs, cluster.KindMCP, cn.MCPServers)
+	cluster.Handle(hs, cluster.KindDelete, cn.Delete)
 	cluster.Handle(hs, cluster.KindTurns, cn.Turns) // handlers_checkpoint.go
 	cluster.Handle(hs, cluster.KindTurnChanges, cn.TurnChanges)
 	cluster.Handle(hs, cluster.KindRevert, cn.Revert)

@@ -56,6 +56,7 @@ const (
 	ApprovalRequested       = protocol.EventApprovalRequested
 	ApprovalResolved        = protocol.EventApprovalResolved
 	SessionModeChanged      = protocol.EventSessionModeChanged
+	SessionUpdated          = protocol.EventSessionUpdated
 
 	WorkspaceCheckpointed     = protocol.EventWorkspaceCheckpointed
 	WorkspaceCheckpointFailed = protocol.EventWorkspaceCheckpointFailed

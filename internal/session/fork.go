@@ -141,7 +141,7 @@ func (m *Manager) Fork(ctx context.Context, sessionID string, req protocol.ForkR
 	m.log.Info("session forked", "session", sessionID, "fork", fork.ID, "message", lastID, "messages", len(kept), "turns", copiedTurns)
 	sum, err := m.summaryOf(ctx, fork)
 	if err != nil {
-		sum = m.summarize(fork, nil) // the fork exists: answer with what is known
+		sum = m.summarize(fork, nil, nil) // the fork exists: answer with what is known
 	}
 	out := protocol.ForkResult{SessionSummary: sum}
 	if target == "" {

@@ -7,31 +7,51 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/metis-agent/metis/internal/bus"
 	"github.com/metis-agent/metis/internal/event"
 	"github.com/metis-agent/metis/internal/store"
 	"github.com/metis-agent/metis/protocol"
 )
 
 // Edit renames and archives a session (PATCH /sessions/{id} "title",
-// "archived"); nil fields are left. An empty title is ErrInvalid.
+// "archived"); nil fields are left. An empty title is ErrInvalid. The
+// change is committed with session.updated (the fields that changed,
+// the title as stored), so every client and, in cluster mode, every
+// node's store learns it; a field already as asked is left out, and
+// nothing to change commits nothing.
 func (m *Manager) Edit(ctx context.Context, sessionID string, e protocol.SessionEdit) (Summary, error) {
-	var ops []store.Op
+	var title string
 	if e.Title != nil {
-		t := store.Title(*e.Title)
-		if t == "" {
+		if title = store.Title(*e.Title); title == "" {
 			return Summary{}, fmt.Errorf("%w: the title is empty", ErrInvalid)
 		}
-		ops = append(ops, store.Rename{SessionID: sessionID, Title: t})
 	}
-	if e.Archived != nil {
+	s, err := m.session(ctx, sessionID)
+	if err != nil {
+		return Summary{}, err
+	}
+	var (
+		ops []store.Op
+		p   protocol.SessionEdit
+	)
+	if e.Title != nil && title != s.Title {
+		ops = append(ops, store.Rename{SessionID: sessionID, Title: title})
+		p.Title = &title
+	}
+	if e.Archived != nil && *e.Archived != s.Archived {
 		ops = append(ops, store.SetArchived{SessionID: sessionID, Archived: *e.Archived})
+		p.Archived = e.Archived
 	}
 	if len(ops) > 0 {
-		if err := m.cfg.Store.Apply(ctx, ops...); err != nil {
+		em, err := m.cfg.Bus.Emitter(ctx, sessionID)
+		if err != nil {
+			return Summary{}, err
+		}
+		if _, err := em.EmitWait(ctx, bus.Spec{Type: event.SessionUpdated, Actor: event.ActorUser, Payload: p, Ops: ops}); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return Summary{}, fmt.Errorf("%w: %s", ErrNotFound, sessionID)
 			}
-			return Summary{}, err
+			return Summary{}, fmt.Errorf("edit session %s: %w", sessionID, err)
 		}
 	}
 	return m.Get(ctx, sessionID)

@@ -65,6 +65,11 @@ type Config struct {
 	// reason (tool.Background.EndSessionFor): a deleted session's at
 	// once, and, in cluster mode, those of a tree this node lost.
 	EndBackground func(ctx context.Context, sessionID, reason string) error
+	// Runs, if set, reports whether this server runs a session's turns
+	// (cluster mode: it owns the session's tree); nil runs every
+	// session. A summary of a session it does not run reads the queue
+	// from the store (summary.go).
+	Runs func(sessionID string) bool
 }
 
 // Manager owns sessions and their turns. Create it with New, call

@@ -20,10 +20,15 @@ const (
 )
 
 // summarize builds a session's summary; m.mu is held (the queue is
-// read).
-func (m *Manager) summarize(s store.Session, t *activeTurn) Summary {
+// read). The queue is this manager's, unless remote lists the queues of
+// sessions another server runs (summaries).
+func (m *Manager) summarize(s store.Session, t *activeTurn, remote map[string][]protocol.QueuedTurn) Summary {
 	s.RoutingPolicyVersion = m.cfg.Router.Version() // the policy in force now
-	s.Queued = m.wireQueueLocked(s.ID)
+	if q, ok := remote[s.ID]; ok {
+		s.Queued = q
+	} else {
+		s.Queued = m.wireQueueLocked(s.ID)
+	}
 	var out Summary
 	if t == nil {
 		out = s.Summary("", false)
@@ -41,9 +46,13 @@ func (m *Manager) summarize(s store.Session, t *activeTurn) Summary {
 // workers'), and the session rules in force (a worker's are its tree's
 // top session's). Waiting requests are read from the store, so every
 // server of a cluster lists them; the ones this manager holds are told
-// in full.
+// in full. So is the queue of a session another server runs (Config.Runs).
 func (m *Manager) summaries(ctx context.Context, ss []store.Session) ([]Summary, error) {
 	waiting, err := m.cfg.Store.AwaitingApproval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	remote, err := m.remoteQueues(ctx, ss)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +84,7 @@ func (m *Manager) summaries(ctx context.Context, ss []store.Session) ([]Summary,
 		if s.ParentSessionID != "" {
 			s.SessionRules = rootRules[s.ParentSessionID]
 		}
-		out[i] = m.summarize(s, m.turns[s.ID])
+		out[i] = m.summarize(s, m.turns[s.ID], remote)
 		for _, c := range waiting {
 			if c.SessionID == s.ID || slices.Contains(chains[c.SessionID], s.ID) {
 				out[i].PendingApprovals = append(out[i].PendingApprovals, m.pendingLocked(c))
@@ -83,6 +92,37 @@ func (m *Manager) summaries(ctx context.Context, ss []store.Session) ([]Summary,
 		}
 	}
 	return out, nil
+}
+
+// remoteQueues returns the queues of the sessions of ss that another
+// server runs (Config.Runs), as the store holds them: the turns queued
+// and not yet started or cancelled, in queue order (never nil for such
+// a session). Only the server that runs a session holds its queue in
+// memory; the store's rows are the same turns, committed with their
+// turn.queued, so every server of a cluster answers alike.
+func (m *Manager) remoteQueues(ctx context.Context, ss []store.Session) (map[string][]protocol.QueuedTurn, error) {
+	if m.cfg.Runs == nil {
+		return nil, nil
+	}
+	remote := map[string][]protocol.QueuedTurn{}
+	for _, s := range ss {
+		if !m.cfg.Runs(s.ID) {
+			remote[s.ID] = []protocol.QueuedTurn{}
+		}
+	}
+	if len(remote) == 0 {
+		return nil, nil
+	}
+	open, err := m.cfg.Store.OpenQueuedTurns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range open {
+		if l, ok := remote[q.SessionID]; ok {
+			remote[q.SessionID] = append(l, q.Wire())
+		}
+	}
+	return remote, nil
 }
 
 // pendingLocked describes a waiting call: from its row, and in full from

@@ -40,6 +40,7 @@ export type CatalogEventType =
   | "approval.requested"
   | "approval.resolved"
   | "session.mode_changed"
+  | "session.updated"
   | "bus.handler_warning"
   | "bus.subscriber_registered"
   | "bus.subscriber_unregistered";
@@ -94,6 +95,7 @@ export const EVENT_TYPES: readonly EventType[] = [
   "approval.requested",
   "approval.resolved",
   "session.mode_changed",
+  "session.updated",
   "bus.handler_warning",
   "bus.subscriber_registered",
   "bus.subscriber_unregistered",
@@ -140,6 +142,7 @@ export const EVENT_FAMILY: Readonly<Record<EventType, EventFamily>> = {
   "approval.requested": "catalog",
   "approval.resolved": "catalog",
   "session.mode_changed": "catalog",
+  "session.updated": "catalog",
   "bus.handler_warning": "catalog",
   "bus.subscriber_registered": "catalog",
   "bus.subscriber_unregistered": "catalog",
@@ -186,6 +189,7 @@ export const EVENT_EMITTER: Readonly<Record<EventType, string>> = {
   "approval.requested": "tool dispatcher",
   "approval.resolved": "tool dispatcher (session manager after a crash)",
   "session.mode_changed": "session manager",
+  "session.updated": "session manager (PATCH /sessions/{id})",
   "bus.handler_warning": "bus, streaming server, session manager",
   "bus.subscriber_registered": "bus, streaming server",
   "bus.subscriber_unregistered": "bus, streaming server",
@@ -204,8 +208,8 @@ export type PresetName = "preset:chat" | "preset:full";
 
 /** The event types each preset stands for, in catalog order. */
 export const PRESETS: Readonly<Record<PresetName, readonly EventType[]>> = {
-  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "tool.background_started", "tool.background_exited", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "workspace.checkpoint_failed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete", "tool.output_delta"],
-  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "tool.background_started", "tool.background_exited", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "workspace.checkpointed", "workspace.checkpoint_failed", "workspace.changed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete", "tool.output_delta"],
+  "preset:chat": ["turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "tool.background_started", "tool.background_exited", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "workspace.checkpoint_failed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "session.updated", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete", "tool.output_delta"],
+  "preset:full": ["session.created", "turn.started", "turn.completed", "turn.cancelled", "turn.queued", "turn.steered", "route.decided", "routing.policy_reloaded", "llm.call_started", "llm.call_completed", "llm.call_failed", "tool.called", "tool.completed", "tool.failed", "tool.background_started", "tool.background_exited", "delegate.started", "delegate.completed", "delegate.failed", "feedback.submitted", "context.compacting", "context.compacted", "context.compaction_failed", "session.budget_changed", "workspace.checkpointed", "workspace.checkpoint_failed", "workspace.changed", "workspace.reverted", "approval.requested", "approval.resolved", "session.mode_changed", "session.updated", "bus.handler_warning", "bus.subscriber_registered", "bus.subscriber_unregistered", "message.start", "text.delta", "thinking.delta", "tool.use_start", "tool.use_input_delta", "tool.use_end", "message.complete", "tool.output_delta"],
 };
 
 /** Whether s names an event type of the catalog (either family). */
@@ -559,6 +563,7 @@ export const QueryWorkers = "include_worker_sessions";
 /** HeaderLastEventID is the header an SSE client sends on reconnect: the id of the last event it received. It overrides since and snapshot: the client resumes after it. */
 export const HeaderLastEventID = "Last-Event-ID";
 export const QueryRaw = "query";
+export const EventSessionUpdated = "session.updated";
 export const TurnStatusInFlight = "in_flight";
 export const TurnStatusCancelling = "cancelling";
 /** CancelAlreadyCancelling: a redundant cancel (spec §6.5); a bus.handler_warning was emitted and nothing else happened. */
@@ -1408,6 +1413,12 @@ export interface SessionModeChangedPayload {
   planner_session_id?: string;
 }
 
+/** The payload of session.updated. */
+export interface SessionUpdatedPayload {
+  title?: string | null;
+  archived?: boolean | null;
+}
+
 /** The payload of bus.handler_warning. */
 export interface BusHandlerWarningPayload {
   subscription_name?: string;
@@ -1522,6 +1533,7 @@ export interface PayloadMap {
   "approval.requested": ApprovalRequestedPayload;
   "approval.resolved": ApprovalResolvedPayload;
   "session.mode_changed": SessionModeChangedPayload;
+  "session.updated": SessionUpdatedPayload;
   "bus.handler_warning": BusHandlerWarningPayload;
   "bus.subscriber_registered": BusSubscriberRegisteredPayload;
   "bus.subscriber_unregistered": BusSubscriberUnregisteredPayload;
