@@ -40,6 +40,10 @@ type follower struct {
 	answers []time.Duration
 	conns   int
 	changed chan struct{} // closed and replaced when got grows
+
+	// stop ends the follower and waits until it has, at most
+	// followerStop.
+	stop func() error
 }
 
 // Bounds of a follower's connections.
@@ -51,6 +55,10 @@ const (
 	// bound on starting to follow a tree (30 s), so a slow first follow
 	// is answered rather than abandoned and asked again.
 	followerSilence = 45 * time.Second
+	// followerStop bounds how long a follower takes to stop once its
+	// test ended: it closes its connection at once, so this is only a
+	// guard against a follower stuck elsewhere.
+	followerStop = 10 * time.Second
 )
 
 // follow starts a follower of sid; it runs until the test ends.
@@ -63,8 +71,45 @@ func follow(t *testing.T, name, sid string, node func(attempt int) string) *foll
 		defer close(done)
 		f.run(ctx)
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	f.stop = func() (stopErr error) { // the error once, to the first caller
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(followerStop):
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				stopErr = fmt.Errorf("follower %s did not stop within %s of its test's end (%d connections, ends %q)", f.name, followerStop, f.conns, f.closes)
+			}
+		})
+		return stopErr
+	}
+	t.Cleanup(func() {
+		if err := f.stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	return f
+}
+
+// waitConnected waits until the follower's first subscribe was
+// answered, failing the test after timeout.
+func (f *follower) waitConnected(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		f.mu.Lock()
+		n := len(f.answers)
+		f.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("follower %s: no answer to its subscribe within %s (%s)", f.name, timeout, f.summary())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // on returns a node policy that always picks base.
@@ -93,6 +138,10 @@ func (f *follower) connect(ctx context.Context, base string) string {
 		return "dial: " + err.Error()
 	}
 	defer ws.CloseNow()
+	// The follower stops when its test ends, whatever the connection
+	// does: a read of a connection the server keeps alive with pings
+	// would not time out.
+	defer context.AfterFunc(ctx, func() { ws.CloseNow() })()
 	ws.SetReadLimit(64 << 20)
 	f.mu.Lock()
 	f.conns++
