@@ -21,9 +21,8 @@ func TestFollowerStopsWhileTheServerPings(t *testing.T) {
 	})
 	sid := h.CreateSession()
 	f := follow(t, "a's client", sid, on(h.URL))
-	f.waitConnected(t, wait)
-	// Several pings went out and were answered: the connection is live.
-	time.Sleep(10 * h.Config.PingInterval)
+	// Heartbeats keep the connection live: no read of it times out.
+	f.waitPings(t, 3, wait)
 	began := time.Now()
 	if err := f.stop(); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ type follower struct {
 	closes  []string    // why each connection ended
 	answers []time.Duration
 	conns   int
+	pings   int           // heartbeats the server sent (and were answered)
 	changed chan struct{} // closed and replaced when got grows
 
 	// stop ends the follower and waits until it has, at most
@@ -93,20 +94,20 @@ func follow(t *testing.T, name, sid string, node func(attempt int) string) *foll
 	return f
 }
 
-// waitConnected waits until the follower's first subscribe was
-// answered, failing the test after timeout.
-func (f *follower) waitConnected(t *testing.T, timeout time.Duration) {
+// waitPings waits until the server sent the follower n heartbeats,
+// failing the test after timeout.
+func (f *follower) waitPings(t *testing.T, n int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		f.mu.Lock()
-		n := len(f.answers)
+		got := f.pings
 		f.mu.Unlock()
-		if n > 0 {
+		if got >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("follower %s: no answer to its subscribe within %s (%s)", f.name, timeout, f.summary())
+			t.Fatalf("follower %s: %d of %d heartbeats within %s (%s)", f.name, got, n, timeout, f.summary())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -175,6 +176,10 @@ func (f *follower) connect(ctx context.Context, base string) string {
 			f.mu.Unlock()
 		}
 		switch {
+		case fr.Type == protocol.TypePing:
+			f.mu.Lock()
+			f.pings++
+			f.mu.Unlock()
 		case fr.Err != nil:
 			return "refused " + fr.Err.Code
 		case fr.Ack != nil:
