@@ -94,6 +94,26 @@ func follow(t *testing.T, name, sid string, node func(attempt int) string) *foll
 	return f
 }
 
+// waitSubscribed waits until the follower's first subscribe was
+// answered (every event after that is owed to it), failing the test
+// after timeout.
+func (f *follower) waitSubscribed(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		f.mu.Lock()
+		n := len(f.answers)
+		f.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("follower %s: its subscribe was not answered within %s (%s)", f.name, timeout, f.summary())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // waitPings waits until the server sent the follower n heartbeats,
 // failing the test after timeout.
 func (f *follower) waitPings(t *testing.T, n int, timeout time.Duration) {
