@@ -113,6 +113,11 @@ func (h *Harness) Stop() {
 	}
 }
 
+// RequestTimeout bounds each request of Do, the answer's body read
+// included: generous, for a loaded machine, and far below a package's
+// test timeout.
+const RequestTimeout = 2 * time.Minute
+
 // Do sends a JSON request and decodes a JSON answer into out (if not
 // nil), returning the status.
 func (h *Harness) Do(method, path string, body any, out any) int {
@@ -125,7 +130,11 @@ func (h *Harness) Do(method, path string, body any, out any) int {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, h.URL+path, rd)
+	// A server that never answers fails the test rather than hanging
+	// it until the package's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, h.URL+path, rd)
 	if err != nil {
 		h.T.Fatal(err)
 	}
@@ -141,10 +150,13 @@ func (h *Harness) Do(method, path string, body any, out any) int {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		h.T.Fatal(err)
+		h.T.Fatalf("%s %s: %v (a request is given %s)", method, path, err, RequestTimeout)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	if ctx.Err() != nil {
+		h.T.Fatalf("%s %s: the answer did not end within %s", method, path, RequestTimeout)
+	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
 			h.T.Fatalf("%s %s: decode %q: %v", method, path, raw, err)

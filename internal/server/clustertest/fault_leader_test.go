@@ -53,6 +53,11 @@ func killedLeaderRun(t *testing.T) {
 	visible(t, b, sid)
 	visible(t, c, sid)
 	fa, fb, fc := follow(t, "a's client", sid, on(a.URL)), follow(t, "b's client", sid, on(b.URL)), follow(t, "c's client", sid, on(c.URL))
+	// a's client is the reference: what b's and c's get of the turn must
+	// be what it got, so each subscribes before the turn starts.
+	for _, f := range []*follower{fa, fb, fc} {
+		f.waitSubscribed(t, wait)
+	}
 
 	turn := a.Submit(sid, "/long 800")
 	for _, f := range []*follower{fa, fb, fc} {

@@ -1,6 +1,7 @@
 package clustertest_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -16,19 +17,21 @@ import (
 // answer's body.
 func raw(t *testing.T, h *servertest.Harness, method, path, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, h.URL+path, strings.NewReader(body))
+	ctx, cancel := context.WithTimeout(t.Context(), servertest.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, h.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s %s on %s: %v (a request is given %s)", method, path, h.Config.Node, err, servertest.RequestTimeout)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s %s on %s: reading the answer: %v", method, path, h.Config.Node, err)
 	}
 	return resp.StatusCode, string(b)
 }

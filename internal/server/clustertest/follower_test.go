@@ -39,7 +39,12 @@ type follower struct {
 	closes  []string    // why each connection ended
 	answers []time.Duration
 	conns   int
+	pings   int           // heartbeats the server sent (and were answered)
 	changed chan struct{} // closed and replaced when got grows
+
+	// stop ends the follower and waits until it has, at most
+	// followerStop.
+	stop func() error
 }
 
 // Bounds of a follower's connections.
@@ -51,6 +56,10 @@ const (
 	// bound on starting to follow a tree (30 s), so a slow first follow
 	// is answered rather than abandoned and asked again.
 	followerSilence = 45 * time.Second
+	// followerStop bounds how long a follower takes to stop once its
+	// test ended: it closes its connection at once, so this is only a
+	// guard against a follower stuck elsewhere.
+	followerStop = 10 * time.Second
 )
 
 // follow starts a follower of sid; it runs until the test ends.
@@ -63,8 +72,65 @@ func follow(t *testing.T, name, sid string, node func(attempt int) string) *foll
 		defer close(done)
 		f.run(ctx)
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	f.stop = func() (stopErr error) { // the error once, to the first caller
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(followerStop):
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				stopErr = fmt.Errorf("follower %s did not stop within %s of its test's end (%d connections, ends %q)", f.name, followerStop, f.conns, f.closes)
+			}
+		})
+		return stopErr
+	}
+	t.Cleanup(func() {
+		if err := f.stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	return f
+}
+
+// waitSubscribed waits until the follower's first subscribe was
+// answered (every event after that is owed to it), failing the test
+// after timeout.
+func (f *follower) waitSubscribed(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		f.mu.Lock()
+		n := len(f.answers)
+		f.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("follower %s: its subscribe was not answered within %s (%s)", f.name, timeout, f.summary())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitPings waits until the server sent the follower n heartbeats,
+// failing the test after timeout.
+func (f *follower) waitPings(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		f.mu.Lock()
+		got := f.pings
+		f.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("follower %s: %d of %d heartbeats within %s (%s)", f.name, got, n, timeout, f.summary())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // on returns a node policy that always picks base.
@@ -93,6 +159,10 @@ func (f *follower) connect(ctx context.Context, base string) string {
 		return "dial: " + err.Error()
 	}
 	defer ws.CloseNow()
+	// The follower stops when its test ends, whatever the connection
+	// does: a read of a connection the server keeps alive with pings
+	// would not time out.
+	defer context.AfterFunc(ctx, func() { ws.CloseNow() })()
 	ws.SetReadLimit(64 << 20)
 	f.mu.Lock()
 	f.conns++
@@ -126,6 +196,10 @@ func (f *follower) connect(ctx context.Context, base string) string {
 			f.mu.Unlock()
 		}
 		switch {
+		case fr.Type == protocol.TypePing:
+			f.mu.Lock()
+			f.pings++
+			f.mu.Unlock()
 		case fr.Err != nil:
 			return "refused " + fr.Err.Code
 		case fr.Ack != nil:

@@ -2,6 +2,7 @@ package clustertest_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -39,7 +40,11 @@ func imageSHA(b []byte) string {
 // getImageOn answers GET /sessions/{sid}/images/{sha} on node h.
 func getImageOn(t *testing.T, h *servertest.Harness, sid, sha string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(h.URL + "/sessions/" + sid + "/images/" + sha)
+	ctx, cancel := context.WithTimeout(t.Context(), servertest.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.URL+"/sessions/"+sid+"/images/"+sha, nil)
+	servertest.Must(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	servertest.Must(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

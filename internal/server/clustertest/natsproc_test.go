@@ -178,6 +178,7 @@ func (s *natsProc) start() {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), natsProcEnv+"="+string(pc))
 	cmd.Stderr = logFile
+	cmd.SysProcAttr = childProcAttr()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -105,6 +105,7 @@ func startProcNodeAt(t testing.TB, natsURL, name, home string, leaseTTL, demoDel
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), procNodeEnv+"="+string(pc))
 	cmd.Stderr = logFile
+	cmd.SysProcAttr = childProcAttr()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
