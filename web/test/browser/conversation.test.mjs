@@ -10,27 +10,11 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { Server, launch, live, openPage, until } from './harness.mjs';
+import { test } from 'node:test';
+import { Server, browserSuite, live, until } from './harness.mjs';
 
-let browser;
-const pages = [];
-before(async () => {
-  browser = await launch();
-});
-after(async () => {
-  const csp = pages.flatMap((p) => p.csp());
-  const errors = pages.flatMap((p) => p.errors());
-  await browser?.close();
-  assert.deepEqual(csp, [], 'CSP violations');
-  assert.deepEqual(errors, [], 'page errors');
-});
-
-async function open(url, opts) {
-  const p = await openPage(browser, url, opts);
-  pages.push(p);
-  return p;
-}
+// One chromium for this file; no page may see a CSP violation or an error.
+const open = browserSuite();
 
 const SIZES = [
   { name: 'desktop', viewport: { width: 1280, height: 800 } },

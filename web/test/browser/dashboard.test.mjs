@@ -2,28 +2,11 @@
 // browser tests). Each test starts its own server with a temp home.
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { after, before, test } from 'node:test';
-import { Server, launch, live, openPage, pageMessages, storedText, traceRows, until } from './harness.mjs';
+import { test } from 'node:test';
+import { Server, browserSuite, live, pageMessages, storedText, traceRows, until } from './harness.mjs';
 
-let browser;
-const pages = [];
-before(async () => {
-  browser = await launch();
-});
-after(async () => {
-  // No page of any test saw a CSP violation or an uncaught error.
-  const csp = pages.flatMap((p) => p.csp());
-  const errors = pages.flatMap((p) => p.errors());
-  await browser?.close();
-  assert.deepEqual(csp, [], 'CSP violations');
-  assert.deepEqual(errors, [], 'page errors');
-});
-
-async function open(url, opts) {
-  const p = await openPage(browser, url, opts);
-  pages.push(p);
-  return p;
-}
+// One chromium for this file; no page may see a CSP violation or an error.
+const open = browserSuite();
 
 /** Every stored assistant/user message is on the page with the same text, once. */
 async function assertPageEqualsStore(srv, sid, page, what) {
@@ -381,7 +364,7 @@ test('the page runs under a strict CSP, and a page from another origin cannot op
     assert.equal(probe.evalResult, 'EvalError', 'eval is blocked');
     assert.equal(probe.inline, false, 'an inline script does not run');
     assert.ok(probe.violations.some((d) => d.startsWith('script-src')), 'the inline script was reported');
-    pages.pop(); // that page's violations were ours, on purpose
+    open.forget(p); // that page's violations were ours, on purpose
     await p.close();
 
     // Another origin, holding even a valid attach token, cannot connect.
@@ -406,7 +389,7 @@ test('the page runs under a strict CSP, and a page from another origin cannot op
       { base: srv.url, wsUrl: info.ws_url },
     );
     assert.deepEqual(result, { opened: false, fetched: 'refused' });
-    pages.pop(); // the refused fetch logs a CORS error there, which is the point
+    open.forget(q); // the refused fetch logs a CORS error there, which is the point
     await q.close();
   } finally {
     other.close();

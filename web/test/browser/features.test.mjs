@@ -6,27 +6,11 @@
 // and time axis, meta events out of "last activity", and the phone
 // layout, light and dark.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { Server, launch, live, openPage, until } from './harness.mjs';
+import { test } from 'node:test';
+import { Server, browserSuite, live, until } from './harness.mjs';
 
-let browser;
-const pages = [];
-before(async () => {
-  browser = await launch();
-});
-after(async () => {
-  const csp = pages.flatMap((p) => p.csp());
-  const errors = pages.flatMap((p) => p.errors());
-  await browser?.close();
-  assert.deepEqual(csp, [], 'CSP violations');
-  assert.deepEqual(errors, [], 'page errors');
-});
-
-async function open(url, opts) {
-  const p = await openPage(browser, url, opts);
-  pages.push(p);
-  return p;
-}
+// One chromium for this file; no page may see a CSP violation or an error.
+const open = browserSuite();
 
 const TABLE = ['/echo Intro **bold** text.', '', '| name | n |', '| --- | --: |', '| alpha | 1 |', '| beta | 2 |', '', '```go', 'func main() {}', '```', '', 'tail paragraph'].join('\n');
 

@@ -2,10 +2,12 @@
 // benchmark: the real metis binary on a loopback port with a temp home
 // (builtin:demo), a real chromium through playwright-core, and small
 // HTTP/WebSocket helpers that talk to the server directly.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
@@ -178,6 +180,39 @@ export async function openPage(browser, url, opts = {}) {
     errors: () => logs.filter((l) => l.startsWith('pageerror')),
     close: () => ctx.close(),
   };
+}
+
+/**
+ * Sets up a test file's browser: one chromium for the file's tests,
+ * closed after them, and a check then that no page any test opened saw
+ * a CSP violation or an uncaught error. Returns open(url, opts), which
+ * opens a page (openPage) that the check covers, and open.forget(page),
+ * which leaves one out.
+ */
+export function browserSuite() {
+  let browser;
+  const pages = [];
+  before(async () => {
+    browser = await launch();
+  });
+  after(async () => {
+    const csp = pages.flatMap((p) => p.csp());
+    const errors = pages.flatMap((p) => p.errors());
+    await browser?.close();
+    assert.deepEqual(csp, [], 'CSP violations');
+    assert.deepEqual(errors, [], 'page errors');
+  });
+  const open = async (url, opts) => {
+    const p = await openPage(browser, url, opts);
+    pages.push(p);
+    return p;
+  };
+  /** Leaves a page out of the check (its violations were the test's own). */
+  open.forget = (p) => {
+    const i = pages.indexOf(p);
+    if (i >= 0) pages.splice(i, 1);
+  };
+  return open;
 }
 
 /** Waits for the session page's connection badge to say live. */

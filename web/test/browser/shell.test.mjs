@@ -6,27 +6,11 @@
 // the background strip's owner_lost (an event only a cluster failover
 // makes, injected into the page's socket).
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { Server, launch, live, openPage, until } from './harness.mjs';
+import { test } from 'node:test';
+import { Server, browserSuite, live, until } from './harness.mjs';
 
-let browser;
-const pages = [];
-before(async () => {
-  browser = await launch();
-});
-after(async () => {
-  const csp = pages.flatMap((p) => p.csp());
-  const errors = pages.flatMap((p) => p.errors());
-  await browser?.close();
-  assert.deepEqual(csp, [], 'CSP violations');
-  assert.deepEqual(errors, [], 'page errors');
-});
-
-async function open(url, opts) {
-  const p = await openPage(browser, url, opts);
-  pages.push(p);
-  return p;
-}
+// One chromium for this file; no page may see a CSP violation or an error.
+const open = browserSuite();
 
 /** A session in auto mode (the shell runs without asking). */
 async function autoSession(srv) {
