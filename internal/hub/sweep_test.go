@@ -177,11 +177,10 @@ func sweepRound(e *env, rounds int) error {
 		if e.h.Clients(e.sid) == 0 {
 			return fmt.Errorf("%s round %d: the client was swept away", e.sid, round)
 		}
-		for i := range 5 {
-			typ := event.TextDelta
-			if i%2 == 0 {
-				typ = event.ToolCalled
-			}
+		// Catalog and streaming events interleaved, as a tool call and its
+		// live output: every call ends before its turn does (a call still
+		// open at a cursor would make a replay's streaming_gap true).
+		for _, typ := range []event.Type{event.ToolCalled, event.ToolOutputDelta, event.ToolCompleted, event.ToolCalled, event.ToolOutputDelta, event.ToolCompleted} {
 			if _, err := e.emit(typ, event.ActorTool, turn); err != nil {
 				return err
 			}
