@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/metis-agent/metis/protocol"
@@ -77,19 +78,9 @@ func (v *View) PendingApprovals() []PendingApproval {
 		if c := a.RequestedAt.Compare(b.RequestedAt); c != 0 {
 			return c
 		}
-		return compareStrings(a.ApprovalID, b.ApprovalID)
+		return strings.Compare(a.ApprovalID, b.ApprovalID)
 	})
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // applyApproval folds the permission events into the view.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/metis-agent/metis/protocol"
@@ -25,7 +26,7 @@ func (v *View) BackgroundCommands() []BackgroundCommand {
 		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
 			return c
 		}
-		return compareStrings(a.ID, b.ID)
+		return strings.Compare(a.ID, b.ID)
 	})
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,19 +147,9 @@ func (b *Background) ofSession(sessionID string) []*bgCommand {
 		if d := x.startedAt.Compare(y.startedAt); d != 0 {
 			return d
 		}
-		return compareStrings(x.id, y.id)
+		return strings.Compare(x.id, y.id)
 	})
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // lookup returns the command id of the session sessionID. Another
