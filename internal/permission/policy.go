@@ -2,6 +2,7 @@ package permission
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"path"
@@ -102,8 +103,21 @@ type Verdict struct {
 // "May match" is where a call's input cannot be judged (a shell line
 // that does not parse, a command name that is not plain text, a path
 // the tool cannot say): such a call is never allowed by a rule, and it
-// asks rather than slip past a deny rule.
+// asks rather than slip past a deny rule. A call that would ask but
+// whose tool refuses its target outright (a path that leaves the
+// workspace or is absolute) is refused instead: it could only fail, and
+// asking the user to approve it would only waste their attention.
 func (p *Policy) Decide(mode Mode, session []Rule, c *Call) Verdict {
+	v := p.decide(mode, session, c)
+	if v.Action == Ask {
+		if why := c.refusedByTool(); why != "" {
+			return Verdict{Action: Deny, Reason: why}
+		}
+	}
+	return v
+}
+
+func (p *Policy) decide(mode Mode, session []Rule, c *Call) Verdict {
 	var maybeDeny *Rule
 	for i := range p.rules.Deny {
 		r := &p.rules.Deny[i]
@@ -165,6 +179,17 @@ func doing(k tool.Kind) string {
 	return "come from outside metis"
 }
 
+// refusedByTool returns why the call's tool refuses its input outright,
+// "" when it does not.
+func (c *Call) refusedByTool() string {
+	for _, u := range c.unitsOf() {
+		if u.refused != "" {
+			return u.refused
+		}
+	}
+	return ""
+}
+
 // whyOpaque explains, when the call's input could not be judged, why.
 func whyOpaque(c *Call) string {
 	for _, u := range c.unitsOf() {
@@ -199,6 +224,9 @@ type unit struct {
 	subj   string
 	cands  []string
 	opaque string // why the unit cannot be judged ("" when it can)
+	// refused is why the tool refuses the call's input outright (a
+	// path leaving the workspace), "" when it does not.
+	refused string
 	// inside reports, for a file target, that it is a known path
 	// inside the workspace.
 	inside bool
@@ -241,6 +269,13 @@ func (c *Call) unitsOf() []unit {
 	default:
 		targets, err := c.Targeter.Targets(c.Input)
 		switch {
+		case err != nil && tool.ClassOf(err) == tool.ClassPermissionDenied:
+			var te *tool.Error
+			why := err.Error()
+			if errors.As(err, &te) {
+				why = te.Message
+			}
+			us = append(us, unit{tool: c.Tool, kind: c.Kind, style: styleOf(c.Kind), opaque: why, refused: why})
 		case err != nil:
 			opaque(err.Error())
 		case len(targets) == 0:

@@ -95,13 +95,44 @@ func TestModesDefaults(t *testing.T) {
 }
 
 // TestAcceptEditsOnlyInsideTheWorkspace: an edit whose path the policy
-// cannot place inside the workspace asks even in accept_edits.
+// cannot place inside the workspace asks even in accept_edits; a shell
+// redirection out of it too (the sandbox has the last word).
 func TestAcceptEditsOnlyInsideTheWorkspace(t *testing.T) {
 	p := policy(t, nil, nil, nil)
-	for _, path := range []string{"../out.txt", "/etc/passwd", ""} {
-		if v := p.Decide(ModeAcceptEdits, nil, fileCall("write_file", tool.KindEdit, path)); v.Action != Ask {
-			t.Errorf("write_file %q in accept_edits: %s", path, v.Action)
+	if v := p.Decide(ModeAcceptEdits, nil, fileCall("write_file", tool.KindEdit, "")); v.Action != Ask {
+		t.Errorf("write_file with no path in accept_edits: %s", v.Action)
+	}
+	if v := p.Decide(ModeAcceptEdits, nil, shellCall("echo x > /etc/motd")); v.Action != Ask {
+		t.Errorf("a redirection out of the workspace in accept_edits: %s", v.Action)
+	}
+}
+
+// TestPathsLeavingTheWorkspaceAreRefusedWithoutAsking: a file tool's
+// path that climbs out of the workspace or is absolute is refused in
+// every mode that would ask, with the tool's reason, instead of asking
+// the user to approve a call that can only fail; ask and deny rules do
+// not change that.
+func TestPathsLeavingTheWorkspaceAreRefusedWithoutAsking(t *testing.T) {
+	for _, rules := range [][]string{nil, {"write_file(**)"}} {
+		p := policy(t, nil, rules, rules)
+		for _, mode := range []Mode{ModeDefault, ModeAcceptEdits, ModePlan} {
+			for _, path := range []string{"../out.txt", "a/../../out.txt", "/etc/passwd"} {
+				v := p.Decide(mode, nil, fileCall("write_file", tool.KindEdit, path))
+				if v.Action != Deny || v.Reason == "" {
+					t.Errorf("write_file %q in %s with rules %v: %s (%s), want deny", path, mode, rules, v.Action, v.Reason)
+				}
+			}
 		}
+	}
+	p := policy(t, nil, nil, nil)
+	v := p.Decide(ModeDefault, nil, fileCall("write_file", tool.KindEdit, "../home/config.yaml"))
+	if want := `path "../home/config.yaml" leaves the workspace`; v.Reason != want {
+		t.Errorf("reason %q, want %q", v.Reason, want)
+	}
+	// A read the mode runs is not decoded here (the hot path): the tool
+	// refuses it when it runs.
+	if v := p.Decide(ModeDefault, nil, fileCall("read_file", tool.KindRead, "../x")); v.Action != Allow {
+		t.Errorf("read_file ../x in default: %s", v.Action)
 	}
 }
 

@@ -61,7 +61,9 @@ func TestShellWithoutOutputSinkStreamsNothing(t *testing.T) {
 }
 
 // TestShellLiveOutputOfATimedOutCommand: a command stopped at its
-// timeout has streamed what it printed before the call fails.
+// timeout has streamed what it printed before the call fails. The
+// timeout leaves a loaded machine time to start the shell (at 0.3 s
+// the echo sometimes had not run yet at a load average of 10).
 func TestShellLiveOutputOfATimedOutCommand(t *testing.T) {
 	env := newEnv(t, t.TempDir())
 	var mu sync.Mutex
@@ -73,7 +75,7 @@ func TestShellLiveOutputOfATimedOutCommand(t *testing.T) {
 			data.WriteString(c.Data)
 		}
 	}
-	_, err := tool.Shell{Grace: 100e6}.Run(context.Background(), env, shellIn(`echo started; sleep 30`, 0.3))
+	_, err := tool.Shell{Grace: 100e6}.Run(context.Background(), env, shellIn(`echo started; sleep 30`, 4))
 	wantClass(t, err, tool.ClassTimeout)
 	mu.Lock()
 	defer mu.Unlock()
