@@ -14,6 +14,7 @@ import { diffLines } from './highlight';
 import { elapsed, ms, oneLine, shortId, usd } from './format';
 import { href } from './route';
 import { outputEnded, type LiveOutput } from './liveoutput';
+import { parseShellResult } from './shellresult';
 
 export function pretty(input: unknown): string {
   if (input === undefined || input === null) return '';
@@ -96,7 +97,7 @@ export function ToolCard(p: ToolCardProps): VNode {
     body = output
       ? html`<${ShellLive} out=${output} />`
       : tool?.status === 'completed' && tool.result
-        ? html`<pre class=${'shell-out' + (exitFailed ? ' shell-failed' : '')}>${tool.result}</pre>`
+        ? html`<${ShellDone} result=${tool.result} failed=${exitFailed} />`
         : null;
   } else if (EDITS.has(name)) {
     const path = field(input, 'path') || tool?.paths?.join(', ') || '';
@@ -137,6 +138,19 @@ export function ToolCard(p: ToolCardProps): VNode {
       ? html`<div class="tool-error">${tool.error_class ? tool.error_class + ': ' : ''}${tool.error}</div>`
       : null}
   </div>`;
+}
+
+/**
+ * A finished command's output: stdout, then stderr marked, without the
+ * result's section labels (shellresult.ts); the text as it is when it
+ * does not read as a shell result.
+ */
+function ShellDone(p: { result: string; failed: boolean }): VNode {
+  const cls = 'shell-out shell-done' + (p.failed ? ' shell-failed' : '');
+  const r = parseShellResult(p.result);
+  if (!r) return html`<pre class=${cls}>${p.result}</pre>`;
+  if (!r.stdout && !r.stderr && !r.notes.length) return html`<div class="muted small shell-empty">no output</div>`;
+  return html`<pre class=${cls}>${r.notes.map((n) => html`<span class="shell-note">${n}</span>`)}${r.stdout ? html`<span class="stdout">${r.stdout}</span>` : null}${r.stderr ? html`<span class="stderr">${r.stderr}</span>` : null}</pre>`;
 }
 
 /** Bytes as a person reads them. */

@@ -43,8 +43,10 @@ test("a running shell command's output shows live in its card, stderr marked and
     assert.ok((await page.textContent(liveOut)).length > before);
     // tool.completed: the result replaces the live output.
     await page.waitForSelector(liveOut, { state: 'detached', timeout: 20_000 });
-    const result = await page.textContent(`${card} pre.shell-out`);
-    assert.match(result, /^exit code: 0\nstdout:\nout 1 <b>x<\/b>\nout 2/);
+    // The finished output without the result's labels: stdout, then stderr marked.
+    assert.match(await page.textContent(`${card} pre.shell-out .stdout`), /^out 1 <b>x<\/b>\nout 2 <b>x<\/b>\nout 3 <b>x<\/b>\n$/);
+    assert.equal(await page.textContent(`${card} pre.shell-out .stderr`), 'err 1\nerr 2\nerr 3\n');
+    assert.doesNotMatch(await page.textContent(`${card} pre.shell-out`), /exit code|stdout:|stderr:/);
     assert.equal(await page.textContent(`${card} .badge`), 'completed');
   } finally {
     await srv.close();
@@ -65,12 +67,14 @@ test('a shell command that exits non-zero is shown failed with its code, not com
     assert.match(await page.getAttribute(badge, 'class'), /\bst-failed\b/);
     assert.match(await page.getAttribute(card, 'class'), /\btool-failed\b/);
     assert.match(await page.getAttribute(`${card} pre.shell-out`, 'class'), /\bshell-failed\b/);
+    assert.equal(await page.textContent(`${card} pre.shell-out`), 'oops\n', 'stderr alone, no empty stdout');
     // A zero exit stays a completed call.
     await srv.submit(s.id, shell('true'));
     await srv.idle(s.id);
     await until(async () => (await page.$$(card)).length === 2, 15_000, 'the second card');
     const second = (await page.$$(card))[1];
     assert.equal(await (await second.$('.badge')).textContent(), 'completed');
+    assert.equal(await (await second.$('.shell-empty')).textContent(), 'no output');
   } finally {
     await srv.close();
   }

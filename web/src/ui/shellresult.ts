@@ -1,0 +1,50 @@
+/**
+ * The shell tool's result as a person reads it. The tool reports
+ * `exit code: N`, perhaps `note: …` lines, then `stdout:` and `stderr:`
+ * sections, each with a `[stdout truncated: …]` line when it was cut
+ * (internal/tool/shell.go). A finished shell card shows the output
+ * itself: the exit code is the card's badge, an empty stream is left
+ * out, and stderr is marked as it is while the command runs.
+ */
+export interface ShellResult {
+  exitCode: number;
+  /** The `note:` lines, without their prefix. */
+  notes: string[];
+  stdout: string;
+  stderr: string;
+}
+
+const HEAD = /^exit code: (-?\d+)\n/;
+const STDOUT = 'stdout:\n';
+const STDERR = 'stderr:\n';
+
+/**
+ * parseShellResult reads a shell result, or returns null when the text
+ * is not one or cannot be split for sure (a `stderr:` line printed by
+ * the command itself makes the split ambiguous): the card then shows
+ * the text as it is.
+ */
+export function parseShellResult(content: string): ShellResult | null {
+  const head = HEAD.exec(content);
+  if (!head) return null;
+  let rest = content.slice(head[0].length);
+  const notes: string[] = [];
+  while (rest.startsWith('note: ')) {
+    const nl = rest.indexOf('\n');
+    if (nl < 0) return null;
+    notes.push(rest.slice('note: '.length, nl));
+    rest = rest.slice(nl + 1);
+  }
+  if (!rest.startsWith(STDOUT)) return null;
+  rest = rest.slice(STDOUT.length);
+  // The stderr section starts at a line that is exactly "stderr:"; the
+  // stdout before it ends with a newline (the tool adds one).
+  let at = -1;
+  for (let i = rest.indexOf(STDERR); i >= 0; i = rest.indexOf(STDERR, i + 1)) {
+    if (i > 0 && rest[i - 1] !== '\n') continue;
+    if (at >= 0) return null;
+    at = i;
+  }
+  if (at < 0) return null;
+  return { exitCode: Number(head[1]), notes, stdout: rest.slice(0, at), stderr: rest.slice(at + STDERR.length) };
+}
