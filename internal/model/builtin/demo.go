@@ -234,23 +234,21 @@ func (s *streamer) summarise(prompt string, results message.Message, first bool)
 			fmt.Fprintf(&b, "The tool returned %s. ", seeImages(r.Images))
 			continue
 		}
-		lines := strings.Split(strings.TrimSpace(r.Content), "\n")
-		if len(lines) == 1 && lines[0] == "" {
-			lines = nil
+		if code, stdout, stderr, ok := shellResult(r.Content); ok {
+			fmt.Fprintf(&b, "The command exited with code %s", code)
+			if stdout == "" && stderr == "" {
+				b.WriteString(" and printed nothing")
+			}
+			if stdout != "" {
+				b.WriteString("; it printed " + someLines(stdout))
+			}
+			if stderr != "" {
+				b.WriteString("; on stderr: " + someLines(stderr))
+			}
+			b.WriteString(". ")
+			continue
 		}
-		shown := lines
-		if len(shown) > 8 {
-			shown = shown[:8]
-		}
-		noun := "lines"
-		if len(lines) == 1 {
-			noun = "line"
-		}
-		fmt.Fprintf(&b, "The tool returned %d %s", len(lines), noun)
-		if len(shown) > 0 {
-			fmt.Fprintf(&b, ", starting with: %s", strings.Join(shown, ", "))
-		}
-		b.WriteString(". ")
+		fmt.Fprintf(&b, "The tool returned %s. ", someLines(r.Content))
 	}
 	fmt.Fprintf(&b, "I am the built-in demo model, so that is as far as I go with %q. Set ANTHROPIC_API_KEY or OPENAI_API_KEY to talk to a real model.", truncate(prompt, 60))
 	if first {
@@ -259,6 +257,59 @@ func (s *streamer) summarise(prompt string, results message.Message, first bool)
 		b.WriteString(" (/demo shows what I understand.)")
 	}
 	return s.text(model.KindText, b.String(), "")
+}
+
+// someLines tells how many lines text has and shows the first eight:
+// "3 lines: a, b, c".
+func someLines(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return "0 lines"
+	}
+	shown := lines
+	if len(shown) > 8 {
+		shown = shown[:8]
+	}
+	noun := "lines"
+	if len(lines) == 1 {
+		noun = "line"
+	}
+	return fmt.Sprintf("%d %s, starting with: %s", len(lines), noun, strings.Join(shown, ", "))
+}
+
+// shellResult splits the shell tool's result ("exit code: N", perhaps
+// "note:" lines, then "stdout:" and "stderr:" sections), ok false when
+// the text is not one or the split is ambiguous.
+func shellResult(content string) (code, stdout, stderr string, ok bool) {
+	rest, found := strings.CutPrefix(content, "exit code: ")
+	if !found {
+		return "", "", "", false
+	}
+	code, rest, found = strings.Cut(rest, "\n")
+	if !found {
+		return "", "", "", false
+	}
+	for strings.HasPrefix(rest, "note: ") {
+		if _, rest, found = strings.Cut(rest, "\n"); !found {
+			return "", "", "", false
+		}
+	}
+	if rest, found = strings.CutPrefix(rest, "stdout:\n"); !found {
+		return "", "", "", false
+	}
+	at := -1
+	for i := 0; i < len(rest); i++ {
+		if (i == 0 || rest[i-1] == '\n') && strings.HasPrefix(rest[i:], "stderr:\n") {
+			if at >= 0 {
+				return "", "", "", false
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return "", "", "", false
+	}
+	return code, rest[:at], rest[at+len("stderr:\n"):], true
 }
 
 // Guide is the demo model's answer to /help and /demo, and the end of

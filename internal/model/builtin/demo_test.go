@@ -90,6 +90,28 @@ func TestDemoSummarisesToolResult(t *testing.T) {
 	}
 }
 
+// TestDemoSummarisesAShellResult: a shell result reads as its exit code
+// and what the command printed on each stream, not as the result's
+// labels; a text that only looks like one is summarised as lines.
+func TestDemoSummarisesAShellResult(t *testing.T) {
+	for content, want := range map[string]string{
+		"exit code: 2\nstdout:\nREADME.md\nnotes.txt\nstderr:\nwarning: x\n": "The command exited with code 2; it printed 2 lines, starting with: README.md, notes.txt; on stderr: 1 line, starting with: warning: x. ",
+		"exit code: 0\nstdout:\nstderr:\n":                                   "The command exited with code 0 and printed nothing. ",
+		"exit code: 0\nnote: kept open\nstdout:\nhi\nstderr:\n":              "The command exited with code 0; it printed 1 line, starting with: hi. ",
+		"exit code: 0\nstdout:\nstderr:\nstderr:\n":                          "The tool returned 4 lines, starting with: exit code: 0, stdout:, stderr:, stderr:. ",
+	} {
+		req := model.Request{Tools: tools, Messages: []message.Message{
+			user("run it"),
+			{Role: message.RoleAssistant, Content: []message.Block{{Type: message.BlockToolUse, ID: "tu_1", Name: "shell", Input: json.RawMessage(`{}`)}}},
+			{Role: message.RoleTool, Content: []message.Block{{Type: message.BlockToolResult, ToolUseID: "tu_1", Content: content}}},
+		}}
+		_, _, acc := collect(t, Demo{}, req)
+		if text := acc.Content()[0].Text; !strings.HasPrefix(text, want) {
+			t.Errorf("summary of %q:\n%q\nwant it to start with\n%q", content, text, want)
+		}
+	}
+}
+
 // TestDemoTeachesANewcomer: the answer to a conversation's first prompt
 // ends with the guide (the commands and how to use a real model); later
 // answers point to /demo, which answers with the guide, as /help does.
