@@ -61,10 +61,11 @@ type routedRequest struct {
 	decode func(w http.ResponseWriter, r *http.Request) (req, reply any, ok bool)
 	// answer writes the owner's reply as the API answers the request.
 	answer func(w http.ResponseWriter, r *http.Request, reply any)
-	// alsoHere: once the owner carried the request out, this node's API
-	// serves it too, its answer dropped (a deletion: this node's copy of
-	// the tree goes at once, not only the owner's).
-	alsoHere bool
+	// catchUp: once the owner carried the request out, this node
+	// answers only after its store caught up with the tree's log (a
+	// deletion: the owner's record of it removes this node's copy of the
+	// tree, which is gone by the answer).
+	catchUp bool
 }
 
 // clusterRouted are the API's requests that a node forwards to the
@@ -172,9 +173,8 @@ func routed(cn Cluster, rr routedRequest, w http.ResponseWriter, r *http.Request
 		err := cn.Forward(r.Context(), tree, rr.verb, req, reply)
 		switch {
 		case err == nil:
-			if rr.alsoHere {
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				next.ServeHTTP(discard{}, r)
+			if rr.catchUp {
+				cn.CatchUp(r.Context(), tree)
 			}
 			rr.answer(w, r, reply)
 			return
@@ -199,13 +199,6 @@ func routed(cn Cluster, rr routedRequest, w http.ResponseWriter, r *http.Request
 		return
 	}
 }
-
-// discard is a response writer that drops what it is given.
-type discard struct{}
-
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
-func (discard) WriteHeader(int)             {}
 
 // writeRemoteError answers with the owner's error as the API would
 // have answered it there.

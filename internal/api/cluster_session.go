@@ -14,7 +14,8 @@ import (
 // the session's own MCP servers, which its MCP manager runs (the GET
 // too: the servers a session's turns use are the owner's to show), and
 // a deletion, which holds the owner's turn slot and stops the
-// background commands the owner runs.
+// background commands the owner runs (its record in the log removes
+// the tree from every node's store).
 func sessionRouted() map[string]routedRequest {
 	mcpServers := func(set bool) routedRequest {
 		return routedRequest{verb: cluster.KindMCP.Verb,
@@ -66,8 +67,8 @@ func sessionRouted() map[string]routedRequest {
 			decode: func(_ http.ResponseWriter, r *http.Request) (any, any, bool) {
 				return cluster.DeleteRequest{SessionID: r.PathValue("id")}, new(cluster.DeleteReply), true
 			},
-			answer:   func(w http.ResponseWriter, _ *http.Request, _ any) { w.WriteHeader(http.StatusNoContent) },
-			alsoHere: true},
+			answer:  func(w http.ResponseWriter, _ *http.Request, _ any) { w.WriteHeader(http.StatusNoContent) },
+			catchUp: true},
 		"GET /sessions/{id}/mcp_servers":    mcpServers(false),
 		"PUT /sessions/{id}/mcp_servers":    mcpServers(true),
 		"DELETE /sessions/{id}/mcp_servers": mcpServers(true),

@@ -15,7 +15,9 @@
 //     log, in a JetStream object store bucket named by their SHA-256,
 //     put by the publisher before the record and got by each projection
 //     before it applies it (images.go), so no message outgrows NATS's
-//     max_payload;
+//     max_payload; a deletion travels as a record of its own
+//     (deletion.go: [Fence.PublishDeletion]), which every projection
+//     applies by removing the session tree from its store;
 //   - fencing ([Fence]): the owner of a tree publishes its catalog events
 //     with the expected last sequence of the tree's catalog subjects, and
 //     a stale writer is refused with [ErrFenced]; every message carries

@@ -20,3 +20,6 @@ func (l *Lease) AgeForTest(d time.Duration) {
 	defer l.mu.Unlock()
 	l.renewed = l.renewed.Add(-d)
 }
+
+// DecodeDeletion exposes decodeDeletion to the package's fuzz test.
+var DecodeDeletion = decodeDeletion

@@ -142,6 +142,10 @@ func (f *Feeds) run(ctx context.Context, tree string, fd *feed, from ReadFrom) {
 			f.logger.Error("cluster: feed skips a bad record", "tree", tree, "seq", e.Seq, "err", e.Err)
 		case e.Marker:
 			epoch = max(epoch, e.Seq)
+		case e.Deleted != "":
+			// A deletion (deletion.go): the projection removes the
+			// session; its clients here get nothing more, as on the
+			// owner.
 		case e.Deposed(epoch):
 			// Sent by an owner after its successor took the tree: its
 			// turn was ended by the successor already.

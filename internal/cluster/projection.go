@@ -163,9 +163,7 @@ func (p *Projection) applyBatch(ctx context.Context, batch []Entry) error {
 	}
 	ops := make([]store.Op, 0, n)
 	for _, e := range batch {
-		if e.Err == nil && !e.Marker {
-			ops = append(append(ops, e.Ops...), store.AppendEvent{Event: e.Event})
-		}
+		ops = append(ops, entryOps(e)...)
 	}
 	last := batch[len(batch)-1].Seq
 	ops = append(ops, store.SetCursor{Name: p.cursor, Seq: int64(last)})
@@ -189,6 +187,19 @@ func (p *Projection) applyBatch(ctx context.Context, batch []Entry) error {
 	return nil
 }
 
+// entryOps are the store writes of one entry: its event with the ops of
+// its group, the removal of a deleted session's tree, or nothing (a
+// marker, a bad record).
+func entryOps(e Entry) []store.Op {
+	switch {
+	case e.Err != nil, e.Marker:
+		return nil
+	case e.Deleted != "":
+		return []store.Op{store.RemoveTree{SessionID: e.Deleted}}
+	}
+	return append(append(make([]store.Op, 0, len(e.Ops)+2), e.Ops...), store.AppendEvent{Event: e.Event})
+}
+
 // skip counts and logs a record the projection could not decode.
 func (p *Projection) skip(e Entry) {
 	p.skipped.Add(1)
@@ -198,17 +209,10 @@ func (p *Projection) skip(e Entry) {
 // apply writes one entry and waits for its commit.
 func (p *Projection) apply(ctx context.Context, e Entry) error {
 	mark := store.SetCursor{Name: p.cursor, Seq: int64(e.Seq)}
-	var ops []store.Op
-	switch {
-	case e.Err != nil:
+	if e.Err != nil {
 		p.skip(e)
-		ops = []store.Op{mark}
-	case e.Marker:
-		ops = []store.Op{mark}
-	default:
-		ops = append(append(make([]store.Op, 0, len(e.Ops)+2), e.Ops...), store.AppendEvent{Event: e.Event}, mark)
 	}
-	err := p.submit(ctx, ops)
+	err := p.submit(ctx, append(entryOps(e), mark))
 	if errors.Is(err, store.ErrDuplicate) {
 		// The event (and so its whole group) is in the store already:
 		// only the cursor moves.

@@ -24,8 +24,12 @@ type Entry struct {
 	// Marker is true for an ownership marker (see Fence): it holds no
 	// event and readers skip it, but it occupies a sequence.
 	Marker bool
-	Event  *event.Event // nil for a marker or a bad record
-	Ops    []store.Op   // the store ops committed with a catalog event
+	// Deleted is the session a deletion record removed, with every
+	// worker below it (see Fence.PublishDeletion); "" for any other
+	// message. Like a marker it holds no event.
+	Deleted string
+	Event   *event.Event // nil for a marker, a deletion or a bad record
+	Ops     []store.Op   // the store ops committed with a catalog event
 	// Err is set when the message could not be decoded: the reader
 	// decides whether to skip it (it is counted and logged by the
 	// projection) or to stop.
@@ -48,6 +52,14 @@ func decodeEntry(seq uint64, subject string, h nats.Header, data []byte) Entry {
 	}
 	if session == ownerToken {
 		e.Marker = true
+		return e
+	}
+	if session == deletionToken {
+		if !catalog {
+			e.Err = fmt.Errorf("%w: a deletion on streaming subject %s", ErrRecord, subject)
+			return e
+		}
+		e.Deleted, e.Err = decodeDeletion(data)
 		return e
 	}
 	ev, ops, err := DecodeRecord(data)

@@ -56,8 +56,9 @@ type group struct {
 	ev        *event.Event
 	ops       []store.Op
 	done      func(error)
-	streaming bool // a streaming event: published unfenced, not applied
-	barrier   bool // no event: done once the groups queued before it are
+	streaming bool   // a streaming event: published unfenced, not applied
+	barrier   bool   // no event: done once the groups queued before it are
+	deleted   string // no event: a deletion record of this session (deletion.go)
 }
 
 // publisher publishes one tree's groups in order.
@@ -139,6 +140,36 @@ func (s *Store) AppendStreaming(ev *event.Event, done func(error)) {
 		return
 	}
 	s.enqueue(tree, group{ev: ev, done: done, streaming: true})
+}
+
+// DeleteTree deletes a session and every worker below it on every node
+// (it implements session.Deleter): del deletes them from this node's
+// store (it checks that none of them is running, and its error is
+// returned as it is), then a deletion record (deletion.go) is published
+// to the log in order with the tree's groups, by the tree's owner, and
+// DeleteTree returns once the stream acknowledged it and this node's
+// projection applied it. If the record cannot be published (this node
+// lost the tree meanwhile), the session is gone from this node's store
+// only, and the error says so.
+func (s *Store) DeleteTree(ctx context.Context, session string, del func(context.Context) error) error {
+	tree, err := s.treeOf(ctx, session, nil)
+	if err != nil {
+		return err
+	}
+	if err := del(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.roots, session)
+	s.mu.Unlock()
+	done := make(chan error, 1)
+	s.enqueue(tree, group{deleted: session, done: func(err error) { done <- err }})
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: delete %s: %w", session, context.Cause(ctx))
+	}
 }
 
 // Tree returns the root of a session's delegation tree, as the node's
@@ -360,17 +391,30 @@ func (s *Store) publish(tree string, g group) error {
 	o, err := s.owner(actx, tree)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("cluster: commit %s: %w", g.ev.ID, err)
+		return fmt.Errorf("cluster: commit %s: %w", g, err)
 	}
 	ctx := o.Context()
-	p, err := o.PublishCatalog(ctx, g.ev, g.ops)
+	var p Published
+	if g.deleted != "" {
+		p, err = o.PublishDeletion(ctx, g.deleted)
+	} else {
+		p, err = o.PublishCatalog(ctx, g.ev, g.ops)
+	}
 	if err != nil {
 		return err
 	}
 	if err := s.proj.WaitApplied(ctx, p.Seq); err != nil {
-		return fmt.Errorf("cluster: commit %s: %w", g.ev.ID, err)
+		return fmt.Errorf("cluster: commit %s: %w", g, err)
 	}
 	return nil
+}
+
+// String names a group's event, or its deletion, in errors.
+func (g group) String() string {
+	if g.deleted != "" {
+		return "the deletion of " + g.deleted
+	}
+	return g.ev.ID
 }
 
 // Unsent counts the streaming events this node never sent to the log

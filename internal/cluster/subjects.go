@@ -25,6 +25,10 @@ const (
 	// owner publishes on its tree's catalog subjects (see Fence). It can
 	// never be a session id: ids are prefixed ULIDs.
 	ownerToken = "_owner"
+	// deletionToken is the session token of a deletion record the
+	// owner publishes on its tree's catalog subjects (see
+	// Fence.PublishDeletion); like ownerToken it is never a session id.
+	deletionToken = "_deleted"
 )
 
 // Subject returns the subject an event of session (in tree) is
@@ -57,6 +61,10 @@ func ownerSubject(tree string) string {
 	return subjectPrefix + tree + "." + ownerToken + "." + familyCatalog
 }
 
+func deletionSubject(tree string) string {
+	return subjectPrefix + tree + "." + deletionToken + "." + familyCatalog
+}
+
 // ValidToken reports whether s can be one token of a subject: a tree or
 // session id. Ids are "prefix_ULID"; this only refuses what would break
 // the subject layout (empty, dots, wildcards, whitespace, control
@@ -65,7 +73,7 @@ func ValidToken(s string) error {
 	if s == "" {
 		return fmt.Errorf("cluster: empty subject token")
 	}
-	if s == ownerToken {
+	if s == ownerToken || s == deletionToken {
 		return fmt.Errorf("cluster: subject token %q is reserved", s)
 	}
 	if strings.ContainsAny(s, ".*> \t\r\n") {

@@ -71,7 +71,8 @@ func (cn *Node) Follow(ctx context.Context, tree, sessionID string) (leave func(
 			if ev, err = cn.log.EventAt(ctx, seq); err == nil && ev != nil {
 				through = ev.ID
 			} else if err == nil {
-				// An ownership marker: the store up to it.
+				// An ownership marker or a deletion record: the
+				// store up to it.
 				err = cn.catchUpTree(ctx, tree)
 			}
 		}

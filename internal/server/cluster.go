@@ -21,6 +21,15 @@ func (s *Server) emits(sessionID string) bool {
 	return s.cluster == nil || s.cluster.Emits(sessionID)
 }
 
+// deleter is the session manager's Config.Deleter: in cluster mode a
+// deletion reaches every node through the log (nil alone).
+func (s *Server) deleter() session.Deleter {
+	if s.cluster == nil {
+		return nil
+	}
+	return s.cluster.Store()
+}
+
 // hubEmits is the hub's Config.Emits (clusternode.Node.HubEmits).
 func (s *Server) hubEmits(sessionID string) bool {
 	return s.cluster == nil || s.cluster.HubEmits(sessionID)

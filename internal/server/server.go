@@ -239,7 +239,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		MaxQueuedTurns: cfg.MaxQueuedTurns, MaxImages: cfg.MaxImages, Images: images.Limits{MaxBytes: cfg.MaxImageBytes},
 		Policy: s.Permissions, DefaultMode: cfg.DefaultMode, ApprovalTimeout: cfg.ApprovalTimeout,
 		Checkpoints: cps, CheckpointsUnavailable: why, Background: s.Background.List, EndBackground: s.Background.EndSessionFor,
-		Runs: s.emits})
+		Runs: s.emits, Deleter: s.deleter()})
 	s.Sessions = mgr
 	if s.cluster != nil {
 		s.cluster.SetSessions(mgr)

@@ -120,7 +120,9 @@ type faultRig struct {
 	sid   string
 }
 
-func newFaultRig(t *testing.T) *faultRig {
+// newFaultRig starts a session manager on its own store with one
+// session; opts adjust the manager's configuration.
+func newFaultRig(t *testing.T, opts ...func(*session.Config)) *faultRig {
 	t.Helper()
 	dir := t.TempDir()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -135,8 +137,12 @@ func newFaultRig(t *testing.T) *faultRig {
 	var m *session.Manager
 	loop := agent.New(agent.Config{Models: models, Tools: tools, Prices: price.NewTable(nil, nil), Logger: quiet,
 		History: agent.HistoryFunc(func(ctx context.Context, id string) ([]message.Message, error) { return m.Conversation(ctx, id) })})
-	m = session.New(session.Config{Store: st, Bus: b, Loop: loop, Router: routing.NewStatic(), Models: models,
-		DefaultModel: "fake:m", Logger: quiet})
+	cfg := session.Config{Store: st, Bus: b, Loop: loop, Router: routing.NewStatic(), Models: models,
+		DefaultModel: "fake:m", Logger: quiet}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m = session.New(cfg)
 	f.m = m
 	ws := filepath.Join(dir, "ws")
 	servertest.Must(t, os.Mkdir(ws, 0o755))

@@ -61,7 +61,8 @@ func (m *Manager) Edit(ctx context.Context, sessionID string, e protocol.Session
 // events, messages, turns and tool calls (DELETE /sessions/{id}). It
 // holds the session's turn slot while it deletes, so no turn or
 // compaction starts meanwhile; a session with a turn in flight (its own
-// or a worker's) is ErrTurnInFlight: cancel it first.
+// or a worker's) is ErrTurnInFlight: cancel it first. With a Deleter
+// (cluster mode) the deletion then reaches every node's store.
 func (m *Manager) Delete(ctx context.Context, sessionID string) error {
 	if _, err := m.session(ctx, sessionID); err != nil {
 		return err
@@ -81,21 +82,34 @@ func (m *Manager) Delete(ctx context.Context, sessionID string) error {
 	if err != nil {
 		return err
 	}
-	_, err = m.cfg.Store.DeleteTree(ctx, sessionID)
+	gone := false
+	del := func(ctx context.Context) error {
+		_, err := m.cfg.Store.DeleteTree(ctx, sessionID)
+		gone = err == nil
+		return err
+	}
+	if m.cfg.Deleter != nil {
+		err = m.cfg.Deleter.DeleteTree(ctx, sessionID, del)
+	} else {
+		err = del(ctx)
+	}
+	if gone {
+		m.mu.Lock()
+		delete(m.history, sessionID) // its workers' entries are unreachable now; the cache's cap evicts them
+		m.mu.Unlock()
+		// Their background commands stop now, not at the next retention
+		// prune (background.go), even if the deletion could not reach
+		// the cluster's other nodes.
+		m.endBackground(ctx, tree, protocol.BackgroundSessionDeleted)
+	}
 	switch {
 	case errors.Is(err, store.ErrBusy):
 		return fmt.Errorf("%w: a worker of session %s is running", ErrTurnInFlight, sessionID)
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("%w: %s", ErrNotFound, sessionID)
 	case err != nil:
-		return err
+		return fmt.Errorf("delete session %s: %w", sessionID, err)
 	}
-	m.mu.Lock()
-	delete(m.history, sessionID) // its workers' entries are unreachable now; the cache's cap evicts them
-	m.mu.Unlock()
-	// Their background commands stop now, not at the next retention
-	// prune (background.go).
-	m.endBackground(ctx, tree, protocol.BackgroundSessionDeleted)
 	return nil
 }
 

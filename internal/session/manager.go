@@ -70,6 +70,18 @@ type Config struct {
 	// session. A summary of a session it does not run reads the queue
 	// from the store (summary.go).
 	Runs func(sessionID string) bool
+	// Deleter, if set, carries a deletion out (cluster mode: on every
+	// node); nil deletes from Store alone.
+	Deleter Deleter
+}
+
+// Deleter deletes a session and every worker below it beyond this
+// server's store (a *cluster.Store: on every node of the cluster).
+// DeleteTree calls del, which deletes them from this server's store
+// and whose error it returns as it is, then makes the deletion reach
+// everywhere else.
+type Deleter interface {
+	DeleteTree(ctx context.Context, sessionID string, del func(context.Context) error) error
 }
 
 // Manager owns sessions and their turns. Create it with New, call

@@ -69,22 +69,50 @@ func (o *deleteTreeOp) apply(t *txn) error {
 	if busy {
 		return fmt.Errorf("store: delete session %s: %w", o.root, ErrBusy)
 	}
-	steps := append([]string{treeCTE + `DELETE FROM events WHERE session_id IN tree`}, sqlRemoveTree...)
-	for i, q := range steps {
-		res, err := t.tx.Exec(q, o.root)
-		if err != nil {
-			return fmt.Errorf("store: delete session %s: %w", o.root, err)
-		}
-		if i == len(steps)-1 {
-			if o.sessions, err = res.RowsAffected(); err != nil {
-				return fmt.Errorf("store: delete session %s: %w", o.root, err)
-			}
-		}
+	n, err := removeTree(t, o.root)
+	if err != nil {
+		return err
 	}
-	if o.sessions == 0 {
+	if o.sessions = n; n == 0 {
 		return fmt.Errorf("store: delete session %s: %w", o.root, ErrNotFound)
 	}
 	return nil
+}
+
+// removeTree deletes the session root and every worker below it, events
+// included, whatever their state, and returns how many sessions went.
+func removeTree(t *txn, root string) (int64, error) {
+	var sessions int64
+	steps := append([]string{treeCTE + `DELETE FROM events WHERE session_id IN tree`}, sqlRemoveTree...)
+	for i, q := range steps {
+		res, err := t.tx.Exec(q, root)
+		if err != nil {
+			return 0, fmt.Errorf("store: delete session %s: %w", root, err)
+		}
+		if i == len(steps)-1 {
+			if sessions, err = res.RowsAffected(); err != nil {
+				return 0, fmt.Errorf("store: delete session %s: %w", root, err)
+			}
+		}
+	}
+	return sessions, nil
+}
+
+// RemoveTree removes a session and every worker below it whole, as
+// DeleteTree does, but as an op of a group: whatever state the tree is
+// in (the node that deleted it checked that none of it was running),
+// and a session the store does not hold is nothing to do, so applying
+// it again is harmless. It is how a deletion reaches the stores of a
+// cluster's other nodes.
+type RemoveTree struct {
+	SessionID string
+}
+
+func (RemoveTree) isOp() {}
+
+func (o RemoveTree) apply(t *txn) error {
+	_, err := removeTree(t, o.SessionID)
+	return err
 }
 
 // DeleteTree removes a session and its workers (every worker below it)

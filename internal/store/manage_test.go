@@ -107,3 +107,51 @@ func TestRenameArchiveDelete(t *testing.T) {
 		t.Fatalf("delete twice: %v", err)
 	}
 }
+
+// TestRemoveTreeIsIdempotent: RemoveTree (a deletion another node
+// carried out) removes a session, its workers, their events and the
+// images only they held, whatever state the tree is in (a worker's turn
+// in flight included); an image another session links stays. Applying
+// it again, or for a session never stored, succeeds and changes
+// nothing, so a replayed deletion is harmless.
+func TestRemoveTreeIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	t0 := time.Unix(1700000000, 0).UTC()
+	own := Image{SHA256: "aa11", MediaType: "image/png", Size: 3, Width: 1, Height: 1, Data: []byte{1, 2, 3}}
+	shared := Image{SHA256: "bb22", MediaType: "image/png", Size: 3, Width: 1, Height: 1, Data: []byte{4, 5, 6}}
+	ev := &event.Event{ID: "evt_1", SessionID: "sess_w", Type: event.TurnStarted, TurnID: "turn_w", Actor: event.ActorUser, TS: t0}
+	if err := ev.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(ctx, CreateSession{Session: Session{ID: "sess_p", CreatedAt: t0}},
+		CreateSession{Session: Session{ID: "sess_w", ParentSessionID: "sess_p", CreatedAt: t0}},
+		CreateSession{Session: Session{ID: "sess_other", CreatedAt: t0}},
+		PutImages{SessionID: "sess_p", Images: []Image{own, shared}},
+		LinkImages{SessionID: "sess_other", SHA256s: []string{shared.SHA256}},
+		AppendEvent{Event: ev}, PutTurn{Turn: Turn{ID: "turn_w", SessionID: "sess_w", Status: TurnInFlight, StartedAt: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.Apply(ctx, RemoveTree{SessionID: "sess_p"}, RemoveTree{SessionID: "sess_never"}); err != nil {
+			t.Fatalf("RemoveTree: %v", err)
+		}
+		for _, id := range []string{"sess_p", "sess_w"} {
+			if _, err := s.Session(ctx, id); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%s after RemoveTree: %v", id, err)
+			}
+		}
+		if evs, err := s.Events(ctx, EventQuery{SessionIDs: []string{"sess_w"}}); err != nil || len(evs) != 0 {
+			t.Fatalf("events after RemoveTree: %d (%v)", len(evs), err)
+		}
+		if _, err := s.ImageData(ctx, own.SHA256); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("the tree's own image after RemoveTree: %v, want ErrNotFound", err)
+		}
+		if got, err := s.SessionImage(ctx, "sess_other", shared.SHA256); err != nil || string(got.Data) != string(shared.Data) {
+			t.Fatalf("the image another session links: %+v, %v", got, err)
+		}
+		if _, err := s.Session(ctx, "sess_other"); err != nil {
+			t.Fatalf("another session went too: %v", err)
+		}
+	}
+}
