@@ -251,6 +251,8 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 		return v.applyApproval(ev, turnID)
 	case protocol.EventTurnQueued, protocol.EventTurnSteered:
 		return v.applyFollowUp(ev, turnID) // queue.go
+	case protocol.EventSessionUpdated:
+		return v.applySessionEdit(ev) // summary.go
 	case protocol.EventToolBackgroundStarted, protocol.EventToolBackgroundExited:
 		return v.applyBackground(ev)
 	case protocol.EventFeedbackSubmitted:

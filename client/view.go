@@ -12,7 +12,9 @@ import (
 // what the conformance suite compares. A View is not safe for concurrent
 // use; Follow hands out copies.
 type View struct {
-	Session     json.RawMessage      `json:"session,omitempty"` // the snapshot's session summary
+	// Session is the snapshot's session summary, with the title and
+	// archived flag of the session.updated events since (summary.go).
+	Session     json.RawMessage      `json:"session,omitempty"`
 	Messages    []*Message           `json:"messages"`
 	Tools       map[string]*ToolCall `json:"tools"`
 	Workers     map[string]*Worker   `json:"workers"`

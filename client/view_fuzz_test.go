@@ -167,6 +167,14 @@ var viewSeeds = []string{
 		"E\tllm.call_completed\tevt_06\tt\t{\"usage\":{\"cost_usd\":1e308}}\n" +
 		"E\tllm.call_completed\tevt_07\tt\t{\"usage\":{\"cost_usd\":1e308}}\n" +
 		"E\tllm.call_failed\tevt_08\tt\t{\"usage\":{\"cost_usd\":-1.7976931348623157e308},\"error_class\":\"x\"}",
+	// Renames and archives of the snapshot's session (session.updated),
+	// some malformed, one of a summary that is not an object.
+	"S" + `{"type":"snapshot","session":{"id":"sess_f","title":"t"},"messages":[],"snapshot_at_event_id":"evt_01"}` + "\n" +
+		"E\tsession.updated\tevt_02\t\t" + `{"title":"renamed","archived":true}` + "\n" +
+		"E\tsession.updated\tevt_03\t\t" + `{"title":null,"archived":false}` + "\n" +
+		"E\tsession.updated\tevt_04\t\t" + `{"title":["x"]}` + "\n" +
+		"S" + `{"type":"snapshot","session":"sess_f","messages":[],"snapshot_at_event_id":"evt_05"}` + "\n" +
+		"E\tsession.updated\tevt_06\t\t" + `{"title":"x"}`,
 	"S" + `{"type":"snapshot","session":{"cost_so_far_usd":1.7976931348623157e308},"messages":[{"id":"a","content":[null]},{"id":"a"},{"id":""},5,null],"snapshot_at_event_id":"evt_9"}` + "\n" +
 		"E\tllm.call_completed\tevt_99\tt\t{\"usage\":{\"cost_usd\":1.7976931348623157e308}}\n" +
 		"P0" + `[{"id":"b","content":[null]},{"id":"b"},null,{"id":"a"}]`,

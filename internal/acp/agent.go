@@ -200,10 +200,14 @@ func (a *Agent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sd
 			continue
 		}
 		updated := s.CreatedAt.UTC().Format(time.RFC3339Nano)
-		out.Sessions = append(out.Sessions, sdk.SessionInfo{
+		info := sdk.SessionInfo{
 			SessionId: sdk.SessionId(s.ID), Cwd: s.WorkspacePath, UpdatedAt: &updated,
 			Meta: map[string]any{"metis": map[string]any{"model": s.ActiveModel, "turn_count": s.TurnCount, "cost_usd": s.CostSoFarUSD}},
-		})
+		}
+		if s.Title != "" {
+			info.Title = &s.Title
+		}
+		out.Sessions = append(out.Sessions, info)
 	}
 	return out, nil
 }

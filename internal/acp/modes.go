@@ -265,3 +265,14 @@ func (t *turn) modeChanged(ctx context.Context, ev *protocol.EventEnvelope) {
 	_, opts := t.a.sessionSetup(s)
 	t.send(ctx, sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: opts}})
 }
+
+// renamed maps a rename of the followed session (session.updated with a
+// title) to session_info_update, so the editor shows the new title. An
+// archive has no ACP counterpart and is not sent.
+func (t *turn) renamed(ctx context.Context, ev *protocol.EventEnvelope) {
+	var p protocol.SessionEdit
+	if decodePayload(ev, &p) != nil || p.Title == nil || *p.Title == "" {
+		return
+	}
+	t.send(ctx, sdk.SessionUpdate{SessionInfoUpdate: &sdk.SessionSessionInfoUpdate{Title: p.Title}})
+}

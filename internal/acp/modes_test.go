@@ -372,3 +372,43 @@ func asRequestError(err error, re **sdk.RequestError) bool {
 	}
 	return ok
 }
+
+// TestRenameElsewhereIsSessionInfoUpdate: another client renames the
+// session while a prompt's turn runs (here: while the editor is asked
+// for a permission): the editor gets session_info_update with the new
+// title; an archive alone sends nothing, and session/list has the title.
+func TestRenameElsewhereIsSessionInfoUpdate(t *testing.T) {
+	leakCheck(t)
+	h := askingServer(t)
+	s, sid := openSession(t, h)
+	s.ed.mu.Lock()
+	s.ed.perm = func(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+		if st := h.Do("PATCH", "/sessions/"+sid, map[string]any{"archived": true}, nil); st != 200 {
+			t.Errorf("PATCH archived: %d", st)
+		}
+		if st := h.Do("PATCH", "/sessions/"+sid, map[string]string{"title": "renamed   elsewhere"}, nil); st != 200 {
+			t.Errorf("PATCH title: %d", st)
+		}
+		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(optAllowOnce)}, nil
+	}
+	s.ed.mu.Unlock()
+	if r := mustPrompt(t, s, sid, shellPrompt("echo renamed")); r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("stop reason %q", r.StopReason)
+	}
+	us := s.ed.all()
+	var titles []string
+	for _, u := range us {
+		if u.SessionInfoUpdate != nil && u.SessionInfoUpdate.Title != nil {
+			titles = append(titles, *u.SessionInfoUpdate.Title)
+		}
+	}
+	if n := count(us, func(u sdk.SessionUpdate) bool { return u.SessionInfoUpdate != nil }); n != 1 || len(titles) != 1 || titles[0] != "renamed elsewhere" {
+		t.Fatalf("%d session_info_update, titles %q; updates %s", n, titles, describe(us))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	list, err := s.conn.ListSessions(ctx, sdk.ListSessionsRequest{Cwd: &h.Workspace})
+	if err != nil || len(list.Sessions) != 1 || list.Sessions[0].Title == nil || *list.Sessions[0].Title != "renamed elsewhere" {
+		t.Fatalf("session/list: %+v, %v", list, err)
+	}
+}

@@ -372,6 +372,9 @@ func (t *turn) handle(ctx context.Context, ev *protocol.EventEnvelope, v *client
 	case protocol.EventSessionModeChanged:
 		t.modeChanged(ctx, ev)
 		return
+	case protocol.EventSessionUpdated:
+		t.renamed(ctx, ev)
+		return
 	case protocol.EventApprovalResolved:
 		t.approvalResolved(ev)
 		return

@@ -2,8 +2,11 @@ package tui
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +65,13 @@ func TestEndToEndInTmux(t *testing.T) {
 	if got := between(scr, "› /long 300", "(cancelled)"); got != cancelled {
 		t.Fatalf("the cancelled message changed across the restart:\nbefore:\n%s\nafter:\n%s", cancelled, got)
 	}
+
+	// Another client renames and archives the session: the header
+	// follows at once, with no turn.
+	renameFromOutside(t, addr, map[string]any{"title": "renamed from outside", "archived": true})
+	tm.waitFor("the rename in the header", func(s string) bool {
+		return strings.Contains(strings.SplitN(s, "\n", 2)[0], "metis · renamed from outside (archived) · ")
+	})
 
 	// Idle: ctrl-c twice quits, cleanly.
 	tm.keys("C-c")
@@ -299,6 +309,36 @@ func between(s, from, to string) string {
 		return ""
 	}
 	return s[i : i+j+len(to)]
+}
+
+// renameFromOutside sends PATCH /sessions/{id} with edit for the
+// server's only session, as another client would.
+func renameFromOutside(t *testing.T, addr string, edit map[string]any) {
+	t.Helper()
+	var list struct {
+		Sessions []struct {
+			ID string `json:"id"`
+		} `json:"sessions"`
+	}
+	res, err := http.Get("http://" + addr + "/sessions")
+	if err == nil {
+		err = json.NewDecoder(res.Body).Decode(&list)
+		res.Body.Close()
+	}
+	if err != nil || len(list.Sessions) != 1 {
+		t.Fatalf("GET /sessions: %v %+v", err, list)
+	}
+	body, _ := json.Marshal(edit)
+	req, _ := http.NewRequest(http.MethodPatch, "http://"+addr+"/sessions/"+list.Sessions[0].ID, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("PATCH: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("PATCH: %s", res.Status)
+	}
 }
 
 func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

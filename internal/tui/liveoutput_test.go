@@ -8,7 +8,6 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/metis-agent/metis/client"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -160,47 +159,4 @@ func TestLiveOutputKeepsTheLastLinesWhateverTheChunks(t *testing.T) {
 			t.Fatalf("%d lines counted, %d in the output", chunked.total, n)
 		}
 	})
-}
-
-func TestHeaderShowsTheServersTitle(t *testing.T) {
-	h := newHarness(t)
-	h.api.title = "Fix the flaky test"
-	h.turnStarted("turn_1", "**fix** the\nflaky   test in `store_test.go` please, it fails about one run in ten")
-	h.frameTitle()
-	header := strings.Split(h.screen(), "\n")[0]
-	if !strings.Contains(header, "metis · Fix the flaky test · "+testSession) || strings.Contains(header, "please") {
-		t.Fatalf("header %q", header)
-	}
-
-	// Renamed while the turn ran: the turn's end brings the new title.
-	h.api.title = "flaky store test"
-	h.event("turn.completed", "turn_1", map[string]any{"outcome": "completed"})
-	h.frameTitle()
-	if header := strings.Split(h.screen(), "\n")[0]; !strings.Contains(header, "metis · flaky store test · ") {
-		t.Fatalf("header after a rename %q", header)
-	}
-}
-
-func TestAnOlderTitleAnswerDoesNotWinOverANewerOne(t *testing.T) {
-	h := newHarness(t)
-	h.m.titled(titleMsg{seq: 2, title: "new"})
-	h.m.titled(titleMsg{seq: 1, title: "old"})
-	h.m.titled(titleMsg{seq: 3, err: fmt.Errorf("refused")})
-	if h.m.title != "new" {
-		t.Fatalf("title %q", h.m.title)
-	}
-}
-
-func TestTitleComesFromTheSnapshot(t *testing.T) {
-	h := newHarness(t)
-	v := client.NewView(nil)
-	v.ApplySnapshot(&protocol.Snapshot{
-		Session:           []byte(`{"id":"` + testSession + `","title":"Renamed by hand"}`),
-		SnapshotAtEventID: "evt_00000000000000000000000009",
-	})
-	h.update(client.Update{Kind: client.Subscribed, View: v})
-	h.frame()
-	if header := strings.Split(h.screen(), "\n")[0]; !strings.Contains(header, "metis · Renamed by hand · ") {
-		t.Fatalf("header %q", header)
-	}
 }

@@ -52,6 +52,7 @@ type Model struct {
 	titleAsk  bool   // the title may have changed: ask the server (titleFetch)
 	titleSeq  int    // titleFetch's requests so far; an older answer than the last applied is dropped
 	titleGot  int    // the request whose answer the title is from
+	archived  bool   // the session is archived (the summary, session.updated)
 
 	feed *feed
 	view *client.View

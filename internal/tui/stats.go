@@ -59,7 +59,6 @@ func (m *Model) observeMore(ev *protocol.EventEnvelope) {
 		if ev.SessionID != m.sessionID {
 			return // a worker's
 		}
-		m.titleAsk = true // renamed while it ran
 		var p struct {
 			Outcome string `json:"outcome"`
 			Usage   struct {
@@ -146,11 +145,16 @@ func (m *Model) observeMore(ev *protocol.EventEnvelope) {
 		if ev.SessionID == m.sessionID {
 			m.titleAsk = true // the first turn names the session
 		}
+	case protocol.EventSessionUpdated:
+		if ev.SessionID == m.sessionID {
+			m.edited()
+		}
 	}
 }
 
-// fromSummary takes the title, mode and context gauge of the snapshot's
-// session summary.
+// fromSummary takes the title, archived flag, mode and context gauge of
+// the view's session summary (the snapshot's, kept current by
+// session.updated).
 func (m *Model) fromSummary() {
 	var s protocol.SessionSummary
 	if json.Unmarshal(m.view.Session, &s) != nil {
@@ -159,6 +163,7 @@ func (m *Model) fromSummary() {
 	if s.Title != "" {
 		m.title = s.Title
 	}
+	m.archived = s.Archived
 	if f := s.ForkedFrom; f != nil {
 		m.forkedFrom = f.SessionID
 	}

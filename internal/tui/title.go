@@ -9,11 +9,12 @@ import (
 )
 
 // The header's title is the server's: the session summary's title, from
-// the snapshot (attach, a reconnect) and asked again (GET /sessions/{id})
-// when it may have changed: when a turn starts (the first one names the
-// session) and when one ends (a rename made meanwhile). The server
-// derives a short clean title from the first prompt and keeps a rename
-// as typed; the TUI never derives one itself.
+// the snapshot (attach, a reconnect), then from session.updated as soon
+// as any client renames (or archives) the session, and asked again
+// (GET /sessions/{id}) when a turn starts, since the first one names the
+// session without an event. The server derives a short clean title from
+// the first prompt and keeps a rename as typed; the TUI never derives
+// one itself.
 
 // titleTimeout bounds one request for the title.
 const titleTimeout = 10 * time.Second
@@ -52,6 +53,14 @@ func (m *Model) titled(msg titleMsg) {
 		return
 	}
 	m.titleGot, m.title = msg.seq, msg.title
+}
+
+// edited takes a rename or an archive of the session (session.updated,
+// already folded into the view's summary). An answer to a title request
+// made before it is older than the rename, so it is dropped.
+func (m *Model) edited() {
+	m.fromSummary()
+	m.titleGot = m.titleSeq + 1
 }
 
 // maxTitle is the length of a turn's prompt, in runes, where /undo cuts

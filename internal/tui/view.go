@@ -94,11 +94,15 @@ func (m *Model) mainView() string {
 	return strings.Join(lines, "\n")
 }
 
-// headerView is "metis · title · session id · workspace · mode".
+// headerView is "metis · title · session id · workspace", the title
+// followed by "(archived)" while the session is archived.
 func (m *Model) headerView() string {
 	h := "metis"
 	if m.title != "" {
 		h += " · " + m.title
+	}
+	if m.archived {
+		h += " (archived)"
 	}
 	if m.sessionID != "" {
 		h += " · " + m.sessionID

@@ -558,6 +558,29 @@ export class View {
     return { id, role, session_id: str(ev.session_id), turn_id: turnId, model, blocks: [], status, stop_reason: '', start_missing: false };
   }
 
+  /**
+   * session.updated of the view's own session: the summary takes its
+   * title and archived flag (false removes it, as the summary omits it),
+   * as the Go View does. A worker's edit, a view without a summary, and a
+   * payload whose title is not a string or archived not a boolean leave it.
+   */
+  private sessionEdit(ev: RawEnvelope): void {
+    const s = this._session as unknown;
+    const p = ev.payload as unknown;
+    if (s === null || typeof s !== 'object' || Array.isArray(s) || p === null || typeof p !== 'object' || Array.isArray(p)) return;
+    const id = (s as Record<string, unknown>)['id'];
+    if (typeof id !== 'string' || id === '' || id !== str(ev.session_id)) return;
+    const title = (p as Record<string, unknown>)['title'] ?? null;
+    const archived = (p as Record<string, unknown>)['archived'] ?? null;
+    if ((title !== null && typeof title !== 'string') || (archived !== null && typeof archived !== 'boolean')) return;
+    if (title === null && archived === null) return;
+    const next = { ...(s as SessionSummary) };
+    if (title !== null) next.title = title;
+    if (archived === true) next.archived = true;
+    else if (archived === false) delete next.archived;
+    this._session = next;
+  }
+
   private fold(ev: RawEnvelope): void {
     const turnId = typeof ev.turn_id === 'string' ? ev.turn_id : '';
     const p = new Reader(ev.payload, 'payload');
@@ -681,6 +704,9 @@ export class View {
         if (id === str(ev.session_id) || (id === '' && planner === '')) this._mode = mode;
         return;
       }
+      case 'session.updated':
+        this.sessionEdit(ev);
+        return;
       case 'llm.call_completed':
       case 'llm.call_failed': {
         if (ev.type === 'llm.call_completed') {

@@ -11,6 +11,7 @@ import { api } from './api';
 import { FrameTicker } from './frame';
 import { loadHistory, mergeById } from './history';
 import { EMPTY_OUTPUT, foldOutput, outputEnded, type LiveOutput } from './liveoutput';
+import { editListed } from './sessions';
 
 /** A notice under the header: what the connection just did. */
 export interface Notice {
@@ -33,7 +34,7 @@ export class LiveSession {
   readonly banner = signal(false);
   readonly notice = signal<Notice | null>(null);
   readonly inline = signal(false);
-  /** A title this page set (a rename) or fetched (the first turn started after the snapshot). */
+  /** A title fetched (the first turn started after a snapshot without one) or set by this page's rename; the summary's wins. */
   readonly title = signal('');
   /** Events seen (replays included), in arrival order = id order per connection. */
   readonly events: RawEnvelope[] = [];
@@ -143,6 +144,11 @@ export class LiveSession {
         this.bgSeen.set(id, c);
         return;
       }
+      case 'session.updated':
+        // A rename or an archive (this session's or a worker's): the view
+        // keeps its own summary current; the shared list follows too.
+        editListed(e.session_id, p);
+        return;
       case 'workspace.reverted':
         if (e.session_id === this.sessionId) this.lastRevert.value = p as unknown as RevertResult;
         this.refreshTurns();

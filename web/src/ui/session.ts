@@ -44,9 +44,11 @@ function Header(p: { live: LiveSession; tab: Tab }): VNode {
   live.ticker.tick.value;
   const v = live.view;
   const s = v.session;
-  // The server's title as is (this page's rename, or the one fetched when
-  // the first turn started after the snapshot, first), or a placeholder.
-  const title = live.title.value || s?.title || (s?.parent_session_id ? 'worker session' : 'new session');
+  // The server's title as is: the summary's (the snapshot's, kept current
+  // by session.updated, so any client's rename shows at once), else the
+  // one fetched when the first turn started after the snapshot or this
+  // page's rename, else a placeholder.
+  const title = s?.title || live.title.value || (s?.parent_session_id ? 'worker session' : 'new session');
   const waiting = v.pendingApprovals.length;
   useEffect(() => {
     const was = document.title;
@@ -65,6 +67,7 @@ function Header(p: { live: LiveSession; tab: Tab }): VNode {
         ? html`<a class="back" id="back-to-planner" href=${href({ page: 'session', id: s.parent_session_id, tab: 'workers' })}>← planner</a>`
         : html`<a class="back" href="#/">← sessions</a>`}
       <${Title} live=${live} title=${title} />
+      ${s?.archived ? html`<span class="badge st-archived" id="archived-badge" title="archived: listed apart, still works">archived</span>` : null}
       ${waiting ? html`<span class="badge st-waiting" id="waiting-badge" title="tool calls wait for your answer">${waiting} waiting</span>` : null}
       <span class="spacer"></span>
       <${ConnBadge} live=${live} />

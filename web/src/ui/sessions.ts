@@ -24,6 +24,25 @@ export async function refreshSessions(): Promise<void> {
   }
 }
 
+/**
+ * A session.updated seen on an open session page, applied to the listed
+ * row at once (the list's next poll says the same): its title, and
+ * archived, which moves it between the list and the archived view.
+ */
+export function editListed(id: string, edit: Record<string, unknown>): void {
+  const title = edit['title'];
+  const archived = edit['archived'];
+  const i = sessions.value.findIndex((s) => s.id === id);
+  if (i < 0 || (typeof title !== 'string' && typeof archived !== 'boolean')) return;
+  const row: SessionSummary = { ...sessions.value[i]! };
+  if (typeof title === 'string') row.title = title;
+  if (archived === true) row.archived = true;
+  else if (archived === false) delete row.archived;
+  const next = [...sessions.value];
+  next[i] = row;
+  sessions.value = next;
+}
+
 /** The title as shown: the server's as is (it derives a short clean one, and keeps a rename as typed), or a placeholder before the first turn. */
 export function titleOf(s: SessionSummary): string {
   return s.title || (s.parent_session_id ? 'worker' : 'untitled');
