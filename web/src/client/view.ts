@@ -487,6 +487,11 @@ export class View {
           if (b.is_error) {
             t.status = 'failed';
             t.error = b.content;
+          } else if (t.name === 'shell') {
+            // A stored shell result begins with its exit code (the
+            // snapshot's messages carry no tool.completed exit_code).
+            const code = /^exit code: (-?\d+)\n/.exec(b.content);
+            if (code) t.exit_code = Number(code[1]);
           }
         }
       }

@@ -68,6 +68,12 @@ test('a shell command that exits non-zero is shown failed with its code, not com
     assert.match(await page.getAttribute(card, 'class'), /\btool-failed\b/);
     assert.match(await page.getAttribute(`${card} pre.shell-out`, 'class'), /\bshell-failed\b/);
     assert.equal(await page.textContent(`${card} pre.shell-out`), 'oops\n', 'stderr alone, no empty stdout');
+    // A page opened afterwards (the snapshot holds the stored result, not the event) says the same.
+    await page.reload();
+    await live(page);
+    await page.waitForSelector(`${card} pre.shell-out`, { timeout: 15_000 });
+    assert.equal(await page.textContent(badge), 'exit 3', 'after a reload');
+    assert.match(await page.getAttribute(`${card} pre.shell-out`, 'class'), /\bshell-failed\b/, 'after a reload');
     // A zero exit stays a completed call.
     await srv.submit(s.id, shell('true'));
     await srv.idle(s.id);

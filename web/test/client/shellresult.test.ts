@@ -36,3 +36,24 @@ test('anything else is not a shell result', () => {
     assert.equal(parseShellResult(s), null, JSON.stringify(s));
   }
 });
+
+test("a snapshot's stored shell result gives the call its exit code, as tool.completed's exit_code does live", async () => {
+  const { View } = await import('../../src/client/view');
+  const v = new View();
+  const use = (id: string, command: string) => ({ type: 'tool_use', id, name: 'shell', input: { command } });
+  const result = (id: string, content: string) => ({ type: 'tool_result', tool_use_id: id, content });
+  v.applySnapshot({
+    type: 'snapshot',
+    session: { id: 'sess_a' },
+    messages: [
+      { id: 'msg_1', role: 'assistant', session_id: 'sess_a', status: 'complete', content: [use('tu_1', 'exit 3'), use('tu_2', 'true'), use('tu_3', 'sleep 9 &')] },
+      { id: 'msg_2', role: 'tool', session_id: 'sess_a', status: 'complete', content: [
+        result('tu_1', 'exit code: 3\nstdout:\nstderr:\noops\n'), result('tu_2', 'exit code: 0\nstdout:\nstderr:\n'), result('tu_3', 'started in the background as bg_1'),
+      ] },
+    ],
+    snapshot_at_event_id: 'evt_01',
+  } as never);
+  assert.equal(v.tools.get('tu_1')?.exit_code, 3);
+  assert.equal(v.tools.get('tu_2')?.exit_code, 0);
+  assert.equal(v.tools.get('tu_3')?.exit_code, undefined);
+});
