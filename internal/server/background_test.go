@@ -175,8 +175,15 @@ func TestBackgroundCommandsLostInACrashAreReported(t *testing.T) {
 	servertest.Must(t, os.WriteFile(filepath.Join(home, "background", "bg_0123456789ab.json"), entry, 0o600))
 
 	h2 := servertest.Start(t, home)
-	evs, err := h2.Server.Store.Events(context.Background(), store.EventQuery{SessionIDs: []string{sid}, Types: []event.Type{event.ToolBackgroundExited}})
-	servertest.Must(t, err)
+	// The report is emitted at start and committed by the store's writer
+	// soon after: wait for it, then check there is exactly one.
+	var evs []*event.Event
+	servertest.WaitFor(t, "tool.background_exited in the store", func() bool {
+		var err error
+		evs, err = h2.Server.Store.Events(context.Background(), store.EventQuery{SessionIDs: []string{sid}, Types: []event.Type{event.ToolBackgroundExited}})
+		servertest.Must(t, err)
+		return len(evs) > 0
+	})
 	if len(evs) != 1 {
 		t.Fatalf("%d tool.background_exited, want 1", len(evs))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -198,7 +199,7 @@ func ownerKilledMidTurn(t *testing.T, url string, per [3]string) {
 	}
 
 	// The tree goes on, on its new owner.
-	next := c.Submit(sid, "/echo after the failover")
+	next := submitAfterFailover(t, c, sid, "/echo after the failover")
 	gotB = append(gotB, onB.Events(wait, streamtest.UntilType(event.TurnCompleted, next))...)
 	strictlyIncreasing(t, "node b's client", gotB)
 	if holder := leaseHolder(t, url, sid); holder != owner {
@@ -328,4 +329,32 @@ func eventsAfter(t *testing.T, natsURL, tree string, seq uint64) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// submitAfterFailover submits a turn to a node right after a failover.
+// A node whose view of the tree's lease or log still lags the takeover
+// (a loaded machine) may answer 409 turn_in_flight for a moment: the
+// submit is tried again for up to 10 s, each refusal logged with its
+// body, and the test fails if it is never accepted.
+func submitAfterFailover(t *testing.T, h *servertest.Harness, sid, content string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var r struct {
+			TurnID string `json:"turn_id"`
+			Error  struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		st := h.Do("POST", "/sessions/"+sid+"/turns", map[string]string{"content": content}, &r)
+		if st == http.StatusAccepted {
+			return r.TurnID
+		}
+		if st != http.StatusConflict || time.Now().After(deadline) {
+			t.Fatalf("submit turn after the failover: status %d %s: %s", st, r.Error.Code, r.Error.Message)
+		}
+		t.Logf("submit turn after the failover: status %d %s: %s; trying again", st, r.Error.Code, r.Error.Message)
+		time.Sleep(100 * time.Millisecond)
+	}
 }
