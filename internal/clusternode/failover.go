@@ -107,7 +107,7 @@ func (cn *Node) watchLeases(w *cluster.LeaseWatcher) {
 			}
 			return
 		}
-		cn.leaseChanged(c.Tree, c.Holder)
+		cn.leaseChanged(c)
 		if c.Holder == "" {
 			cn.logger.Debug("cluster: lease gone", "tree", c.Tree, "node", cn.name)
 			cn.offer(c.Tree)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/metis-agent/metis/internal/cluster"
 )
@@ -81,7 +80,8 @@ func (cn *Node) Forward(ctx context.Context, tree, verb string, req, out any) er
 	for range routeAttempts {
 		w := cn.watchLease(tree)
 		var holder string
-		holder, _, err = cn.leases.Holder(ctx, tree)
+		var rev uint64
+		holder, rev, err = cn.leases.Holder(ctx, tree)
 		if err == nil && (holder == "" || holder == cn.name) {
 			// Free, or this node is taking it (or gave it up a moment
 			// ago): the caller takes it, which waits until it is ready.
@@ -89,9 +89,9 @@ func (cn *Node) Forward(ctx context.Context, tree, verb string, req, out any) er
 			return fmt.Errorf("%w: %s (its lease is held by %q)", cluster.ErrNoOwner, tree, holder)
 		}
 		if err != nil {
-			holder = "" // unknown: any change of the lease ends the wait
+			holder, rev = "", 0 // unknown: any change of the lease ends the wait
 		}
-		w.holder.Store(&holder)
+		w.address(holder, rev)
 		rctx, cancel := context.WithCancelCause(ctx)
 		go func() {
 			select {
@@ -112,16 +112,35 @@ func (cn *Node) Forward(ctx context.Context, tree, verb string, req, out any) er
 	return err
 }
 
-// leaseWaiter is told when a tree's lease changes hands or goes.
+// leaseWaiter is told when a tree's lease changes hands or goes after
+// the read of the lease its request was sent by.
+//
+// The waiter is registered before the lease is read (so no change
+// after the read is missed), and the lease watch may report a change
+// late: a change can reach the waiter that the read already reflects
+// (the holder's own renewal, every third of the TTL, seen between the
+// registration and the read; a dead owner's lease or its expiry, seen
+// once its successor holds the lease and the request went there). Such
+// a change is not a move: the request went to the right node, which
+// may be carrying it out, and sending it again would carry it out twice
+// (a submit's second copy is refused turn_in_flight by its first). The
+// lease's revision tells them apart: a change at or before the revision
+// read is old news.
 type leaseWaiter struct {
-	cn     *Node
-	tree   string
-	holder atomic.Pointer[string] // the holder the request went to ("" unknown)
-	moved  chan struct{}
-	once   sync.Once
+	cn    *Node
+	tree  string
+	moved chan struct{}
+	once  sync.Once
+
+	// Guarded by cn.waitMu.
+	addressed bool
+	holder    string                // the holder the request went to ("" unknown)
+	rev       uint64                // the lease's revision read (0 unknown)
+	early     []cluster.LeaseChange // changes seen before the read was addressed
 }
 
-// watchLease registers a waiter for tree's next change of hands.
+// watchLease registers a waiter for tree's next change of hands; address
+// tells it where the request went.
 func (cn *Node) watchLease(tree string) *leaseWaiter {
 	w := &leaseWaiter{cn: cn, tree: tree, moved: make(chan struct{})}
 	cn.waitMu.Lock()
@@ -136,6 +155,32 @@ func (cn *Node) watchLease(tree string) *leaseWaiter {
 	return w
 }
 
+// address records the lease read the request is sent by: its holder and
+// revision ("" and 0 when unknown). The changes seen since the waiter
+// was registered are judged against it.
+func (w *leaseWaiter) address(holder string, rev uint64) {
+	w.cn.waitMu.Lock()
+	defer w.cn.waitMu.Unlock()
+	w.addressed, w.holder, w.rev = true, holder, rev
+	for _, c := range w.early {
+		w.judge(c)
+	}
+	w.early = nil
+}
+
+// judge ends the wait if c moved the lease away from the node the
+// request went to: a change after the revision read that leaves the
+// lease free or to another node (a renewal by that node is no move).
+// cn.waitMu is held.
+func (w *leaseWaiter) judge(c cluster.LeaseChange) {
+	if w.rev != 0 && c.Revision != 0 && c.Revision <= w.rev {
+		return
+	}
+	if w.holder == "" || c.Holder == "" || c.Holder != w.holder {
+		w.once.Do(func() { close(w.moved) })
+	}
+}
+
 // stop unregisters the waiter.
 func (w *leaseWaiter) stop() {
 	cn := w.cn
@@ -147,14 +192,16 @@ func (w *leaseWaiter) stop() {
 	cn.waitMu.Unlock()
 }
 
-// leaseChanged tells the waiters of tree that its lease is now held by
-// holder ("" gone), unless that is the node they sent to (a renewal).
-func (cn *Node) leaseChanged(tree, holder string) {
+// leaseChanged tells the waiters of c's tree that its lease changed
+// (see leaseWaiter.judge).
+func (cn *Node) leaseChanged(c cluster.LeaseChange) {
 	cn.waitMu.Lock()
 	defer cn.waitMu.Unlock()
-	for w := range cn.waiters[tree] {
-		if sent := w.holder.Load(); holder == "" || sent == nil || *sent == "" || *sent != holder {
-			w.once.Do(func() { close(w.moved) })
+	for w := range cn.waiters[c.Tree] {
+		if !w.addressed {
+			w.early = append(w.early, c)
+			continue
 		}
+		w.judge(c)
 	}
 }

@@ -332,10 +332,14 @@ func eventsAfter(t *testing.T, natsURL, tree string, seq uint64) int {
 }
 
 // submitAfterFailover submits a turn to a node right after a failover.
-// A node whose view of the tree's lease or log still lags the takeover
-// (a loaded machine) may answer 409 turn_in_flight for a moment: the
-// submit is tried again for up to 10 s, each refusal logged with its
-// body, and the test fails if it is never accepted.
+// It once got 409 turn_in_flight on a loaded machine: the forwarding
+// node took a lease change its watch reported around its read of the
+// lease (the new owner's renewal) for a move and sent the submit again,
+// and the owner refused the second copy for the first one's turn
+// (fixed in clusternode's routing: only a change after the lease read
+// counts). A 409 is still tried again for up to 10 s, each refusal
+// logged with its body, so that a regression shows in the log without
+// failing a loaded CI run; the test fails if it is never accepted.
 func submitAfterFailover(t *testing.T, h *servertest.Harness, sid, content string) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
