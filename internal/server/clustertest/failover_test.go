@@ -209,9 +209,12 @@ func ownerKilledMidTurn(t *testing.T, url string, per [3]string) {
 	if owner == "node-c" {
 		newOwner = c
 	}
-	if st, err := newOwner.Server.Store.Turn(t.Context(), next); err != nil || st.Status != store.TurnCompleted {
-		t.Fatalf("the new owner's turn row: %+v, %v", st, err)
-	}
+	// A client may see turn.completed before the owner's projection
+	// applied it to the owner's store: wait for the row.
+	servertest.WaitFor(t, "the new owner's turn row completed", func() bool {
+		st, err := newOwner.Server.Store.Turn(t.Context(), next)
+		return err == nil && st.Status == store.TurnCompleted
+	})
 	if st, err := newOwner.Server.Store.Turn(t.Context(), turn); err != nil || st.Status != store.TurnCancelled || st.Reason != protocol.CancelReasonOwnerLost {
 		t.Fatalf("the interrupted turn's row: %+v, %v", st, err)
 	}
