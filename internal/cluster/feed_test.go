@@ -58,7 +58,13 @@ func TestFeedRunsWhileTheTreeHasClients(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitForWithin(t, 10*time.Second, cond)
+}
+
+// waitForWithin polls cond until it holds or d passes.
+func waitForWithin(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met in time")
