@@ -247,7 +247,12 @@ func TestWindowReplayEqualsStore(t *testing.T) {
 				att, reads := w.replay(w.sid, sub)
 				want := expect(w.truth(), treeMatcher(m, workers, w.sid), since, att.Seam)
 				sameEvents(rt, fmt.Sprintf("replay since %s (%s, workers %v, window covers: %v)", since, m.name, workers, memory), att.Replay, want)
-				if memory && reads != 0 {
+				// The subscription's own bus.subscriber_registered can enter
+				// the planner's window while the replay runs and move its
+				// floor past the cursor (a small window): then reading the
+				// store was right. Windows only lose old events here, so a
+				// cursor still covered after the replay was covered all along.
+				if memory && reads != 0 && w.covered(since, sessions...) {
 					rt.Fatalf("a cursor every window covers read the store %d times", reads)
 				}
 			}
