@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/natstest"
 )
@@ -40,15 +37,7 @@ const routeTree = "sess_route_fixture"
 func newRouteFixture(t *testing.T) *routeFixture {
 	t.Helper()
 	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.Connect(t, srv.URL)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -63,6 +52,7 @@ func newRouteFixture(t *testing.T) *routeFixture {
 		received: make(chan struct{}, 16), gate: make(chan struct{})}
 	f.cn = &Node{name: "node-c", logger: logger, nc: nc, leases: open("node-c"), router: cluster.NewRouter(nc, 0, logger)}
 	wctx, wcancel := context.WithCancel(context.Background())
+	var err error
 	if f.watch, err = f.cn.leases.Watch(wctx); err != nil {
 		t.Fatal(err)
 	}

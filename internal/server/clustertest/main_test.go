@@ -65,16 +65,7 @@ func node(t *testing.T, natsURL, name string) *servertest.Harness {
 // when the test ends.
 func natsClient(t testing.TB, natsURL string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
+	return natstest.Connect(t, natsURL)
 }
 
 // openLog opens the nodes' log for a test, with nc from natsClient.
