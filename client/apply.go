@@ -199,6 +199,7 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 			Result     string          `json:"result"`
 			ErrorClass string          `json:"error_class"`
 			Message    string          `json:"message"`
+			ExitCode   *int            `json:"exit_code"`
 		}
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return err
@@ -216,6 +217,9 @@ func (v *View) apply(ev *protocol.EventEnvelope) error {
 			}
 		case protocol.EventToolCompleted:
 			tc.Status, tc.Summary, tc.Result = "completed", p.Summary, p.Result
+			if p.ExitCode != nil {
+				tc.ExitCode = p.ExitCode
+			}
 		case protocol.EventToolFailed:
 			tc.Status, tc.ErrorClass, tc.Error = "failed", p.ErrorClass, p.Message
 			if p.ErrorClass == "cancelled" {

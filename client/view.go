@@ -106,6 +106,10 @@ type ToolCall struct {
 	Result     string          `json:"result,omitempty"`
 	ErrorClass string          `json:"error_class,omitempty"`
 	Error      string          `json:"error,omitempty"`
+	// ExitCode is a foreground shell command's exit code: tool.completed's
+	// exit_code live, or the stored result's "exit code: N" in a snapshot
+	// (whose messages carry no exit_code). Non-zero: the command failed.
+	ExitCode *int `json:"exit_code,omitempty"`
 }
 
 // Worker is a delegation seen on the stream.
@@ -245,6 +249,8 @@ func (v *View) indexTools(blocks []*Block) {
 				tc.Status = "completed"
 				if b.IsError {
 					tc.Status, tc.Error = "failed", b.Content
+				} else if code, ok := protocol.ShellExitCode(b.Content); ok && tc.Name == "shell" {
+					tc.ExitCode = &code
 				}
 			}
 		}

@@ -49,3 +49,50 @@ func TestPrependMessagesLoadsOlderPages(t *testing.T) {
 		t.Fatalf("a page seen twice added %d (now %d messages)", n, len(v.Messages))
 	}
 }
+
+// TestShellExitCodeLiveAndFromASnapshot: a shell call's exit code comes
+// from tool.completed's exit_code live and, from a snapshot (whose
+// stored results carry no exit_code), from the result's first line;
+// other tools and a result that is not a shell result have none.
+func TestShellExitCodeLiveAndFromASnapshot(t *testing.T) {
+	v := client.NewView(nil)
+	v.ApplySnapshot(&protocol.Snapshot{
+		Session: json.RawMessage(`{"id":"sess_1"}`),
+		Messages: []json.RawMessage{
+			json.RawMessage(`{"id":"m1","role":"assistant","turn_id":"t1","status":"complete","content":[` +
+				`{"type":"tool_use","id":"tu1","name":"shell","input":{"command":"exit 3"}},` +
+				`{"type":"tool_use","id":"tu2","name":"shell","input":{"command":"true"}},` +
+				`{"type":"tool_use","id":"tu3","name":"shell","input":{"command":"sleep 9","background":true}},` +
+				`{"type":"tool_use","id":"tu4","name":"read_file","input":{"path":"x"}}]}`),
+			json.RawMessage(`{"id":"m2","role":"tool","turn_id":"t1","status":"complete","content":[` +
+				`{"type":"tool_result","tool_use_id":"tu1","content":"exit code: 3\nstdout:\nstderr:\noops\n"},` +
+				`{"type":"tool_result","tool_use_id":"tu2","content":"exit code: 0\nstdout:\nstderr:\n"},` +
+				`{"type":"tool_result","tool_use_id":"tu3","content":"started in the background as bg_1"},` +
+				`{"type":"tool_result","tool_use_id":"tu4","content":"exit code: 1\n"}]}`),
+		},
+		SnapshotAtEventID: "evt_0009",
+	})
+	code := func(id string) any {
+		if c := v.Tools[id].ExitCode; c != nil {
+			return *c
+		}
+		return nil
+	}
+	for id, want := range map[string]any{"tu1": 3, "tu2": 0, "tu3": nil, "tu4": nil} {
+		if got := code(id); got != want {
+			t.Errorf("%s: exit code %v, want %v", id, got, want)
+		}
+	}
+	turn := "t2"
+	for _, ev := range []struct{ typ, payload string }{
+		{"tool.called", `{"tool_use_id":"tu5","tool_name":"shell","input":{"command":"false"}}`},
+		{"tool.completed", `{"tool_use_id":"tu5","tool_name":"shell","summary":"exit 1 in 2ms","result":"exit code: 1\nstdout:\nstderr:\n","exit_code":1}`},
+	} {
+		if !v.Apply(&protocol.EventEnvelope{ID: "evt_" + ev.typ, Type: ev.typ, SessionID: "sess_1", TurnID: &turn, Payload: json.RawMessage(ev.payload)}) {
+			t.Fatalf("%s not applied", ev.typ)
+		}
+	}
+	if got := code("tu5"); got != 1 {
+		t.Fatalf("live exit code %v, want 1", got)
+	}
+}

@@ -14,7 +14,9 @@
 //     (httperrors.go), and the stream's error and close codes and close
 //     reasons (frames.go);
 //   - the roles, statuses and block types of the canonical message
-//     (message.go).
+//     (message.go);
+//   - the shell tool's result text and how to split it into exit code,
+//     stdout and stderr (shellresult.go).
 //
 // Each wire name is spelled once, here; the server's packages use these
 // constants (internal/event aliases the event names for the core).

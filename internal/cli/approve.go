@@ -140,7 +140,7 @@ func (a *approver) answer(ctx context.Context, p client.PendingApproval) {
 func (a *approver) ask(ctx context.Context, p client.PendingApproval, what string) (protocol.ApprovalAnswer, bool) {
 	fmt.Fprintf(a.env.Stderr, "\n[approval] %s\n", what)
 	if p.Reason != "" {
-		fmt.Fprintf(a.env.Stderr, "  why it asks: %s\n", p.Reason)
+		fmt.Fprintf(a.env.Stderr, "  why it asks: %s\n", Printable(p.Reason))
 	}
 	session := ""
 	if len(p.SessionRules) > 0 {
@@ -188,5 +188,5 @@ func (a *approver) describe(p client.PendingApproval) string {
 	if p.SessionID != "" && p.SessionID != a.sid {
 		s += " (worker " + p.SessionID + ")"
 	}
-	return s
+	return Printable(s) // the whole command, nothing hidden by an escape sequence
 }

@@ -13,7 +13,8 @@ import (
 // chatPrinter prints a session's events as a chat: the user's messages,
 // the answer's text as it streams, one line per tool call and outcome,
 // approvals, workers and each turn's end. Deltas other than text are
-// summed up, never printed raw. It is metis tail's default view.
+// summed up, never printed raw. It is metis tail's default view. What
+// it prints from the stream is made Printable.
 type chatPrinter struct {
 	w        io.Writer
 	session  string          // the session tailed: other sessions' lines (workers) are marked
@@ -31,7 +32,7 @@ func (p *chatPrinter) line(ev *protocol.EventEnvelope, format string, args ...an
 		fmt.Fprintln(p.w)
 		p.midLine = false
 	}
-	s := fmt.Sprintf(format, args...)
+	s := Printable(fmt.Sprintf(format, args...))
 	if ev != nil && ev.SessionID != p.session {
 		s = "[" + ev.SessionID + "] " + s
 	}
@@ -43,6 +44,7 @@ func (p *chatPrinter) text(s string) {
 	if s == "" {
 		return
 	}
+	s = Printable(s)
 	fmt.Fprint(p.w, s)
 	p.midLine = !strings.HasSuffix(s, "\n")
 }

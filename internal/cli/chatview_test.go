@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 
+	"github.com/metis-agent/metis/client"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -54,5 +56,56 @@ Running the tests.
 `
 	if got := out.String(); got != want {
 		t.Fatalf("chat view:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestChatViewCannotDriveTheTerminal: what the stream carries (a model's
+// text, a command line, a tool's summary) reaches the terminal without
+// its escape sequences and control characters; line breaks stay.
+func TestChatViewCannotDriveTheTerminal(t *testing.T) {
+	var out bytes.Buffer
+	p := newChatPrinter(&out, "sess_a")
+	ev := func(typ string, payload any) {
+		raw, _ := json.Marshal(payload)
+		p.event(&protocol.EventEnvelope{SessionID: "sess_a", Type: typ, Payload: raw})
+	}
+	ev("text.delta", map[string]any{"message_id": "m1", "text": "copy\x1b]52;c;cm0gLXJmIH4K\x07 this\n"})
+	ev("approval.requested", map[string]any{"tool_name": "shell", "targets": []string{"rm -rf ~ \x1b[2K\recho hi"}, "reason": "asks"})
+	ev("tool.completed", map[string]any{"tool_name": "shell", "summary": "exit 0 in 1ms\x1b[1A\x9b2J"})
+	want := "copy this\n⏸ shell waits for approval: rm -rf ~ echo hi (asks) — answer in the TUI, the dashboard or metis send\n  ✓ exit 0 in 1ms\uFFFD2J\n" // the JSON encoder made the lone 0x9b U+FFFD
+	if got := out.String(); got != want {
+		t.Fatalf("printed %q\nwant    %q", got, want)
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain\ttext\n":             "plain\ttext\n",
+		"\x1b[31mred\x1b[0m":        "red",
+		"bell\x07 and \x00nul":      "bell and nul",
+		"osc\x1b]0;title\x07 done":  "osc done",
+		"c1 \u009b31m csi":          "c1 31m csi",
+		"bad \xff\x9b utf-8":        "bad \uFFFD utf-8",
+		"del\x7f and cr\r\nnewline": "del and cr\nnewline",
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSendApprovalShowsTheWholeCommand: metis send's approval question
+// (on the terminal) and its notes show a command made Printable.
+func TestSendApprovalShowsTheWholeCommand(t *testing.T) {
+	a := &approver{sid: "sess_a"}
+	got := a.describe(client.PendingApproval{ToolName: "shell", Targets: []string{"rm -rf ~ \x1b[2K\recho hi"}})
+	if got != "shell: rm -rf ~ echo hi" {
+		t.Fatalf("describe = %q", got)
+	}
+	var errBuf bytes.Buffer
+	printEvent(Env{Stderr: &errBuf, Stdout: io.Discard}, protocol.EventToolFailed,
+		json.RawMessage(`{"tool_name":"read_file","error_class":"tool_error","message":"no \u001b]52;c;eA==\u0007file"}`))
+	if got := errBuf.String(); got != "[tool read_file failed: tool_error: no file]\n" {
+		t.Fatalf("note %q", got)
 	}
 }

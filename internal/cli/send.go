@@ -127,18 +127,25 @@ func printEvent(env Env, typ protocol.EventType, payload json.RawMessage) {
 		fmt.Fprintln(env.Stdout)
 	case protocol.EventToolCalled:
 		in, _ := json.Marshal(p["input"])
-		fmt.Fprintf(env.Stderr, "[tool %v %s]\n", p["tool_name"], in)
+		note(env, "[tool %v %s]\n", p["tool_name"], in)
 	case protocol.EventToolFailed:
-		fmt.Fprintf(env.Stderr, "[tool %v failed: %v: %v]\n", p["tool_name"], p["error_class"], p["message"])
+		note(env, "[tool %v failed: %v: %v]\n", p["tool_name"], p["error_class"], p["message"])
 	case protocol.EventLLMCallFailed:
-		fmt.Fprintf(env.Stderr, "[model error %v: %v]\n", p["error_class"], p["message"])
+		note(env, "[model error %v: %v]\n", p["error_class"], p["message"])
 	case protocol.EventApprovalResolved:
-		fmt.Fprintf(env.Stderr, "[approval %v: %v (%v)]\n", p["approval_id"], p["decision"], p["reason"])
+		note(env, "[approval %v: %v (%v)]\n", p["approval_id"], p["decision"], p["reason"])
 	case protocol.EventTurnCancelled:
-		fmt.Fprintf(env.Stderr, "[cancelled: %v]\n", p["reason"])
+		note(env, "[cancelled: %v]\n", p["reason"])
 	case protocol.EventDelegateStarted:
-		fmt.Fprintf(env.Stderr, "[worker %v: %v]\n", p["worker_session_id"], p["task"])
+		note(env, "[worker %v: %v]\n", p["worker_session_id"], p["task"])
 	}
+}
+
+// note prints a line about the turn on stderr (the terminal, when a
+// person runs metis send), made Printable; the answer on stdout stays as
+// the model wrote it, for scripts that save it.
+func note(env Env, format string, args ...any) {
+	fmt.Fprint(env.Stderr, Printable(fmt.Sprintf(format, args...)))
 }
 
 // submitTimeout bounds metis send's submit.

@@ -215,25 +215,12 @@ func stopGroup(pgid int, grace time.Duration, waited <-chan error) error {
 }
 
 func shellOutput(code int, err error, stdout, stderr *capped, took time.Duration) Result {
-	var b strings.Builder
-	fmt.Fprintf(&b, "exit code: %d\n", code)
+	r := protocol.ShellResult{ExitCode: code}
 	if errors.Is(err, exec.ErrWaitDelay) {
-		b.WriteString("note: a background process kept the output open; it was closed after the command exited\n")
+		r.Notes = append(r.Notes, "a background process kept the output open; it was closed after the command exited")
 	}
-	for _, o := range []struct {
-		name string
-		c    *capped
-	}{{"stdout", stdout}, {"stderr", stderr}} {
-		text, cut := o.c.result()
-		fmt.Fprintf(&b, "%s:\n%s", o.name, text)
-		if !strings.HasSuffix(text, "\n") && text != "" {
-			b.WriteByte('\n')
-		}
-		if cut > 0 {
-			fmt.Fprintf(&b, "[%s truncated: %d more bytes not shown]\n", o.name, cut)
-		}
-	}
-	return Result{Content: b.String(), Summary: fmt.Sprintf("exit %d in %s", code, took.Round(time.Millisecond))}
+	r.Stdout, r.Stderr = stdout.shown("stdout"), stderr.shown("stderr")
+	return Result{Content: r.String(), Summary: fmt.Sprintf("exit %d in %s", code, took.Round(time.Millisecond))}
 }
 
 // capped keeps the first max bytes written and counts the rest.
@@ -257,8 +244,19 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (c *capped) result() (string, int) {
+// shown is what the result shows of the stream called name: its text,
+// ending in a newline when not empty, and a line saying how much was
+// cut when the command printed more than the limit. Bytes that are not
+// UTF-8 are replaced.
+func (c *capped) shown(name string) string {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return strings.ToValidUTF8(c.buf.String(), "\uFFFD"), c.dropped
+	text, cut := strings.ToValidUTF8(c.buf.String(), "\uFFFD"), c.dropped
+	c.mu.Unlock()
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	if cut > 0 {
+		text += fmt.Sprintf("[%s truncated: %d more bytes not shown]\n", name, cut)
+	}
+	return text
 }

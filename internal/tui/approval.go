@@ -113,11 +113,12 @@ func (m *Model) approved(msg approvedMsg) {
 	}
 }
 
-// approvalTarget is what a request is about, on one line: "$ command",
-// the paths, or the tool's input.
+// approvalTarget is what a request is about: "$ command", the paths, or
+// the tool's input, made printable (a sequence that erases the line must
+// not hide part of a command the user is asked about).
 func approvalTarget(p *client.PendingApproval) string {
 	if len(p.Targets) > 0 {
-		t := strings.Join(p.Targets, ", ")
+		t := printableLines(strings.Join(p.Targets, ", "))
 		if p.Kind == "execute" || p.ToolName == "shell" {
 			return "$ " + t
 		}
@@ -137,7 +138,7 @@ func (m *Model) approvalCard(p *client.PendingApproval, width int) string {
 		who += " (worker " + p.SessionID + ")"
 	}
 	b = append(b, st.warn.Render("⏸ "+who+" waits for your approval"))
-	b = append(b, wrap(approvalTarget(p), inner))
+	b = append(b, wrapText(approvalTarget(p), inner))
 	if change := proposedChange(p.ToolName, p.Input); change != "" {
 		limit := diffLinesCollapsed
 		if m.expanded {
@@ -146,7 +147,7 @@ func (m *Model) approvalCard(p *client.PendingApproval, width int) string {
 		b = append(b, m.renderDiff(change, limit, inner))
 	}
 	if p.Reason != "" {
-		b = append(b, st.faint.Render(wrap("asks because: "+p.Reason, inner)))
+		b = append(b, st.faint.Render(wrapText("asks because: "+p.Reason, inner)))
 	}
 	b = append(b, m.approvalKeys(inner))
 	return st.prompt.Width(width).Render(strings.Join(b, "\n"))

@@ -31,7 +31,7 @@ func (m *Model) renderDiff(diff string, limit, width int) string {
 			out = append(out, st.faint.Render(more))
 			break
 		}
-		l = ansi.Truncate(strings.ReplaceAll(l, "\t", "    "), width, "…")
+		l = ansi.Truncate(printable(l), width, "…")
 		switch {
 		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), strings.HasPrefix(l, "diff "):
 			out = append(out, st.diffFile.Render(l))

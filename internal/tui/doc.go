@@ -7,7 +7,10 @@
 // It owns the Bubble Tea program and everything it renders: the model
 // (model.go), its update loop (update.go, keys.go), the frame pacing that
 // batches a fast stream into one render per frame (feed.go), the
-// conversation rendering (render.go, markdown.go, diff.go), paging in
+// conversation rendering (render.go, markdown.go, diff.go, result.go: a
+// finished tool call's result, a shell command's output without the
+// result's labels), everything from the stream made printable so that
+// no escape sequence in it drives the terminal, paging in
 // messages older than the snapshot's (history.go), the screen layout
 // (view.go, inspector.go), the help and key hints (help.go), the slash
 // commands it handles itself (commands.go), the session picker
@@ -17,7 +20,7 @@
 // the queue panel), /undo, /redo and /fork (undo.go), the MCP servers'
 // mark and the background commands (servers.go), the lines events make
 // between the messages (notes.go) and what it keeps from the events
-// beyond the client's View: diffs, exit codes, turn totals, the context
+// beyond the client's View: diffs, turn totals, the context
 // gauge, compactions (stats.go), the title asked of the server
 // (title.go) and a running command's live output (liveoutput.go). Run
 // (run.go) finds the

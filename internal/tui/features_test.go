@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +213,99 @@ func TestFailedCommandIsMarkedAsAFailure(t *testing.T) {
 	h.frame()
 	h.contains("✗ exit 3 in 5ms", "oops", "✓ exit 0 in 4ms")
 	h.lacks("✓ exit 3")
+}
+
+// A shell call shows the command's output itself: stdout, then stderr
+// in red, without the tool's "stdout:" and "stderr:" labels; expanded,
+// more of it.
+func TestShellResultShowsTheOutputWithoutLabels(t *testing.T) {
+	h := newHarness(t)
+	h.turnStarted("turn_1", "run")
+	h.messageStart("turn_1", "msg_a")
+	h.complete("turn_1", "msg_a", "tool_use", toolBlock("tu_1", "shell", map[string]string{"command": "make"}))
+	code := 2
+	h.event("tool.completed", "turn_1", map[string]any{"tool_use_id": "tu_1", "tool_name": "shell", "summary": "exit 2 in 9ms",
+		"result": "exit code: 2\nstdout:\nbuilding\nstderr:\nmain.go:3: undefined: x\n", "exit_code": code})
+	h.frame()
+	h.contains("✗ exit 2 in 9ms", "    building", "    main.go:3: undefined: x")
+	h.lacks("stdout:", "stderr:", "exit code:")
+	if l := h.line("main.go:3: undefined"); !strings.Contains(l, "\x1b[") || l == h.line("building") {
+		t.Fatalf("stderr is not marked apart from stdout: %q", l)
+	}
+}
+
+// A TUI started on a session that already ran commands (a snapshot: no
+// summaries, no exit_code) shows them as it did live: "exit N", red and
+// with its output when the command failed.
+func TestRestartedTUIShowsAStoredShellResultAsLive(t *testing.T) {
+	h := newHarness(t)
+	v := client.NewView(nil)
+	v.ApplySnapshot(&protocol.Snapshot{
+		Session: []byte(`{"id":"` + testSession + `","active_model":"builtin:demo"}`),
+		Messages: []json.RawMessage{
+			json.RawMessage(`{"id":"m1","role":"user","turn_id":"t1","status":"complete","content":[{"type":"text","text":"run them"}]}`),
+			json.RawMessage(`{"id":"m2","role":"assistant","turn_id":"t1","status":"complete","content":[` +
+				`{"type":"tool_use","id":"tu1","name":"shell","input":{"command":"go vet"}},` +
+				`{"type":"tool_use","id":"tu2","name":"shell","input":{"command":"true"}}]}`),
+			json.RawMessage(`{"id":"m3","role":"tool","turn_id":"t1","status":"complete","content":[` +
+				`{"type":"tool_result","tool_use_id":"tu1","content":"exit code: 1\nstdout:\nstderr:\nvet: bad printf\n"},` +
+				`{"type":"tool_result","tool_use_id":"tu2","content":"exit code: 0\nstdout:\nstderr:\n"}]}`),
+		},
+		SnapshotAtEventID: "evt_00000000000000000000000009",
+	})
+	h.update(client.Update{Kind: client.Subscribed, View: v})
+	h.frame()
+	h.contains("✗ exit 1", "    vet: bad printf", "✓ exit 0 · no output")
+	h.lacks("exit code:", "stderr:")
+}
+
+// What a tool returned never drives the terminal: escape sequences in a
+// command's output, a file's text or an error are dropped on the way to
+// the screen (an OSC 52 sequence would set the user's clipboard, a
+// cursor move would draw over the screen).
+func TestToolOutputCannotDriveTheTerminal(t *testing.T) {
+	h := newHarness(t)
+	h.turnStarted("turn_1", "run")
+	h.messageStart("turn_1", "msg_a")
+	h.complete("turn_1", "msg_a", "tool_use", toolBlock("tu_1", "shell", map[string]string{"command": "cat evil\x1b[2J"}),
+		toolBlock("tu_2", "read_file", map[string]string{"path": "evil"}), toolBlock("tu_3", "read_file", map[string]string{"path": "gone"}))
+	osc := "\x1b]52;c;cm0gLXJmIH4K\x07"
+	h.event("tool.completed", "turn_1", map[string]any{"tool_use_id": "tu_1", "tool_name": "shell", "summary": "exit 1 in 1ms" + osc,
+		"result": "exit code: 1\nstdout:\nhi" + osc + "\x1b[Hthere\nstderr:\n\x1b[31mred\x1b[0m\n", "exit_code": 1})
+	h.event("tool.completed", "turn_1", map[string]any{"tool_use_id": "tu_2", "tool_name": "read_file", "summary": "read evil", "result": "line" + osc + "\n"})
+	h.event("tool.failed", "turn_1", map[string]any{"tool_use_id": "tu_3", "tool_name": "read_file", "error_class": "tool_error", "message": "no such file" + osc})
+	h.frame()
+	h.key(ctrlO)
+	raw := h.raw()
+	for _, bad := range []string{"\x1b]52", "\x1b[H", "\x1b[2J", "\x07"} {
+		if strings.Contains(raw, bad) {
+			t.Fatalf("the screen carries %q from a tool's output:\n%q", bad, raw)
+		}
+	}
+	h.contains("hithere", "red", "no such file")
+}
+
+// Nor does what a model streams, nor a command it asks to run: an
+// approval shows the whole command, so a sequence that erases the line
+// cannot hide "rm -rf ~" behind a harmless tail.
+func TestModelTextAndApprovalsCannotDriveTheTerminal(t *testing.T) {
+	h := newHarness(t)
+	h.turnStarted("turn_1", "go")
+	h.messageStart("turn_1", "msg_a")
+	h.textDelta("turn_1", "msg_a", 0, "streaming\x1b]52;c;eA==\x07 text\x1b[1A")
+	h.frame()
+	h.contains("streaming text")
+	hidden := "rm -rf ~ \x1b[2K\recho hi"
+	h.complete("turn_1", "msg_a", "tool_use", toolBlock("tu_1", "shell", map[string]string{"command": hidden}))
+	h.approvalRequested("apr_1", "tu_1", "shell", map[string]any{"command": hidden}, hidden)
+	h.frame()
+	for _, bad := range []string{"\x1b]52", "\x1b[1A", "\x1b[2K", "\r"} {
+		if strings.Contains(h.raw(), bad) {
+			i := strings.Index(h.raw(), bad)
+			t.Fatalf("the screen carries %q from the stream: %q", bad, h.raw()[max(0, i-300):min(len(h.raw()), i+100)])
+		}
+	}
+	h.contains("$ rm -rf ~ echo hi", "waits for your approval")
 }
 
 func TestEditDiffIsShownOnTheToolCard(t *testing.T) {

@@ -64,7 +64,6 @@ type Model struct {
 	modelName   string                 // the model of the latest call
 	events      ring                   // the inspector's raw events
 	diffs       map[string]*toolDiff   // tool use id → the change a file tool made
-	exitCodes   map[string]int         // tool use id → a shell command's exit code (tool.completed)
 	live        map[string]*liveOutput // tool use id → a running command's last lines
 	turnStats   map[string]*turnStats  // turn id → its totals, once it ended
 	compactions []compactNote          // where the model's view was compacted, seen live
@@ -151,7 +150,6 @@ func newModel(ctx context.Context, api backend, f *feed, o options) *Model {
 		view:       client.NewView(discardLogger()),
 		deltas:     map[string]int{},
 		diffs:      map[string]*toolDiff{},
-		exitCodes:  map[string]int{},
 		live:       map[string]*liveOutput{},
 		turnStats:  map[string]*turnStats{},
 		imageNames: map[string]string{},

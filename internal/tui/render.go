@@ -50,7 +50,7 @@ func (m *Model) renderConversation() string {
 		if c.kind == noteWarn {
 			st = m.st.warn
 		}
-		notes[c.after] = append(notes[c.after], st.Render(wrap(c.text, w)))
+		notes[c.after] = append(notes[c.after], st.Render(wrapText(c.text, w)))
 	}
 	parts := notes[""]
 	if m.forkedFrom != "" {
@@ -90,7 +90,7 @@ func (m *Model) renderConversation() string {
 		}
 	}
 	for _, e := range orphans {
-		parts = append(parts, m.st.err.Render(wrap("✗ "+e, w)))
+		parts = append(parts, m.st.err.Render(wrapText("✗ "+e, w)))
 	}
 	if len(parts) == 0 && !m.view.HasOlder {
 		return m.st.faint.Render(wrap("No messages yet. Type below and press enter.", w))
@@ -152,7 +152,7 @@ func (r *renderer) user(msg *client.Message) string {
 		return ""
 	}
 	st := r.m.st
-	body := wrap(strings.Join(texts, "\n"), r.w-2)
+	body := wrapText(strings.Join(texts, "\n"), r.w-2)
 	lines := strings.Split(body, "\n")
 	for i, l := range lines {
 		mark := "  "
@@ -222,7 +222,7 @@ func (r *renderer) assistant(msg *client.Message) string {
 		}
 	}
 	for _, e := range r.errs[msg.ID] {
-		out = append(out, st.err.Render(wrap("✗ "+e, r.w)))
+		out = append(out, st.err.Render(wrapText("✗ "+e, r.w)))
 	}
 	return strings.Join(out, "\n")
 }
@@ -233,7 +233,7 @@ func (r *renderer) thinking(b *client.Block) string {
 		return r.m.st.thinking.Render(fmt.Sprintf("✻ thinking… (%d chars)", n))
 	}
 	head := r.m.st.thinking.Render(fmt.Sprintf("✻ thinking (%d chars)", n))
-	return head + "\n" + r.m.st.thinking.Render(indent(wrap(b.Thinking, r.w-2), "  "))
+	return head + "\n" + r.m.st.thinking.Render(indent(wrapText(b.Thinking, r.w-2), "  "))
 }
 
 // text is plain while the message streams (and when it was cut short),
@@ -247,7 +247,7 @@ func (r *renderer) text(msg *client.Message, i int, b *client.Block) string {
 			return s
 		}
 	}
-	return wrap(b.Text, r.w)
+	return wrapText(b.Text, r.w)
 }
 
 // toolUse draws "▸ name {input}" (the raw partial input while it
@@ -270,6 +270,7 @@ func (r *renderer) toolUse(msg *client.Message, b *client.Block) string {
 	} else if input != "" {
 		head += " " + input
 	}
+	head = printable(head)
 	if r.m.expanded {
 		head = wrap(head, r.w)
 	} else {
@@ -308,67 +309,12 @@ func (r *renderer) toolUse(msg *client.Message, b *client.Block) string {
 		if tc.ErrorClass != "" {
 			msg = tc.ErrorClass + ": " + msg
 		}
-		lines = append(lines, st.err.Render(indent(wrap("✗ "+firstLines(msg, 3), r.w-2), "  ")))
+		lines = append(lines, st.err.Render(indent(wrapText("✗ "+firstLines(msg, 3), r.w-2), "  ")))
 	}
 	if card != "" {
 		lines = append(lines, card)
 	}
 	return strings.Join(lines, "\n")
-}
-
-// result is "✓ summary" (or the result's first line), plus the first
-// lines of the result when expanded, and the diff of a file tool. A
-// command that exited non-zero is "✗ exit N" with its first lines.
-func (r *renderer) result(tc *client.ToolCall) string {
-	st := r.m.st
-	head := tc.Summary
-	if head == "" {
-		head = firstLines(tc.Result, 1)
-	}
-	if head == "" {
-		head = st.faint.Render("(no output)")
-	}
-	failed := r.m.exitFailed(tc)
-	mark := st.ok.Render("  ✓ ")
-	if failed {
-		mark = st.err.Render("  ✗ ")
-		head = st.err.Render(head)
-	}
-	out := mark + ansi.Truncate(head, r.w-4, "…")
-	switch {
-	case r.m.expanded && tc.Result != "":
-		out += "\n" + st.faint.Render(indent(truncateLines(firstLines(tc.Result, resultLinesExpanded), r.w-4), "    "))
-	case failed && tc.Result != "":
-		out += "\n" + st.faint.Render(indent(truncateLines(firstLines(tc.Result, 4), r.w-4), "    "))
-	}
-	if d := r.m.diffs[tc.ID]; d != nil && d.diff != "" {
-		limit := diffLinesCollapsed
-		if r.m.expanded {
-			limit = diffLinesExpanded
-		}
-		out += "\n" + indent(r.m.renderDiff(d.diff, limit, r.w-4), "    ")
-	}
-	return out
-}
-
-// exitFailed reports whether a completed shell call's command exited
-// non-zero: its tool.completed's exit_code, else (an older server) its
-// summary "exit N in …", or, from a snapshot (which holds neither), its
-// result's first line "exit code: N".
-func (m *Model) exitFailed(tc *client.ToolCall) bool {
-	if code, ok := m.exitCodes[tc.ID]; ok {
-		return code != 0
-	}
-	rest, ok := strings.CutPrefix(tc.Summary, "exit ")
-	if !ok && tc.Summary == "" {
-		rest, ok = strings.CutPrefix(tc.Result, "exit code: ")
-	}
-	if !ok {
-		return false
-	}
-	code, _, _ := strings.Cut(rest, " ")
-	code, _, _ = strings.Cut(code, "\n")
-	return code != "0" && code != ""
 }
 
 // shellCommand is the command line of a shell call ("" for other tools,
@@ -458,18 +404,24 @@ func (r *renderer) workerCard(w *client.Worker, result string) string {
 	if w.Model != "" {
 		fmt.Fprintf(&b, " (%s)", w.Model)
 	}
-	b.WriteString("\n" + wrap("task: "+w.Task, inner))
-	b.WriteString("\n" + wrap("status: "+state, inner))
+	b.WriteString("\n" + wrapText("task: "+w.Task, inner))
+	b.WriteString("\n" + wrapText("status: "+state, inner))
 	if w.CostUSD > 0 {
 		fmt.Fprintf(&b, "\ncost: $%.4f", w.CostUSD)
 	}
 	if result != "" {
-		b.WriteString("\n" + truncateLines(firstLines(result, resultLinesExpanded), inner))
+		b.WriteString("\n" + truncateLines(printableLines(firstLines(result, resultLinesExpanded)), inner))
 	}
 	return st.card.Width(r.w).Render(b.String())
 }
 
-// wrap word-wraps s to width, breaking long words.
+// wrapText word-wraps text that came from the stream (a model's, a
+// tool's or a user's) after making each line printable: escape
+// sequences and control characters in it must not drive the terminal.
+func wrapText(s string, width int) string { return wrap(printableLines(s), width) }
+
+// wrap word-wraps s to width, breaking long words. s may be styled;
+// text from the stream goes through wrapText.
 func wrap(s string, width int) string {
 	if width <= 0 {
 		return s
@@ -502,7 +454,9 @@ func truncateLines(s string, width int) string {
 	return strings.Join(lines, "\n")
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine is s made printable (printable) on one line, runs of spaces
+// folded.
+func oneLine(s string) string { return strings.Join(strings.Fields(printable(s)), " ") }
 
 // compactJSON is raw JSON on one line ("" when empty).
 func compactJSON(raw json.RawMessage) string {

@@ -52,9 +52,6 @@ func (m *Model) observeMore(ev *protocol.EventEnvelope) {
 		if p.Diff != "" || len(p.Paths) > 0 {
 			m.diffs[p.ToolUseID] = &toolDiff{paths: p.Paths, diff: p.Diff, truncated: p.DiffTruncated}
 		}
-		if p.ExitCode != nil {
-			m.exitCodes[p.ToolUseID] = *p.ExitCode
-		}
 	case protocol.EventTurnCompleted, protocol.EventTurnCancelled:
 		if ev.SessionID != m.sessionID {
 			return // a worker's

@@ -99,7 +99,7 @@ func (m *Model) mainView() string {
 func (m *Model) headerView() string {
 	h := "metis"
 	if m.title != "" {
-		h += " · " + m.title
+		h += " · " + oneLine(m.title)
 	}
 	if m.archived {
 		h += " (archived)"
@@ -136,7 +136,7 @@ func (m *Model) activityView() string {
 		s = st.warn.Render("⏸ denying: type why below (optional, the model is told) — enter denies · esc goes back")
 	case m.pending() != nil:
 		p := m.pending()
-		s = st.warn.Render("⏸ waiting for you: " + p.ToolName + " " + approvalTarget(p) + " — y allow · a allow for the session · n deny")
+		s = st.warn.Render("⏸ waiting for you: " + p.ToolName + " " + oneLine(approvalTarget(p)) + " — y allow · a allow for the session · n deny")
 	case m.compacting:
 		s = st.activity.Render(spinner(m.spin) + " compacting the conversation…")
 	case m.currentTurn() != "" || m.submitting:

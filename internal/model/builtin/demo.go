@@ -44,6 +44,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/message"
 	"github.com/metis-agent/metis/internal/model"
+	"github.com/metis-agent/metis/protocol"
 )
 
 // Provider is the provider name of the demo model.
@@ -234,8 +235,9 @@ func (s *streamer) summarise(prompt string, results message.Message, first bool)
 			fmt.Fprintf(&b, "The tool returned %s. ", seeImages(r.Images))
 			continue
 		}
-		if code, stdout, stderr, ok := shellResult(r.Content); ok {
-			fmt.Fprintf(&b, "The command exited with code %s", code)
+		if sr, ok := protocol.ParseShellResult(r.Content); ok {
+			stdout, stderr := sr.Stdout, sr.Stderr
+			fmt.Fprintf(&b, "The command exited with code %d", sr.ExitCode)
 			if stdout == "" && stderr == "" {
 				b.WriteString(" and printed nothing")
 			}
@@ -275,41 +277,6 @@ func someLines(text string) string {
 		noun = "line"
 	}
 	return fmt.Sprintf("%d %s, starting with: %s", len(lines), noun, strings.Join(shown, ", "))
-}
-
-// shellResult splits the shell tool's result ("exit code: N", perhaps
-// "note:" lines, then "stdout:" and "stderr:" sections), ok false when
-// the text is not one or the split is ambiguous.
-func shellResult(content string) (code, stdout, stderr string, ok bool) {
-	rest, found := strings.CutPrefix(content, "exit code: ")
-	if !found {
-		return "", "", "", false
-	}
-	code, rest, found = strings.Cut(rest, "\n")
-	if !found {
-		return "", "", "", false
-	}
-	for strings.HasPrefix(rest, "note: ") {
-		if _, rest, found = strings.Cut(rest, "\n"); !found {
-			return "", "", "", false
-		}
-	}
-	if rest, found = strings.CutPrefix(rest, "stdout:\n"); !found {
-		return "", "", "", false
-	}
-	at := -1
-	for i := 0; i < len(rest); i++ {
-		if (i == 0 || rest[i-1] == '\n') && strings.HasPrefix(rest[i:], "stderr:\n") {
-			if at >= 0 {
-				return "", "", "", false
-			}
-			at = i
-		}
-	}
-	if at < 0 {
-		return "", "", "", false
-	}
-	return code, rest[:at], rest[at+len("stderr:\n"):], true
 }
 
 // Guide is the demo model's answer to /help and /demo, and the end of

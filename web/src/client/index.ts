@@ -174,4 +174,6 @@ export { View, TOOL_AWAITING_APPROVAL } from './view';
 export type { Json } from './decode';
 export type { ViewMessage, ViewBlock, ToolCall, Worker, TurnState, ViewUsage, TurnInfo, ContextState } from './view';
 export { Follower, backoffDelay, wireFilter } from './follower';
+export { parseShellResult, shellExitCode } from './shellresult';
+export type { ShellResult } from './shellresult';
 export type { ConnState, StateInfo, FollowerOptions, FollowerFilter } from './follower';

@@ -6,6 +6,7 @@
 
 import { isEventType } from './protocol.gen';
 import { Reader, jsonEqual, type Json } from './decode';
+import { shellExitCode } from './shellresult';
 import type { PendingApproval, QueuedTurn, RawEnvelope, SessionSummary, Snapshot } from './protocol.gen';
 
 export type { Json };
@@ -490,8 +491,8 @@ export class View {
           } else if (t.name === 'shell') {
             // A stored shell result begins with its exit code (the
             // snapshot's messages carry no tool.completed exit_code).
-            const code = /^exit code: (-?\d+)\n/.exec(b.content);
-            if (code) t.exit_code = Number(code[1]);
+            const code = shellExitCode(b.content);
+            if (code !== undefined) t.exit_code = code;
           }
         }
       }
@@ -995,6 +996,7 @@ function toolJSON(t: ToolCall): Record<string, unknown> {
   };
   omitEmpty(o, ['summary', 'result', 'error_class', 'error']);
   if (t.input !== undefined) o['input'] = t.input;
+  if (t.exit_code !== undefined) o['exit_code'] = t.exit_code;
   return o;
 }
 

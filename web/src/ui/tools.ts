@@ -14,7 +14,7 @@ import { diffLines } from './highlight';
 import { elapsed, ms, oneLine, shortId, usd } from './format';
 import { href } from './route';
 import { outputEnded, type LiveOutput } from './liveoutput';
-import { parseShellResult } from './shellresult';
+import { parseShellResult } from '../client/shellresult';
 
 export function pretty(input: unknown): string {
   if (input === undefined || input === null) return '';

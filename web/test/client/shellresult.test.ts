@@ -1,8 +1,10 @@
-// The dashboard's reading of a finished shell call's result
-// (web/src/ui/shellresult.ts): the format internal/tool/shell.go writes.
+// The client's reading of a finished shell call's result
+// (web/src/client/shellresult.ts): the format internal/tool/shell.go
+// writes, read by the same rules as the Go client's
+// protocol.ParseShellResult.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseShellResult } from '../../src/ui/shellresult';
+import { parseShellResult, shellExitCode } from '../../src/client/shellresult';
 
 test('a result splits into its exit code, stdout and stderr', () => {
   assert.deepEqual(parseShellResult('exit code: 0\nstdout:\nhello\nworld\nstderr:\n'), {
@@ -32,9 +34,15 @@ test('"stderr:" inside a line is output; a second "stderr:" line makes the split
 });
 
 test('anything else is not a shell result', () => {
-  for (const s of ['', 'hello', 'exit code: x\nstdout:\nstderr:\n', 'exit code: 0\nstderr:\n', 'exit code: 0\nstdout:\nno stderr section\n']) {
+  for (const s of ['', 'hello', 'exit code: x\nstdout:\nstderr:\n', 'exit code: 03\nstdout:\nstderr:\n', 'exit code: +1\nstdout:\nstderr:\n', 'exit code: 0\nstderr:\n', 'exit code: 0\nstdout:\nno stderr section\n']) {
     assert.equal(parseShellResult(s), null, JSON.stringify(s));
   }
+});
+
+test('shellExitCode reads the first line only, as the tool writes it', () => {
+  assert.equal(shellExitCode('exit code: 137\nstdout:\n'), 137);
+  assert.equal(shellExitCode('exit code: -1\n'), -1);
+  for (const s of ['exit code: 0', 'exit code: 03\n', 'exit code: -0\n', ' exit code: 1\n']) assert.equal(shellExitCode(s), undefined, JSON.stringify(s));
 });
 
 test("a snapshot's stored shell result gives the call its exit code, as tool.completed's exit_code does live", async () => {

@@ -2,7 +2,8 @@
  * The shell tool's result as a person reads it. The tool reports
  * `exit code: N`, perhaps `note: …` lines, then `stdout:` and `stderr:`
  * sections, each with a `[stdout truncated: …]` line when it was cut
- * (internal/tool/shell.go). A finished shell card shows the output
+ * (internal/tool/shell.go; the Go client reads it with
+ * `protocol.ParseShellResult`, by the same rules). A finished shell card shows the output
  * itself: the exit code is the card's badge, an empty stream is left
  * out, and stderr is marked as it is while the command runs.
  */
@@ -14,9 +15,21 @@ export interface ShellResult {
   stderr: string;
 }
 
-const HEAD = /^exit code: (-?\d+)\n/;
+/** The first line, with an exit code as the tool writes one (no "+", no leading zero). */
+const HEAD = /^exit code: (0|-?[1-9]\d*)\n/;
 const STDOUT = 'stdout:\n';
 const STDERR = 'stderr:\n';
+
+/**
+ * shellExitCode reads the exit code from a shell result's first line,
+ * undefined when the text does not begin `exit code: N`.
+ */
+export function shellExitCode(content: string): number | undefined {
+  const head = HEAD.exec(content);
+  if (!head) return undefined;
+  const code = Number(head[1]);
+  return Number.isSafeInteger(code) ? code : undefined;
+}
 
 /**
  * parseShellResult reads a shell result, or returns null when the text
@@ -26,7 +39,8 @@ const STDERR = 'stderr:\n';
  */
 export function parseShellResult(content: string): ShellResult | null {
   const head = HEAD.exec(content);
-  if (!head) return null;
+  const exitCode = shellExitCode(content);
+  if (!head || exitCode === undefined) return null;
   let rest = content.slice(head[0].length);
   const notes: string[] = [];
   while (rest.startsWith('note: ')) {
@@ -46,5 +60,5 @@ export function parseShellResult(content: string): ShellResult | null {
     at = i;
   }
   if (at < 0) return null;
-  return { exitCode: Number(head[1]), notes, stdout: rest.slice(0, at), stderr: rest.slice(at + STDERR.length) };
+  return { exitCode, notes, stdout: rest.slice(0, at), stderr: rest.slice(at + STDERR.length) };
 }
