@@ -91,6 +91,8 @@ func (m *Model) command(text string) (tea.Cmd, bool) {
 		return m.redo(), true
 	case "/fork":
 		return m.fork(), true
+	case "/rewind":
+		return m.openRewind(), true
 	case "/image":
 		return m.attachImage(arg), true
 	case "/unqueue":
@@ -178,6 +180,8 @@ func (m *Model) commandResult(msg tea.Msg) tea.Cmd {
 		m.askUndo(msg)
 	case revertedMsg:
 		m.reverted(msg)
+	case rewoundMsg:
+		return m.rewound(msg)
 	case forkedMsg:
 		if msg.err != nil {
 			m.setFlash("not forked: "+errText(msg.err), true)

@@ -17,7 +17,8 @@
 // (picker.go), the model picker (models.go), the sheets over the
 // conversation (sheet.go), the approval prompt (approval.go), follow-ups
 // (followup.go: enter queues while a turn runs, ctrl+s steers, /image,
-// the queue panel), /undo, /redo and /fork (undo.go), the MCP servers'
+// the queue panel), /undo, /redo and /fork (undo.go), /rewind
+// (rewind.go: fork before an earlier prompt and edit it), the MCP servers'
 // mark and the background commands (servers.go), the lines events make
 // between the messages (notes.go) and what it keeps from the events
 // beyond the client's View: diffs, turn totals, the context

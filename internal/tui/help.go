@@ -17,6 +17,7 @@ const (
 	overlayPicker
 	overlayModels // the model picker (/model)
 	overlaySheet  // a sheet: /bg, /mcp, the /undo confirmation
+	overlayRewind // the prompts /rewind goes back to
 )
 
 // composerPlaceholder is the composer's hint when empty.
@@ -60,6 +61,7 @@ var helpCommands = [][2]string{
 	{"/undo", "put the files back as before the last turn that changed them (asks first)"},
 	{"/redo", "undo that revert"},
 	{"/fork", "copy this session as it is and switch to the copy"},
+	{"/rewind", "go back to before an earlier prompt (in a copy; f: the files too) and edit it"},
 	{"/bg", "the background commands, running and ended"},
 	{"/mcp", "the MCP servers and their state"},
 	{"/quit", "leave (the session stays; metis --continue resumes it)"},

@@ -89,6 +89,9 @@ func (f *fakeAPI) Fork(_ context.Context, _ string, req client.ForkRequest) (cli
 	f.forks = append(f.forks, req)
 	var r client.ForkResult
 	r.ID = "sess_FORK"
+	if req.Checkpoint {
+		r.Restored = &client.RevertResult{Trigger: protocol.RevertFork, Restored: []string{"a.go", "b.go"}, Removed: []string{"c.go"}}
+	}
 	return r, nil
 }
 

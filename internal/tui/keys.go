@@ -39,6 +39,8 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return m.modelsKey(k)
 	case overlaySheet:
 		return m.sheetKey(k)
+	case overlayRewind:
+		return m.rewindKey(k)
 	}
 	if cmd, ok := m.approvalKey(k); ok {
 		return cmd

@@ -102,9 +102,11 @@ type Model struct {
 	helpTop  int         // the help's first line shown, on a short terminal
 	picker   picker      // the session picker's state
 	approval approvalUI  // the approval prompt's state
+	rewind   rewinder    // the /rewind list's state
 	// next is the session to open when the program ends (/new, the
-	// picker): Run opens it and starts the screen again.
-	next string
+	// picker, /fork, /rewind): Run opens it and starts the screen again,
+	// with nextDraft in its composer and nextFlash on its status line.
+	next, nextDraft, nextFlash string
 
 	expanded  bool // thinking, tool results and worker cards shown in full
 	inspector bool
@@ -126,6 +128,9 @@ type Model struct {
 // options configure a Model.
 type options struct {
 	sessionID, workspace, note, title string
+	// draft starts the composer (a rewound prompt); flash the status
+	// line (what the previous screen did).
+	draft, flash string
 }
 
 func newModel(ctx context.Context, api backend, f *feed, o options) *Model {
@@ -144,8 +149,9 @@ func newModel(ctx context.Context, api backend, f *feed, o options) *Model {
 	vp := viewport.New()
 	vp.KeyMap = viewport.KeyMap{} // the composer has the keyboard; scrolling is ours
 
+	ta.SetValue(o.draft)
 	return &Model{
-		ctx: ctx, api: api, feed: f,
+		ctx: ctx, api: api, feed: f, flash: o.flash,
 		sessionID: o.sessionID, workspace: o.workspace, note: o.note, title: o.title,
 		view:       client.NewView(discardLogger()),
 		deltas:     map[string]int{},

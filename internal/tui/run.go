@@ -130,16 +130,17 @@ func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 		fmt.Fprintln(env.Stderr, "metis:", cli.ErrText(err))
 		return 1
 	}
+	var carry handoff
 	for {
-		next, err := runScreen(ctx, c, sess, withDashboard(note, base, sess.ID), env)
+		carry, err = runScreen(ctx, c, sess, withDashboard(note, base, sess.ID), carry, env)
 		if err != nil {
 			fmt.Fprintln(env.Stderr, "metis:", err)
 			return 1
 		}
-		if next == "" {
+		if carry.next == "" {
 			break
 		}
-		if sess, err = openSession(ctx, c, next, false); err != nil {
+		if sess, err = openSession(ctx, c, carry.next, false); err != nil {
 			fmt.Fprintln(env.Stderr, "metis:", cli.ErrText(err))
 			return 1
 		}
@@ -148,13 +149,19 @@ func Run(ctx context.Context, args []string, env cli.Env, opts Options) int {
 	return 0
 }
 
+// handoff is what one screen leaves the next: the session to open, the
+// composer's draft and the status line's notice.
+type handoff struct{ next, draft, flash string }
+
 // runScreen runs the chat screen on one session until the user quits
-// or asks for another session, whose id it returns.
-func runScreen(ctx context.Context, c *client.Client, sess client.Session, note string, env cli.Env) (string, error) {
+// or asks for another session, which it returns with what the next
+// screen starts with.
+func runScreen(ctx context.Context, c *client.Client, sess client.Session, note string, from handoff, env cli.Env) (handoff, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	f := newFeed()
-	m := newModel(ctx, c, f, options{sessionID: sess.ID, workspace: sess.WorkspacePath, note: note, title: sess.Title})
+	m := newModel(ctx, c, f, options{sessionID: sess.ID, workspace: sess.WorkspacePath, note: note, title: sess.Title,
+		draft: from.draft, flash: from.flash})
 	followDone := make(chan struct{})
 	go func() {
 		defer close(followDone)
@@ -169,9 +176,9 @@ func runScreen(ctx context.Context, c *client.Client, sess client.Session, note 
 	cancel()
 	<-followDone
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, tea.ErrInterrupted) {
-		return "", err
+		return handoff{}, err
 	}
-	return m.next, nil
+	return handoff{next: m.next, draft: m.nextDraft, flash: m.nextFlash}, nil
 }
 
 // lastSession is the id of the current directory's most recently active

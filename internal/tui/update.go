@@ -60,7 +60,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.loaded(msg)
 		return m, nil
 	case modeSetMsg, compactSentMsg, createdMsg, modelsMsg, attachedMsg, unqueuedMsg,
-		turnsMsg, revertedMsg, forkedMsg, mcpMsg:
+		turnsMsg, revertedMsg, forkedMsg, rewoundMsg, mcpMsg:
 		return m, m.commandResult(msg)
 	case cancelSentMsg:
 		if msg.err != nil {

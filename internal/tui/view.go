@@ -81,6 +81,8 @@ func (m *Model) mainView() string {
 		box = m.modelsView(m.width, h)
 	case overlaySheet:
 		box = m.sheetView(m.width, h)
+	case overlayRewind:
+		box = m.rewindView(m.width, h)
 	default:
 		return m.vp.View()
 	}
