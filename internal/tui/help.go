@@ -61,7 +61,7 @@ var helpCommands = [][2]string{
 	{"/undo", "put the files back as before the last turn that changed them (asks first)"},
 	{"/redo", "undo that revert"},
 	{"/fork", "copy this session as it is and switch to the copy"},
-	{"/rewind", "go back to before an earlier prompt (in a copy; f: the files too) and edit it"},
+	{"/rewind", "edit an earlier prompt, in a copy"},
 	{"/bg", "the background commands, running and ended"},
 	{"/mcp", "the MCP servers and their state"},
 	{"/quit", "leave (the session stays; metis --continue resumes it)"},
