@@ -7,9 +7,10 @@
 // as pending until it enters the turn. One Cancel ends the running turn.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, imageInput, type ImageInput, type TurnRequest } from '../client/index';
 import { api } from './api';
+import { takeDraft } from './drafts';
 import type { LiveSession } from './live';
 
 /** The server's default limits (--max-images, --max-image-bytes): checked here before sending; the server checks again. */
@@ -47,7 +48,12 @@ export function Composer(p: { live: LiveSession }): VNode {
   const { live } = p;
   live.ticker.tick.value;
   const v = live.view;
-  const [text, setText] = useState('');
+  // A prompt being edited in a fork of its session arrives as a draft.
+  const [text, setText] = useState(() => takeDraft(live.sessionId));
+  const box = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => {
+    if (text !== '') box.current?.focus(); // the draft is there to be edited
+  }, []);
   const [images, setImages] = useState<Attached[]>([]);
   const [problem, setProblem] = useState('');
   const [sending, setSending] = useState(false);
@@ -175,6 +181,7 @@ export function Composer(p: { live: LiveSession }): VNode {
         <textarea
           id="composer"
           rows="2"
+          ref=${box}
           placeholder=${inFlight
             ? 'Queue a message for after this turn (Enter), or steer it (Ctrl+Enter)'
             : 'Message the agent (Enter sends, Shift+Enter adds a line; paste or drop images)'}

@@ -21,7 +21,7 @@ import { ToolCard } from './tools';
 import { VirtualList } from './virtual';
 import { BackgroundCommands } from './background';
 import { Composer } from './composer';
-import { RevertBar, TurnActions } from './turnactions';
+import { PromptActions, RevertBar, TurnActions } from './turnactions';
 import type { TurnInfo as TurnRow } from '../client/protocol.gen';
 
 /** One block of markdown; skipped when its source did not change. */
@@ -97,7 +97,7 @@ function ImageThumb(p: { b: ViewBlock; sessionId: string; also?: string }): VNod
 }
 
 /** One model call's message inside a turn block (or a user message). */
-function MessageView(p: { m: ViewMessage; ctx: Ctx; steered?: boolean }): VNode {
+function MessageView(p: { m: ViewMessage; ctx: Ctx; steered?: boolean; actions?: VNode | null }): VNode {
   const { m } = p;
   const foreign = m.session_id && m.session_id !== p.ctx.sessionId;
   return html`<article class=${'msg msg-' + m.role + ' msg-' + m.status + (p.steered ? ' msg-steered' : '')} data-message-id=${m.id} data-session=${m.session_id}>
@@ -109,7 +109,7 @@ function MessageView(p: { m: ViewMessage; ctx: Ctx; steered?: boolean }): VNode 
           ${m.status === 'streaming' ? html`<span class="badge st-streaming">streaming</span>` : null}
           ${m.status === 'cancelled' ? html`<span class="badge st-cancelled">(cancelled)</span>` : null}
           ${m.status === 'failed' ? html`<span class="badge st-failed">failed</span>` : null}
-          ${m.role === 'user' ? html`<span class="spacer"></span><${CopyButton} text=${() => textOf([m])} label="Copy" />` : null}
+          ${m.role === 'user' ? html`<span class="spacer"></span>${p.actions ?? null}<${CopyButton} text=${() => textOf([m])} label="Copy" />` : null}
         </header>`
       : null}
     <div class="msg-body">
@@ -253,8 +253,12 @@ function Thumbs(p: { sessionId: string; turnId: string; rating: string | undefin
 }
 
 const UserRow = memo(
-  (p: { m: ViewMessage; ctx: Ctx }) => html`<${MessageView} m=${p.m} ctx=${p.ctx} />`,
-  (a, b) => a.m === b.m,
+  (p: { m: ViewMessage; ctx: Ctx; before: string; running: boolean }) =>
+    html`<${MessageView} m=${p.m} ctx=${p.ctx}
+      actions=${p.before && p.m.session_id === p.ctx.sessionId
+        ? html`<${PromptActions} live=${p.ctx.live} text=${textOf([p.m])} before=${p.before} running=${p.running} />`
+        : null} />`,
+  (a, b) => a.m === b.m && a.before === b.before && a.running === b.running,
 );
 
 /** The objects a turn block shows: identity tells whether it changed. */
@@ -290,6 +294,11 @@ export function Conversation(p: { live: LiveSession }): VNode {
   };
   const turnRows = live.turnRows.value;
   const items = rows(v.messages);
+  // Each prompt's message before it: where a fork that edits the prompt ends.
+  const before = new Map<string, string>();
+  v.messages.forEach((m, i) => {
+    if (m.role === 'user' && i > 0) before.set(m.id, v.messages[i - 1]!.id);
+  });
 
   const loadOlder = async (): Promise<void> => {
     if (busy.current || !v.hasOlder || v.messages.length === 0) return;
@@ -308,7 +317,7 @@ export function Conversation(p: { live: LiveSession }): VNode {
   };
 
   const render = (r: Row): VNode => {
-    if (r.kind === 'user') return html`<${UserRow} m=${r.m} ctx=${ctx} />`;
+    if (r.kind === 'user') return html`<${UserRow} m=${r.m} ctx=${ctx} before=${before.get(r.m.id) ?? ''} running=${v.turn.status === 'in_flight'} />`;
     return html`<${TurnBlock} msgs=${r.msgs} turnId=${r.turnId} info=${v.turns.get(r.turnId)} rating=${v.feedback.get(r.turnId)}
       ctx=${ctx} deps=${depsOf(r.msgs, ctx)} row=${turnRows.get(r.turnId)}
       live=${r.msgs.some((m) => m.status === 'streaming') || (v.turn.id === r.turnId && v.turn.status === 'in_flight') || v.turns.get(r.turnId)?.status === 'in_flight'} />`;

@@ -3,13 +3,16 @@
 // that commands' other effects stay is shown before the click), fork
 // from here (a new session with the conversation up to this answer,
 // opened at once), and after a revert the bar that undoes it (restores
-// the checkpoint the revert saved).
+// the checkpoint the revert saved). A prompt offers Edit: a copy of the
+// session that ends just before it (its files too, if asked), opened
+// with the prompt in the composer to change and send.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
 import { ApiError } from '../client/index';
 import type { TurnInfo as TurnRow } from '../client/protocol.gen';
 import { api } from './api';
+import { leaveDraft } from './drafts';
 import type { LiveSession } from './live';
 import { href } from './route';
 
@@ -119,6 +122,51 @@ function ForkPanel(p: { live: LiveSession; messageId: string; onClose: () => voi
     ${err ? html`<p class="error-line" role="alert">${err}</p>` : null}
     <div class="panel-buttons">
       <button type="button" class="primary small" id="confirm-fork" disabled=${busy} onClick=${() => void go()}>${busy ? 'Forking…' : 'Fork'}</button>
+      <button type="button" class="small ghost" onClick=${p.onClose}>Cancel</button>
+    </div>
+  </div>`;
+}
+
+/** A prompt's Edit button and the panel it opens; before is the message before the prompt. */
+export function PromptActions(p: { live: LiveSession; text: string; before: string; running: boolean }): VNode {
+  const [open, setOpen] = useState(false);
+  return html`<span class="prompt-actions">
+    <button type="button" class="small ghost edit-btn" aria-expanded=${open}
+      title="Change this prompt and ask again, in a copy of the session that ends just before it"
+      onClick=${() => setOpen(!open)}>Edit</button>
+    ${open ? html`<${EditPanel} live=${p.live} text=${p.text} before=${p.before} running=${p.running} onClose=${() => setOpen(false)} />` : null}
+  </span>`;
+}
+
+function EditPanel(p: { live: LiveSession; text: string; before: string; running: boolean; onClose: () => void }): VNode {
+  const { live } = p;
+  const [busy, setBusy] = useState(false);
+  const [files, setFiles] = useState(false);
+  const [err, setErr] = useState('');
+  const on = live.checkpoints.value?.enabled === true;
+  const go = async (): Promise<void> => {
+    setBusy(true);
+    setErr('');
+    try {
+      const f = await api.fork(live.sessionId, { message_id: p.before, ...(files ? { checkpoint: true } : {}) });
+      if (f.restore_error) live.say('warn', 'The copy is made, but the files could not be put back: ' + f.restore_error, 10_000);
+      leaveDraft(f.id, p.text);
+      location.hash = href({ page: 'session', id: f.id, tab: 'chat' });
+    } catch (e) {
+      setErr(errText(e));
+      setBusy(false);
+    }
+  };
+  return html`<div class="action-panel edit-panel" role="dialog" aria-label="edit this prompt">
+    <p>Opens a copy of this session that ends <b>just before this prompt</b>, with the prompt in the message box to change and send. This session stays as it is.</p>
+    ${on
+      ? html`<label class="check"><input type="checkbox" id="edit-files" checked=${files} onChange=${(e: Event) => setFiles((e.target as HTMLInputElement).checked)} />
+          also put the workspace’s files back as they were before this prompt (this session shares them, so they change for it too)</label>`
+      : null}
+    ${p.running ? html`<p class="muted small">A turn is running: the copy can be made (it ends before this prompt), but not with the files until the turn ends.</p>` : null}
+    ${err ? html`<p class="error-line" role="alert">${err}</p>` : null}
+    <div class="panel-buttons">
+      <button type="button" class="primary small" id="confirm-edit" disabled=${busy} onClick=${() => void go()}>${busy ? 'Copying…' : 'Edit in a copy'}</button>
       <button type="button" class="small ghost" onClick=${p.onClose}>Cancel</button>
     </div>
   </div>`;

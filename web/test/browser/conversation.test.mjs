@@ -4,11 +4,12 @@
 // sends into the running turn (and a 409 turn_cancelling says to queue);
 // images by the file picker, paste and drop, with thumbnails, the limits
 // and the server's invalid_image; the images of a sent message load under
-// the CSP; revert with its warning, its undo; fork from here; background
+// the CSP; revert with its warning, its undo; fork from here; Edit on a
+// prompt (a copy that ends before it, the prompt in the box); background
 // commands with their state (issue 23); the mode under its own name and
 // one Cancel control (issue 27).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { Server, browserSuite, live, until } from './harness.mjs';
@@ -206,6 +207,50 @@ for (const size of SIZES) {
       // The fork's copy of the message with an image shows it.
       await until(async () => (await page.$$eval('.msg-user .msg-image img', (l) => l.map((i) => i.complete && i.naturalWidth))).join() === '2', 10_000, 'the fork shows the image');
       await noSideScroll(page, 'fork');
+    } finally {
+      await srv.close();
+    }
+  });
+}
+
+for (const size of SIZES) {
+  test(`Edit on a prompt opens a copy that ends just before it, the files put back, the prompt in the box (${size.name})`, async () => {
+    const srv = await new Server(['--demo-delay', '2ms']).start();
+    try {
+      const s = await autoSession(srv);
+      await srv.submit(s.id, '/tool write_file {"path": "notes.md", "content": "one\\n"}');
+      await srv.idle(s.id);
+      await srv.submit(s.id, '/tool write_file {"path": "notes.md", "content": "two\\n"}');
+      await srv.idle(s.id);
+      const file = path.join(srv.workspace, 'notes.md');
+      const { page } = await open(`${srv.url}/#/s/${s.id}`, size);
+      await live(page);
+      // The first prompt has nothing before it: no Edit; the second has one.
+      await page.waitForSelector('.msg-user .edit-btn');
+      assert.equal((await page.$$('.msg-user .edit-btn')).length, 1);
+      await page.click('.msg-user .edit-btn');
+      await page.waitForSelector('.edit-panel');
+      assert.match(await page.textContent('.edit-panel'), /just before this prompt[\s\S]*stays as it is/);
+      await noSideScroll(page, 'edit panel');
+      await page.check('#edit-files');
+      await page.click('#confirm-edit');
+      await until(async () => !page.url().includes(s.id), 10_000, 'navigated to the copy');
+      await live(page);
+      assert.equal(await page.inputValue('#composer'), '/tool write_file {"path": "notes.md", "content": "two\\n"}');
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'composer');
+      const fid = /#\/s\/([^/]+)/.exec(page.url())[1];
+      const fork = await srv.messages(fid);
+      assert.equal(fork.messages.filter((m) => m.role === 'user').length, 1, 'the copy ends before the edited prompt');
+      await until(() => readFileSync(file, 'utf8') === 'one\n', 10_000, 'the files are as before the prompt');
+      // The session edited is unchanged; sending the draft runs it in the
+      // copy (whose mode is the server's default, as a fork's is: auto here
+      // so that the write does not ask).
+      assert.equal((await srv.messages(s.id)).messages.filter((m) => m.role === 'user').length, 2);
+      await srv.req('PATCH', `/sessions/${fid}`, { mode: 'auto' });
+      await page.fill('#composer', '/tool write_file {"path": "notes.md", "content": "three\\n"}');
+      await page.press('#composer', 'Enter');
+      await srv.idle(fid);
+      await until(() => readFileSync(file, 'utf8') === 'three\n', 10_000, 'the edited prompt ran in the copy');
     } finally {
       await srv.close();
     }
