@@ -13,6 +13,7 @@ import (
 // status line's MCP mark, the model picker from GET /models, enter
 // queueing behind a running turn and /unqueue, ctrl+s steering into a
 // turn, /image, /undo's question and its revert then nothing_to_revert,
+// /rewind into a copy with the prompt in its composer,
 // and a background command listed by /bg.
 func TestFollowUpsImagesUndoAndServersInTmux(t *testing.T) {
 	e := newE2E(t)
@@ -119,5 +120,21 @@ func TestFollowUpsImagesUndoAndServersInTmux(t *testing.T) {
 	send("/bg")
 	tm.waitFor("the /bg sheet", func(s string) bool {
 		return strings.Contains(s, "running, started") && strings.Contains(s, "$ sleep 30")
+	})
+	tm.keys("Escape")
+	tm.waitFor("the sheet to close", func(s string) bool { return !strings.Contains(s, "running, started") })
+
+	// /rewind goes back to before the write_file prompt, files too (the
+	// /undo above already put them back), and opens the copy with that
+	// prompt in the composer.
+	send("/rewind")
+	tm.waitFor("the prompts", func(s string) bool {
+		return strings.Contains(s, "rewind to before a prompt") && strings.Contains(s, ` 2  › /tool write_file {"path": "hello.txt"`)
+	})
+	tm.keys("Down")
+	tm.keys("f")
+	tm.waitFor("the copy with the prompt in its composer", func(s string) bool {
+		return strings.Contains(s, "rewound; the files already were") &&
+			strings.Contains(s, `│ /tool write_file {"path": "hello.txt"`) && !strings.Contains(s, "$ sleep 30")
 	})
 }

@@ -134,6 +134,8 @@ func (m *Model) rewound(msg rewoundMsg) tea.Cmd {
 	case msg.files && msg.res.Restored != nil:
 		flash = fmt.Sprintf("rewound with the files: %d restored, %d removed · the session you left is unchanged",
 			len(msg.res.Restored.Restored), len(msg.res.Restored.Removed))
+	case msg.files:
+		flash = "rewound; the files already were as before that prompt · the session you left is unchanged"
 	}
 	if msg.point.images > 0 {
 		flash += fmt.Sprintf(" · the prompt's %d image(s) are not in the composer: /image adds them again", msg.point.images)
