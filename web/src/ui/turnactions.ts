@@ -53,7 +53,7 @@ export function TurnActions(p: { live: LiveSession; turnId: string; lastMessageI
           onClick=${() => setOpen(open === 'fork' ? '' : 'fork')}>Fork from here</button>`
       : null}
     ${open === 'revert' && row ? html`<${RevertPanel} live=${p.live} row=${row} onClose=${() => setOpen('')} />` : null}
-    ${open === 'fork' ? html`<${ForkPanel} live=${p.live} messageId=${p.lastMessageId} onClose=${() => setOpen('')} />` : null}
+    ${open === 'fork' ? html`<${ForkPanel} live=${p.live} messageId=${p.lastMessageId} w=${FORK_HERE} onClose=${() => setOpen('')} />` : null}
   </span>`;
 }
 
@@ -95,8 +95,53 @@ function RevertPanel(p: { live: LiveSession; row: TurnRow; onClose: () => void }
   </div>`;
 }
 
-function ForkPanel(p: { live: LiveSession; messageId: string; onClose: () => void }): VNode {
-  const { live } = p;
+/** What a fork panel says and names: "Fork from here" on a turn, "Edit" on a prompt. */
+interface ForkWording {
+  /** The panel's class and aria-label. */
+  cls: string;
+  label: string;
+  intro: () => VNode;
+  /** The files box's id and text (shown where the server takes checkpoints). */
+  filesId: string;
+  files: string;
+  confirmId: string;
+  confirm: string;
+  busy: string;
+  /** Said when the fork is made but its files could not be put back. */
+  restoreFailed: string;
+}
+
+const FORK_HERE: ForkWording = {
+  cls: 'fork-panel',
+  label: 'fork from here',
+  intro: () => html`<p>A new session with this conversation up to here, on the same workspace; this one stays as it is.</p>`,
+  filesId: 'fork-files',
+  files: 'also put the workspace’s files back as they were here (this session shares them, so they change for it too)',
+  confirmId: 'confirm-fork',
+  confirm: 'Fork',
+  busy: 'Forking…',
+  restoreFailed: 'Forked, but the files could not be put back: ',
+};
+
+const EDIT_PROMPT: ForkWording = {
+  cls: 'edit-panel',
+  label: 'edit this prompt',
+  intro: () => html`<p>Opens a copy of this session that ends <b>just before this prompt</b>, with the prompt in the message box to change and send. This session stays as it is.</p>`,
+  filesId: 'edit-files',
+  files: 'also put the workspace’s files back as they were before this prompt (this session shares them, so they change for it too)',
+  confirmId: 'confirm-edit',
+  confirm: 'Edit in a copy',
+  busy: 'Copying…',
+  restoreFailed: 'The copy is made, but the files could not be put back: ',
+};
+
+/**
+ * A fork's panel: a copy of the session that ends at messageId (its files
+ * too, if asked), opened at once; draft, if any, waits in the copy's
+ * message box.
+ */
+function ForkPanel(p: { live: LiveSession; messageId: string; draft?: string; w: ForkWording; note?: VNode | null; onClose: () => void }): VNode {
+  const { live, w } = p;
   const [busy, setBusy] = useState(false);
   const [files, setFiles] = useState(false);
   const [err, setErr] = useState('');
@@ -106,22 +151,24 @@ function ForkPanel(p: { live: LiveSession; messageId: string; onClose: () => voi
     setErr('');
     try {
       const f = await api.fork(live.sessionId, { message_id: p.messageId, ...(files ? { checkpoint: true } : {}) });
-      if (f.restore_error) live.say('warn', 'Forked, but the files could not be put back: ' + f.restore_error, 10_000);
+      if (f.restore_error) live.say('warn', w.restoreFailed + f.restore_error, 10_000);
+      if (p.draft !== undefined) leaveDraft(f.id, p.draft);
       location.hash = href({ page: 'session', id: f.id, tab: 'chat' });
     } catch (e) {
       setErr(errText(e));
       setBusy(false);
     }
   };
-  return html`<div class="action-panel fork-panel" role="dialog" aria-label="fork from here">
-    <p>A new session with this conversation up to here, on the same workspace; this one stays as it is.</p>
+  return html`<div class=${'action-panel ' + w.cls} role="dialog" aria-label=${w.label}>
+    ${w.intro()}
     ${on
-      ? html`<label class="check"><input type="checkbox" id="fork-files" checked=${files} onChange=${(e: Event) => setFiles((e.target as HTMLInputElement).checked)} />
-          also put the workspace’s files back as they were here (this session shares them, so they change for it too)</label>`
+      ? html`<label class="check"><input type="checkbox" id=${w.filesId} checked=${files} onChange=${(e: Event) => setFiles((e.target as HTMLInputElement).checked)} />
+          ${w.files}</label>`
       : null}
+    ${p.note ?? null}
     ${err ? html`<p class="error-line" role="alert">${err}</p>` : null}
     <div class="panel-buttons">
-      <button type="button" class="primary small" id="confirm-fork" disabled=${busy} onClick=${() => void go()}>${busy ? 'Forking…' : 'Fork'}</button>
+      <button type="button" class="primary small" id=${w.confirmId} disabled=${busy} onClick=${() => void go()}>${busy ? w.busy : w.confirm}</button>
       <button type="button" class="small ghost" onClick=${p.onClose}>Cancel</button>
     </div>
   </div>`;
@@ -130,46 +177,15 @@ function ForkPanel(p: { live: LiveSession; messageId: string; onClose: () => voi
 /** A prompt's Edit button and the panel it opens; before is the message before the prompt. */
 export function PromptActions(p: { live: LiveSession; text: string; before: string; running: boolean }): VNode {
   const [open, setOpen] = useState(false);
+  const note = p.running
+    ? html`<p class="muted small">A turn is running: the copy can be made (it ends before this prompt), but not with the files until the turn ends.</p>`
+    : null;
   return html`<span class="prompt-actions">
     <button type="button" class="small ghost edit-btn" aria-expanded=${open}
       title="Change this prompt and ask again, in a copy of the session that ends just before it"
       onClick=${() => setOpen(!open)}>Edit</button>
-    ${open ? html`<${EditPanel} live=${p.live} text=${p.text} before=${p.before} running=${p.running} onClose=${() => setOpen(false)} />` : null}
+    ${open ? html`<${ForkPanel} live=${p.live} messageId=${p.before} draft=${p.text} w=${EDIT_PROMPT} note=${note} onClose=${() => setOpen(false)} />` : null}
   </span>`;
-}
-
-function EditPanel(p: { live: LiveSession; text: string; before: string; running: boolean; onClose: () => void }): VNode {
-  const { live } = p;
-  const [busy, setBusy] = useState(false);
-  const [files, setFiles] = useState(false);
-  const [err, setErr] = useState('');
-  const on = live.checkpoints.value?.enabled === true;
-  const go = async (): Promise<void> => {
-    setBusy(true);
-    setErr('');
-    try {
-      const f = await api.fork(live.sessionId, { message_id: p.before, ...(files ? { checkpoint: true } : {}) });
-      if (f.restore_error) live.say('warn', 'The copy is made, but the files could not be put back: ' + f.restore_error, 10_000);
-      leaveDraft(f.id, p.text);
-      location.hash = href({ page: 'session', id: f.id, tab: 'chat' });
-    } catch (e) {
-      setErr(errText(e));
-      setBusy(false);
-    }
-  };
-  return html`<div class="action-panel edit-panel" role="dialog" aria-label="edit this prompt">
-    <p>Opens a copy of this session that ends <b>just before this prompt</b>, with the prompt in the message box to change and send. This session stays as it is.</p>
-    ${on
-      ? html`<label class="check"><input type="checkbox" id="edit-files" checked=${files} onChange=${(e: Event) => setFiles((e.target as HTMLInputElement).checked)} />
-          also put the workspace’s files back as they were before this prompt (this session shares them, so they change for it too)</label>`
-      : null}
-    ${p.running ? html`<p class="muted small">A turn is running: the copy can be made (it ends before this prompt), but not with the files until the turn ends.</p>` : null}
-    ${err ? html`<p class="error-line" role="alert">${err}</p>` : null}
-    <div class="panel-buttons">
-      <button type="button" class="primary small" id="confirm-edit" disabled=${busy} onClick=${() => void go()}>${busy ? 'Copying…' : 'Edit in a copy'}</button>
-      <button type="button" class="small ghost" onClick=${p.onClose}>Cancel</button>
-    </div>
-  </div>`;
 }
 
 /** The last revert (or undo, or restoring fork): what it put back, its warning, and Undo. */
