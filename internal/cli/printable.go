@@ -18,14 +18,15 @@ func Printable(s string) string {
 		return s
 	}
 	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || !isControl(r) {
-			return r
+		if isControl(r) {
+			return -1
 		}
-		return -1
+		return r
 	}, ansi.Strip(strings.ToValidUTF8(s, "\uFFFD")))
 }
 
-// isControl reports a C0 or C1 control character, or DEL.
+// isControl reports a C0 or C1 control character, or DEL, but for a
+// line break or a tab.
 func isControl(r rune) bool {
 	return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
 }

@@ -3,9 +3,10 @@
  * `exit code: N`, perhaps `note: …` lines, then `stdout:` and `stderr:`
  * sections, each with a `[stdout truncated: …]` line when it was cut
  * (internal/tool/shell.go; the Go client reads it with
- * `protocol.ParseShellResult`, by the same rules). A finished shell card shows the output
- * itself: the exit code is the card's badge, an empty stream is left
- * out, and stderr is marked as it is while the command runs.
+ * `protocol.ParseShellResult`, by the same rules). A finished shell
+ * card shows the output itself: the exit code is the card's badge, an
+ * empty stream is left out, and stderr is marked as it is while the
+ * command runs.
  */
 export interface ShellResult {
   exitCode: number;
