@@ -87,9 +87,13 @@ func (m *Model) openRewind() tea.Cmd {
 
 // rewindKey handles a key while the rewind list is open: ↑↓ choose,
 // enter rewinds the conversation, f the conversation and the files, esc
-// closes.
+// closes; while the fork is being made only ctrl+c counts.
 func (m *Model) rewindKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.rewind.busy {
+		if k.String() == "ctrl+c" { // the fork is slow to come: quit as anywhere
+			m.overlay = overlayNone
+			return m.ctrlC()
+		}
 		return nil
 	}
 	n := len(m.rewind.points)
