@@ -77,7 +77,7 @@ func (m *Model) openRewind() tea.Cmd {
 	}
 	points := rewindPoints(m.view.Messages)
 	if len(points) == 0 {
-		m.setFlash("nothing to rewind to: only one prompt so far (/new starts afresh)", false)
+		m.setFlash("nothing to rewind to: /rewind goes back to before a prompt that followed another (/new starts afresh)", false)
 		return nil
 	}
 	m.rewind = rewinder{points: points}
