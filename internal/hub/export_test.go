@@ -4,6 +4,9 @@ package hub
 // their stress loops can shrink to fit the slowdown.
 const RaceEnabled = raceEnabled
 
+// GapTypes are the event types the streaming-gap check counts.
+var GapTypes = gapTypes
+
 // WindowOf reports a session's replay window: its floor and how many
 // events it holds; ok is false when it has none.
 func (h *Hub) WindowOf(sid string) (floor string, held int, ok bool) {

@@ -228,7 +228,7 @@ func (h *Hub) streamingGap(ctx context.Context, f *filter, sessions []string, si
 	// for one in the unheld range.
 	upTo := min(heldFrom, seam)
 	n, err := h.store.CountEvents(ctx, store.EventQuery{SessionIDs: sessions, AfterID: since, UpToID: upTo,
-		Types: append(modelCallTypes[:len(modelCallTypes):len(modelCallTypes)], toolCallTypes...)})
+		Types: gapTypes})
 	if err != nil || n > 0 {
 		return n > 0, err
 	}
@@ -244,6 +244,8 @@ func (h *Hub) streamingGap(ctx context.Context, f *filter, sessions []string, si
 var (
 	modelCallTypes = []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed}
 	toolCallTypes  = []event.Type{event.ToolCalled, event.ToolCompleted, event.ToolFailed}
+	// gapTypes are both: a streaming gap is an unheld range holding one.
+	gapTypes = append(modelCallTypes[:len(modelCallTypes):len(modelCallTypes)], toolCallTypes...)
 )
 
 // openModelCall reports whether the tree's stored history, up to seam,

@@ -21,20 +21,15 @@ import (
 
 // countingStore is the trace store, counting the reads of events a
 // replay makes: its counts and its batches (not the count of model and
-// tool calls that tells a streaming gap, which a cursor before what the
-// rings hold makes whatever the window: gapTypes).
-// gapTypes are the types the streaming-gap check counts (subscribe.go):
-// the events that open and close model calls and tool calls.
-var gapTypes = []event.Type{event.LLMCallStarted, event.LLMCallCompleted, event.LLMCallFailed,
-	event.ToolCalled, event.ToolCompleted, event.ToolFailed}
-
+// tool calls that tells a streaming gap, hub.GapTypes, which a cursor
+// before what the rings hold makes whatever the window).
 type countingStore struct {
 	*store.Store
 	reads atomic.Int64
 }
 
 func (c *countingStore) CountEvents(ctx context.Context, q store.EventQuery) (int, error) {
-	if !slices.Equal(q.Types, gapTypes) {
+	if !slices.Equal(q.Types, hub.GapTypes) {
 		c.reads.Add(1)
 	}
 	return c.Store.CountEvents(ctx, q)

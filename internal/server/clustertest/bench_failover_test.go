@@ -117,7 +117,7 @@ func benchFailover(b *testing.B, fault func(*procNode)) {
 // own.
 func benchLeases(b *testing.B, natsURL string) *cluster.Leases {
 	b.Helper()
-	_, js := natsClient(b, natsURL)
+	_, js := natstest.Connect(b, natsURL)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ls, err := cluster.OpenLeases(ctx, js, "bench-watcher", cluster.LeaseConfig{TTL: failoverTTL})

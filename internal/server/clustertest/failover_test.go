@@ -38,7 +38,7 @@ func failoverNode(t testing.TB, natsURL, name string) *servertest.Harness {
 // logEvents returns every event of a tree in the log, in stream order.
 func logEvents(t *testing.T, natsURL, tree string) []*event.Event {
 	t.Helper()
-	nc, _ := natsClient(t, natsURL)
+	nc, _ := natstest.Connect(t, natsURL)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	lg := openLog(t, ctx, nc)
@@ -227,7 +227,7 @@ func ownerKilledMidTurn(t *testing.T, url string, per [3]string) {
 // away without a word).
 func stealLease(t *testing.T, natsURL, tree string) (uint64, func()) {
 	t.Helper()
-	nc, js := natsClient(t, natsURL)
+	nc, js := natstest.Connect(t, natsURL)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	kv, err := js.KeyValue(ctx, cluster.DefaultLeaseBucket)
@@ -317,7 +317,7 @@ func TestOwnerThatLostItsLeaseStopsTheTree(t *testing.T) {
 // sequence seq (ownership markers not counted).
 func eventsAfter(t *testing.T, natsURL, tree string, seq uint64) int {
 	t.Helper()
-	nc, _ := natsClient(t, natsURL)
+	nc, _ := natstest.Connect(t, natsURL)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	lg := openLog(t, ctx, nc)

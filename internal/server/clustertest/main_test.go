@@ -60,15 +60,7 @@ func node(t *testing.T, natsURL, name string) *servertest.Harness {
 	})
 }
 
-// natsClient connects to natsURL for a test that reads or writes what
-// the nodes share (the log, the lease bucket); the connection closes
-// when the test ends.
-func natsClient(t testing.TB, natsURL string) (*nats.Conn, jetstream.JetStream) {
-	t.Helper()
-	return natstest.Connect(t, natsURL)
-}
-
-// openLog opens the nodes' log for a test, with nc from natsClient.
+// openLog opens the nodes' log for a test, with nc from natstest.Connect.
 func openLog(t testing.TB, ctx context.Context, nc *nats.Conn) *cluster.Log {
 	t.Helper()
 	lg, err := cluster.OpenLog(ctx, nc, cluster.LogConfig{})
@@ -83,7 +75,7 @@ func openLog(t testing.TB, ctx context.Context, nc *nats.Conn) *cluster.Log {
 // would write the bucket's TTL).
 func leaseHolder(t *testing.T, natsURL, tree string) string {
 	t.Helper()
-	_, js := natsClient(t, natsURL)
+	_, js := natstest.Connect(t, natsURL)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	kv, err := js.KeyValue(ctx, cluster.DefaultLeaseBucket)

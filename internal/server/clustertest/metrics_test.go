@@ -11,6 +11,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/natstest"
 	"github.com/metis-agent/metis/internal/servertest"
 )
 
@@ -100,7 +101,7 @@ func TestClusterMetricsMove(t *testing.T) {
 
 	// A lease that disappears (deleted here; an expiry is the same to
 	// its holder) is lost at the next renewal.
-	nc, js := natsClient(t, url)
+	nc, js := natstest.Connect(t, url)
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
 	kv, err := js.KeyValue(ctx, cluster.DefaultLeaseBucket)

@@ -24,7 +24,7 @@ func TestNATSReplicasSetsTheStreamsReplicas(t *testing.T) {
 	servertest.Start(t, "", func(c *config.Config) {
 		c.NATS, c.Node, c.NATSReplicas = nc.URLs(), "node-a", 1
 	})
-	_, js := natsClient(t, nc.URLs())
+	_, js := natstest.Connect(t, nc.URLs())
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	st, err := js.Stream(ctx, cluster.DefaultStream)

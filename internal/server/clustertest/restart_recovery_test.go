@@ -9,6 +9,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/cluster"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/natstest"
 	"github.com/metis-agent/metis/internal/streamtest"
 )
 
@@ -42,7 +43,7 @@ func waitTerminal(t *testing.T, natsURL, tree, turn string) *event.Event {
 // it (renewed) until the returned release is called or the test ends.
 func holdLease(t *testing.T, natsURL, tree string) (release func()) {
 	t.Helper()
-	_, js := natsClient(t, natsURL)
+	_, js := natstest.Connect(t, natsURL)
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
 	ls, err := cluster.OpenLeases(ctx, js, "node-x", cluster.LeaseConfig{TTL: failoverTTL})

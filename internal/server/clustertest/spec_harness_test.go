@@ -84,7 +84,7 @@ func (tr *trio) restart(i int, home string) *servertest.Harness {
 func (tr *trio) checkReplicas() {
 	t := tr.t
 	t.Helper()
-	_, js := natsClient(t, tr.nats.URLs())
+	_, js := natstest.Connect(t, tr.nats.URLs())
 	ctx, cancel := context.WithTimeout(t.Context(), specRead)
 	defer cancel()
 	st, err := js.Stream(ctx, cluster.DefaultStream)

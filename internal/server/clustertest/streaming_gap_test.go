@@ -13,6 +13,7 @@ import (
 
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/event"
+	"github.com/metis-agent/metis/internal/natstest"
 	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/internal/streamtest"
 	"github.com/metis-agent/metis/protocol"
@@ -27,7 +28,7 @@ const gapTTL = 2 * time.Second
 // tree any more, as its stream's leader answers.
 func (tr *trio) waitStreamingExpired(t *testing.T, tree string) {
 	t.Helper()
-	nc, _ := natsClient(t, tr.nats.URLs())
+	nc, _ := natstest.Connect(t, tr.nats.URLs())
 	ctx, cancel := context.WithTimeout(t.Context(), specRead+2*gapTTL)
 	defer cancel()
 	lg := openLog(t, ctx, nc)
