@@ -32,9 +32,12 @@ type LeaseWatcher struct {
 // server's side (the bucket was deleted, the connection closed).
 var ErrWatchStopped = errors.New("cluster: lease watch stopped")
 
-// Watch starts following every lease change made from now on. Changes
-// made after Watch returns are all seen by Next; the current leases are
-// not (read them with Holder). ctx is the watch's lifetime (the
+// Watch starts following the lease changes made from now on. The last
+// change of each tree made after Watch returns is seen by Next, but not
+// necessarily every change before it: the bucket keeps one value per
+// tree, so a change the next one replaced before the server delivered
+// it is skipped (a lease taken and given up at once may show only as
+// gone). The current leases are not seen (read them with Holder). ctx is the watch's lifetime (the
 // subscription follows it), not a timeout of the call. Stop must be
 // called when done.
 func (ls *Leases) Watch(ctx context.Context) (*LeaseWatcher, error) {
