@@ -195,6 +195,10 @@ func (b *Bus) attach(ctx context.Context, sessionID, parentID string, deliveredT
 		if err != nil {
 			return nil, fmt.Errorf("bus: emitter for %s: %w", sessionID, err)
 		}
+		// An earlier process may have streamed after its last stored
+		// event, in the same millisecond: its deltas' ids were never
+		// stored, and a client may hold them as its cursor.
+		seq.LeaveMillisecond()
 		o = &outbox{seq: seq}
 		if deliveredToo {
 			o.lastOut = last

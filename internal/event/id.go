@@ -26,7 +26,9 @@ const IDPrefix = "evt_"
 type Sequencer struct {
 	mu   sync.Mutex
 	last ulid.ULID
-	now  func() time.Time
+	// floor is the smallest millisecond of the next id (LeaveMillisecond).
+	floor uint64
+	now   func() time.Time
 }
 
 // NewSequencer returns a sequencer whose ids all sort after last (an
@@ -56,7 +58,7 @@ func (s *Sequencer) Next() (string, time.Time) {
 }
 
 func (s *Sequencer) nextLocked(now time.Time) ulid.ULID {
-	ms := max(ulid.Timestamp(now), s.last.Time())
+	ms := max(ulid.Timestamp(now), s.last.Time(), s.floor)
 	var id ulid.ULID
 	if ms == s.last.Time() && s.last != (ulid.ULID{}) {
 		id = s.last
@@ -87,6 +89,20 @@ func incEntropy(id *ulid.ULID) bool {
 		}
 	}
 	return false
+}
+
+// LeaveMillisecond makes every later id sort after every id of the
+// last id's millisecond. A process that opens a session from its stored
+// history calls it: the earlier process may have issued streaming ids
+// after the last stored one, never stored, in that same millisecond;
+// continuing from the stored id by one would issue them again.
+func (s *Sequencer) LeaveMillisecond() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == (ulid.ULID{}) {
+		return
+	}
+	s.floor = s.last.Time() + 1
 }
 
 // Observe makes every later id sort after id (an event id, or "" for

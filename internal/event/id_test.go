@@ -105,3 +105,39 @@ func TestSequencerEntropyOverflowAdvancesMillisecond(t *testing.T) {
 		t.Fatal("not increasing across overflow")
 	}
 }
+
+// TestSequencerLeaveMillisecondSkipsAnEarlierProcessesIds: a sequencer
+// opened from a stored id that leaves its millisecond issues ids above
+// every id an earlier sequencer went on to issue in that millisecond
+// (streaming ids, never stored), with the clock still in it, and
+// further ids keep increasing.
+func TestSequencerLeaveMillisecondSkipsAnEarlierProcessesIds(t *testing.T) {
+	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return fixed }
+	earlier, _ := NewSequencer("", clock)
+	stored, _ := earlier.Next()
+	var unstored []string
+	for range 100 {
+		id, _ := earlier.Next()
+		unstored = append(unstored, id)
+	}
+	s, err := NewSequencer(stored, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.LeaveMillisecond()
+	prev := ""
+	for range 3 {
+		id, _ := s.Next()
+		if id <= unstored[len(unstored)-1] || id <= prev {
+			t.Fatalf("id %s after leaving the millisecond: not above the earlier process's %s and the previous %q", id, unstored[len(unstored)-1], prev)
+		}
+		prev = id
+	}
+	fresh, _ := NewSequencer("", clock)
+	fresh.LeaveMillisecond() // nothing to leave: ids start at the clock
+	id, _ := fresh.Next()
+	if u, _ := ParseID(id); u.Time() != ulid.Timestamp(fixed) {
+		t.Fatalf("a new sequencer left a millisecond it never had: %d, want %d", u.Time(), ulid.Timestamp(fixed))
+	}
+}

@@ -169,9 +169,11 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		// Every id this tree delivered is at or before the seam, so the
 		// cursor is either from the future (made up, or another
 		// server's) or a streaming event of an earlier process that was
-		// never stored: possible only while a model call was open when
-		// that process stopped, and its clock ran ahead of this one's.
-		open, err := h.openModelCall(ctx, tree, a.Seam)
+		// never stored: possible only while a model call or a tool call
+		// was open when that process stopped, and its clock ran ahead of
+		// this one's (or it streamed in the millisecond this one started
+		// in).
+		open, err := h.openCall(ctx, tree, a.Seam)
 		if err != nil {
 			h.detach(c)
 			return nil, h.internal(err)
@@ -248,21 +250,29 @@ var (
 	gapTypes = append(modelCallTypes[:len(modelCallTypes):len(modelCallTypes)], toolCallTypes...)
 )
 
-// openModelCall reports whether the tree's stored history, up to seam,
-// ends inside a model call of an earlier process: its last llm.call_*
-// event is a start, or the llm.call_failed that crash recovery (or a
-// cluster failover) stores, actor session, for a call a process left
-// open.
-func (h *Hub) openModelCall(ctx context.Context, sessions []string, seam string) (bool, error) {
-	last, err := h.lastModelCallEvent(ctx, sessions, seam)
-	recovered := last.Type == event.LLMCallFailed && last.Actor == event.ActorSession
-	return last.Type == event.LLMCallStarted || recovered, err
-}
-
-// lastModelCallEvent returns the tree's last stored llm.call_* event at
-// or before event id at (a zero row when there is none).
-func (h *Hub) lastModelCallEvent(ctx context.Context, sessions []string, at string) (store.EventRow, error) {
-	return h.lastEventOf(ctx, sessions, at, modelCallTypes)
+// openCall reports whether the tree's stored history, up to seam, ends
+// inside a model call or a tool call of an earlier process (the two
+// stream: a model its deltas, a shell command its output): its last
+// llm.call_* event is a start, or the llm.call_failed that crash
+// recovery (or a cluster failover) stores, actor session, for a call a
+// process left open; or the same of its tool.* events.
+func (h *Hub) openCall(ctx context.Context, sessions []string, seam string) (bool, error) {
+	for _, c := range []struct {
+		types        []event.Type
+		start, ended event.Type
+	}{
+		{modelCallTypes, event.LLMCallStarted, event.LLMCallFailed},
+		{toolCallTypes, event.ToolCalled, event.ToolFailed},
+	} {
+		last, err := h.lastEventOf(ctx, sessions, seam, c.types)
+		if err != nil {
+			return false, err
+		}
+		if last.Type == c.start || last.Type == c.ended && last.Actor == event.ActorSession {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // lastEventOf returns the tree's last stored event of one of types at
