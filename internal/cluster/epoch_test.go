@@ -45,7 +45,7 @@ func (r *gapRecorder) lines() []string {
 func TestDeposedOwnersLateEventsAreDropped(t *testing.T) {
 	s := startServer(t)
 	a := newNode(t, s, "node-a", cluster.LeaseConfig{TTL: time.Second, Renew: time.Hour})
-	b := newNode(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second})
+	b := newNode(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second, Renew: liveRenew})
 	tree := newSessionID()
 	g := newEvents(t)
 	sink := &recorder{}

@@ -17,6 +17,12 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// liveRenew is how often a live node renews its leases in the tests
+// whose bucket has the shortest TTL (1 s), so another node's paused
+// lease expires soon: ten renewals a TTL, so a renewal delayed on a
+// loaded machine does not lose a lease the test needs held.
+const liveRenew = 100 * time.Millisecond
+
 // startServer runs an in-process NATS server with JetStream on a
 // temporary directory; it shuts down when the test ends.
 func startServer(t testing.TB) *server.Server {

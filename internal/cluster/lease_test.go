@@ -90,7 +90,7 @@ func TestDeadOwnersLeaseExpiresAndIsTaken(t *testing.T) {
 	s := startServer(t)
 	// node-a never renews: a process that died or is paused.
 	dead := openLeases(t, s, "node-a", cluster.LeaseConfig{TTL: time.Second, Renew: time.Hour})
-	live := openLeases(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second})
+	live := openLeases(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second, Renew: liveRenew})
 	tree := newSessionID()
 	la, err := dead.Acquire(ctx(t), tree)
 	if err != nil {

@@ -33,7 +33,7 @@ func nextChange(t *testing.T, w *cluster.LeaseWatcher, tree string) cluster.Leas
 func TestLeaseWatchSeesTakesExpiriesAndReleases(t *testing.T) {
 	s := startServer(t)
 	paused := openLeases(t, s, "node-a", cluster.LeaseConfig{TTL: time.Second, Renew: time.Hour})
-	b := openLeases(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second})
+	b := openLeases(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second, Renew: liveRenew})
 	wctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	w, err := b.Watch(wctx)

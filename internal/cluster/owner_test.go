@@ -67,7 +67,7 @@ func TestPausedOwnerThatLostItsLeaseCannotCommit(t *testing.T) {
 	// node-a is paused: it does not renew, and does not notice the
 	// lease expiring.
 	a := newNode(t, s, "node-a", cluster.LeaseConfig{TTL: time.Second, Renew: time.Hour})
-	b := newNode(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second})
+	b := newNode(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second, Renew: liveRenew})
 	tree := newSessionID()
 	g := newEvents(t)
 
@@ -111,7 +111,7 @@ func TestPausedOwnerThatLostItsLeaseCannotCommit(t *testing.T) {
 func TestOwnerThatNoticesLostLeaseStopsBeforePublishing(t *testing.T) {
 	s := startServer(t)
 	a := newNode(t, s, "node-a", cluster.LeaseConfig{TTL: time.Second, Renew: time.Hour})
-	b := newNode(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second})
+	b := newNode(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second, Renew: liveRenew})
 	tree := newSessionID()
 	oa := a.own(t, tree)
 	b.ownEventually(t, tree)

@@ -134,7 +134,7 @@ func TestBusOnTheClusterStoreStopsWhenFenced(t *testing.T) {
 	// node-a is paused: its lease expires unnoticed.
 	pausedA := newNode(t, s, "node-a", cluster.LeaseConfig{TTL: time.Second, Renew: time.Hour})
 	pausedA.log = a.log
-	b := newNode(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second})
+	b := newNode(t, s, "node-b", cluster.LeaseConfig{TTL: time.Second, Renew: liveRenew})
 	tree := newSessionID()
 	owner := pausedA.own(t, tree)
 	bs, sink := clusterBus(t, a, owner)
