@@ -1,6 +1,8 @@
 // Package servertest starts real metis servers on loopback for tests and
 // benchmarks, with small helpers to call the HTTP API and to record
-// everything the bus delivers live.
+// everything the bus delivers live. A server a test must be able to
+// kill with SIGKILL, or pause, runs in a child process instead
+// (StartChild, child.go).
 //
 // It imports server and the core packages; only tests import it.
 package servertest

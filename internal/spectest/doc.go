@@ -9,8 +9,9 @@
 // The package has no code of its own: it is tests only. Its tests import
 // servertest and streamtest, and what they check the server against:
 // event, store, message, protocol, the API's error codes, config,
-// stream (to mount a WebSocket server with a short subscribe timeout),
-// and server (to run one in a child process that a test kills).
+// and stream (to mount a WebSocket server with a short subscribe
+// timeout); a server a test kills runs in a child process
+// (servertest.StartChild).
 //
 // WebSocket-only, because SSE has no such thing:
 //   - client frames: malformed, unknown and binary frames, the 1 MiB

@@ -35,7 +35,7 @@ func TestRevertAfterACrashBetweenCheckpointAndTurnEnd(t *testing.T) {
 
 	c := startChild(t, home)
 	var s protocol.SessionSummary
-	if st := do(t, c.url, "POST", "/sessions", map[string]string{"workspace_path": ws}, &s); st != http.StatusCreated {
+	if st := do(t, c.URL, "POST", "/sessions", map[string]string{"workspace_path": ws}, &s); st != http.StatusCreated {
 		t.Fatalf("create session: %d", st)
 	}
 	pidFile := filepath.Join(ws, "sleeper.pid")
@@ -43,15 +43,15 @@ func TestRevertAfterACrashBetweenCheckpointAndTurnEnd(t *testing.T) {
 	var started struct {
 		TurnID string `json:"turn_id"`
 	}
-	if st := do(t, c.url, "POST", "/sessions/"+s.ID+"/turns", map[string]string{"content": toolCmd("shell", map[string]string{"command": cmd})}, &started); st != http.StatusAccepted {
+	if st := do(t, c.URL, "POST", "/sessions/"+s.ID+"/turns", map[string]string{"content": toolCmd("shell", map[string]string{"command": cmd})}, &started); st != http.StatusAccepted {
 		t.Fatalf("submit: %d", st)
 	}
 	pid := waitPid(t, pidFile)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	c.kill()
+	c.Kill()
 
 	c2 := startChild(t, home)
-	list := turns(t, c2.url, s.ID)
+	list := turns(t, c2.URL, s.ID)
 	if len(list.Turns) != 1 {
 		t.Fatalf("turns after the restart: %+v", list)
 	}
@@ -62,7 +62,7 @@ func TestRevertAfterACrashBetweenCheckpointAndTurnEnd(t *testing.T) {
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL) // the command outlived the server: it is not part of the files
 	var res protocol.RevertResult
-	if st := do(t, c2.url, "POST", "/sessions/"+s.ID+"/turns/"+tu.TurnID+"/revert", nil, &res); st != http.StatusAccepted {
+	if st := do(t, c2.URL, "POST", "/sessions/"+s.ID+"/turns/"+tu.TurnID+"/revert", nil, &res); st != http.StatusAccepted {
 		t.Fatalf("revert: %d %+v", st, res)
 	}
 	if d := treeDiff(before, tree(t, ws)); d != "" {

@@ -4,7 +4,7 @@
 // and the turn's end, then restarted, still reverts the turn; and a
 // property test of reverts after many turns of random edits made by the
 // tools. The killed server runs in a process of its own: the test
-// binary again, with checkpointtestServeEnv set (main_test.go).
+// binary again, with serveEnv set (main_test.go; servertest.StartChild).
 //
 // It has no code but its tests.
 package checkpointtest

@@ -1,31 +1,25 @@
 package checkpointtest_test
 
 import (
-	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/metis-agent/metis/internal/config"
 	"github.com/metis-agent/metis/internal/permission"
-	"github.com/metis-agent/metis/internal/server"
+	"github.com/metis-agent/metis/internal/servertest"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -49,86 +43,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// serve runs a server on home until it is killed: the ready line on
-// stdout, the log on stderr.
+// serve runs a server on home until it is killed.
 func serve(home string) int {
 	cfg := config.Defaults()
 	cfg.Home, cfg.Addr, cfg.DemoDelay, cfg.Socket = home, "127.0.0.1:0", 0, ""
 	// Tools run unasked, as in servertest.Start: auto mode, the sandbox off.
 	cfg.DefaultMode, cfg.ShellSandbox = permission.ModeAuto, permission.SandboxDisabled
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	srv, err := server.New(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "serve:", err)
-		return 1
-	}
-	if err := srv.Run(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "serve:", err)
-		return 1
-	}
-	return 0
-}
-
-// child is a server in a process of its own.
-type child struct {
-	url    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	return servertest.ServeChild(cfg)
 }
 
 // startChild starts a server on home in a child process and waits for
-// its ready line.
-func startChild(t *testing.T, home string) *child {
+// its ready line; it is killed when the test ends.
+func startChild(t *testing.T, home string) *servertest.Child {
 	t.Helper()
-	logf, err := os.Create(filepath.Join(home, "child.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logf.Close() })
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), serveEnv+"="+home)
-	cmd.Stderr = logf
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, exited: make(chan struct{})}
-	ready := make(chan string, 1)
-	go func() {
-		defer close(c.exited)
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			ready <- sc.Text()
-		}
-		_, _ = io.Copy(io.Discard, out)
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(c.kill)
-	select {
-	case line := <-ready:
-		f := strings.Fields(line)
-		if len(f) < 3 || f[1] != "serving" {
-			t.Fatalf("ready line %q", line)
-		}
-		c.url = f[2]
-	case <-c.exited:
-		b, _ := os.ReadFile(filepath.Join(home, "child.log"))
-		t.Fatalf("the server exited before it was ready:\n%s", b)
-	case <-time.After(60 * time.Second):
-		t.Fatal("no ready line")
-	}
-	return c
-}
-
-// kill kills the server with SIGKILL (nothing flushed, nothing
-// released) and waits until it is gone.
-func (c *child) kill() {
-	_ = c.cmd.Process.Kill()
-	<-c.exited
+	return servertest.StartChild(t, servertest.ChildOptions{Env: serveEnv, Value: home, Home: home,
+		LogName: "child.log", Name: "the server"})
 }
 
 // do sends a JSON request to base and decodes the answer into out.

@@ -31,7 +31,7 @@ import (
 //
 // Run it with a small -benchtime (each iteration starts a process and
 // waits out a TTL): go test -run XXX -bench Failover -benchtime 5x.
-func BenchmarkFailover(b *testing.B) { benchFailover(b, (*procNode).Kill) }
+func BenchmarkFailover(b *testing.B) { benchFailover(b, (*servertest.Child).Kill) }
 
 // BenchmarkFailoverAfterPause is BenchmarkFailover with the owner paused
 // (SIGSTOP) instead of killed: its NATS connection stays open and its
@@ -39,11 +39,11 @@ func BenchmarkFailover(b *testing.B) { benchFailover(b, (*procNode).Kill) }
 // the other nodes it is gone. The target is a paused owner failing over
 // as fast as a dead one: within the lease TTL plus a second.
 func BenchmarkFailoverAfterPause(b *testing.B) {
-	benchFailover(b, func(a *procNode) { a.Pause(b) })
+	benchFailover(b, func(a *servertest.Child) { a.Pause(b) })
 }
 
 // benchFailover runs the failover benchmarks: fault stops the owner.
-func benchFailover(b *testing.B, fault func(*procNode)) {
+func benchFailover(b *testing.B, fault func(*servertest.Child)) {
 	url := natstest.Start(b).URL
 	nb := failoverNode(b, url, "node-b")
 	failoverNode(b, url, "node-c")

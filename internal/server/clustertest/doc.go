@@ -71,13 +71,13 @@
 // and check every follower against the log with checkDelivery: no
 // event lost (unless a streaming gap it was told of covers it),
 // duplicated, out of order or late. The owner, or the NATS servers,
-// run as processes of the test binary (procnode_test.go,
-// natsproc_test.go), so that they can be paused with SIGSTOP, or killed
-// with SIGKILL and restarted on their store; on Linux they die with
-// the test binary, also when it panics on its timeout. A follower stops
-// as soon as its test ends, and its waits have deadlines that fail the
-// test with what it waited for. METIS_FAULT_RUNS repeats each fault
-// test's run.
+// run as processes of the test binary (procnode_test.go, through
+// servertest.StartChild, and natsproc_test.go), so that they can be
+// paused with SIGSTOP, or killed with SIGKILL and restarted on their
+// store; on Linux they die with the test binary, also when it panics
+// on its timeout. A follower stops as soon as its test ends, and its
+// waits have deadlines that fail the test with what it waited for.
+// METIS_FAULT_RUNS repeats each fault test's run.
 //
 // The package has no code besides its tests.
 package clustertest
