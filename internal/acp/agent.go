@@ -45,6 +45,8 @@ type Agent struct {
 
 	mu    sync.Mutex
 	turns map[string]*turn // session id → prompt in flight
+	// watchers are the open sessions' standing followers (watch.go).
+	watchers map[string]*watcher
 	// mcpSessions are the sessions this agent gave MCP servers (mcp.go).
 	mcpSessions map[string]bool
 	stopping    bool
@@ -58,7 +60,7 @@ var (
 
 // newAgent returns an agent over c; conn is set by serve.
 func newAgent(ctx context.Context, c *client.Client, model string, editorFS bool, log *slog.Logger) *Agent {
-	return &Agent{c: c, log: log, model: model, ctx: ctx, editorFS: editorFS, turns: map[string]*turn{}, mcpSessions: map[string]bool{}}
+	return &Agent{c: c, log: log, model: model, ctx: ctx, editorFS: editorFS, turns: map[string]*turn{}, watchers: map[string]*watcher{}, mcpSessions: map[string]bool{}}
 }
 
 // httpTimeout bounds each API call a handler makes.
@@ -112,6 +114,11 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 		return sdk.NewSessionResponse{}, err
 	}
 	a.attachEditor(s.ID) // editorfs.go
+	// The session is open: its standing follower subscribes, then the
+	// state the answer gives is read (watch.go).
+	if s, err = a.open(ctx, s.ID); err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
 	modes, opts := a.sessionSetup(s)
 	a.announceCommands(s.ID, true)
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.ID), Modes: modes, ConfigOptions: opts}, nil
@@ -136,7 +143,7 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	if err := a.load(ctx, sid); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	s, err := a.session(ctx, string(p.SessionId))
+	s, err := a.open(ctx, sid)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
@@ -157,6 +164,9 @@ func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 		return sdk.ResumeSessionResponse{}, err
 	}
 	a.attachEditor(s.ID)
+	if s, err = a.open(ctx, s.ID); err != nil {
+		return sdk.ResumeSessionResponse{}, err
+	}
 	modes, opts := a.sessionSetup(s)
 	a.announceCommands(s.ID, false)
 	return sdk.ResumeSessionResponse{Modes: modes, ConfigOptions: opts}, nil
@@ -164,9 +174,12 @@ func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 
 // CloseSession cancels the session's turn if this agent runs one, and
 // forgets it; a turn it only follows (after session/load) is left
-// running. The session stays on the server.
+// running. The session's standing follower has stopped by the answer:
+// renames and mode changes are no longer sent. The session stays on
+// the server.
 func (a *Agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
 	a.detachEditor(string(p.SessionId)) // editorfs.go
+	a.unwatch(string(p.SessionId))      // watch.go
 	a.mu.Lock()
 	t := a.turns[string(p.SessionId)]
 	a.mu.Unlock()

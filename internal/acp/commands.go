@@ -136,13 +136,11 @@ func (a *Agent) runCommand(ctx context.Context, sid, name, arg string) (sdk.Prom
 			}
 			return reply("Mode: " + s.Mode + " (default, accept_edits, plan or auto).")
 		}
+		// current_mode_update comes from the session's standing
+		// follower, as for a change made anywhere else (watch.go).
 		s, err := a.setMode(ctx, sid, arg)
 		if err != nil {
 			return sdk.PromptResponse{}, err
-		}
-		if err := a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sdk.SessionId(sid),
-			Update: sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(s.Mode)}}}); err != nil {
-			a.log.Debug("send the mode", "session", sid, "err", err)
 		}
 		return reply("Mode: " + s.Mode + ".")
 	case "model":

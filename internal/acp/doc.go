@@ -7,7 +7,9 @@
 // session/load, session/list, session/resume, session/close,
 // session/prompt, session/cancel, session/set_mode,
 // session/set_config_option), the mapping of a metis session's event
-// stream onto session/update notifications (diffs included), approval
+// stream onto session/update notifications (diffs included): a prompt's
+// turn while it runs, and each open session's renames and mode changes
+// at any time (watch.go), approval
 // requests asked as session/request_permission, metis's slash commands,
 // the replay of a stored conversation and its catalog events for
 // session/load, the editor's mcpServers handed to the session (mcp.go),

@@ -119,6 +119,17 @@ func (e *editor) answering(option sdk.PermissionOptionId) {
 		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(option)}, nil
 	}
 }
+
+// allowingAfter makes the editor run do at every permission request,
+// then answer it allow_once.
+func (e *editor) allowingAfter(do func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.perm = func(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+		do()
+		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(optAllowOnce)}, nil
+	}
+}
 func (e *editor) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
 	return sdk.CreateTerminalResponse{}, sdk.NewMethodNotFound("terminal/create")
 }

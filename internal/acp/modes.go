@@ -16,9 +16,11 @@ import (
 // A metis session's permission mode is an ACP session mode (modes in
 // the answers of session/new, session/load and session/resume;
 // session/set_mode → PATCH /sessions/{id} {"mode"}; session.mode_changed
-// seen on the stream → current_mode_update). The mode and the model are
-// also offered as session config options (category mode and model), the
-// newer ACP form; both forms are kept in step.
+// seen on the session's stream, whoever changed it → current_mode_update
+// and config_option_update, sent by the session's standing follower,
+// watch.go). The mode and the model are also offered as session config
+// options (category mode and model), the newer ACP form; both forms are
+// kept in step.
 
 // Config option ids.
 const (
@@ -159,8 +161,9 @@ func (a *Agent) modelChoices(s client.Session, chosen string) modelChoices {
 }
 
 // SetSessionMode changes the session's permission mode on the server;
-// every client of the session sees session.mode_changed. The editor is
-// sent the config options again (they hold the mode too).
+// every client of the session sees session.mode_changed, this editor
+// too: the session's standing follower sends it current_mode_update
+// and the config options again (they hold the mode too).
 func (a *Agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
 	if _, err := a.setMode(ctx, string(p.SessionId), string(p.ModeId)); err != nil {
 		return sdk.SetSessionModeResponse{}, err
@@ -168,7 +171,7 @@ func (a *Agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest)
 	return sdk.SetSessionModeResponse{}, nil
 }
 
-// setMode changes the mode and sends the config options with it.
+// setMode changes the mode; the updates follow from the stream.
 func (a *Agent) setMode(ctx context.Context, sid, mode string) (client.Session, error) {
 	if sid == "" {
 		return client.Session{}, sdk.NewInvalidParams(map[string]any{"error": "sessionId is required"})
@@ -183,7 +186,6 @@ func (a *Agent) setMode(ctx context.Context, sid, mode string) (client.Session, 
 		return client.Session{}, apiError("set the mode", err)
 	}
 	a.log.Info("mode changed", "session", sid, "mode", s.Mode)
-	a.sendConfig(ctx, s)
 	return s, nil
 }
 
@@ -248,31 +250,4 @@ func (a *Agent) sendConfig(ctx context.Context, s client.Session) {
 		Update: sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: opts}}}); err != nil {
 		a.log.Debug("send the config options", "session", s.ID, "err", err)
 	}
-}
-
-// modeChanged maps session.mode_changed of the followed session to
-// current_mode_update and config_option_update.
-func (t *turn) modeChanged(ctx context.Context, ev *protocol.EventEnvelope) {
-	var p protocol.SessionModeChangedPayload
-	if decodePayload(ev, &p) != nil || !protocol.ValidMode(p.Mode) {
-		return
-	}
-	t.send(ctx, sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(p.Mode)}})
-	s, err := t.a.session(ctx, t.sid)
-	if err != nil {
-		return
-	}
-	_, opts := t.a.sessionSetup(s)
-	t.send(ctx, sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: opts}})
-}
-
-// renamed maps a rename of the followed session (session.updated with a
-// title) to session_info_update, so the editor shows the new title. An
-// archive has no ACP counterpart and is not sent.
-func (t *turn) renamed(ctx context.Context, ev *protocol.EventEnvelope) {
-	var p protocol.SessionEdit
-	if decodePayload(ev, &p) != nil || p.Title == nil || *p.Title == "" {
-		return
-	}
-	t.send(ctx, sdk.SessionUpdate{SessionInfoUpdate: &sdk.SessionSessionInfoUpdate{Title: p.Title}})
 }

@@ -284,9 +284,11 @@ func TestSlashCommands(t *testing.T) {
 	if m := summary(t, h, sid).Mode; m != "plan" {
 		t.Errorf("mode %q", m)
 	}
-	if n := count(s.ed.all(), func(u sdk.SessionUpdate) bool {
-		return u.CurrentModeUpdate != nil && u.CurrentModeUpdate.CurrentModeId == "plan"
-	}); n != 1 {
+	// The session's follower sends the change, as for one made
+	// elsewhere: once.
+	s.ed.waitFor(t, "current_mode_update(plan)", func(us []sdk.SessionUpdate) bool { return countModeUpdates(us, "plan") > 0 })
+	fence(t, h, s, sid, "fence")
+	if n := countModeUpdates(s.ed.all(), "plan"); n != 1 {
 		t.Errorf("%d current_mode_update(plan)", n)
 	}
 	if got := reply("/help"); !strings.Contains(got, "/compact") || !strings.Contains(got, "/model") {
@@ -378,39 +380,30 @@ func asRequestError(err error, re **sdk.RequestError) bool {
 // TestRenameElsewhereIsSessionInfoUpdate: another client renames the
 // session while a prompt's turn runs (here: while the editor is asked
 // for a permission): the editor gets session_info_update with the new
-// title; an archive alone sends nothing, and session/list has the title.
+// title; an archive alone sends nothing (the fence's rename is the only
+// other), and session/list has the latest title.
 func TestRenameElsewhereIsSessionInfoUpdate(t *testing.T) {
 	leakCheck(t)
 	h := askingServer(t)
 	s, sid := openSession(t, h)
-	s.ed.mu.Lock()
-	s.ed.perm = func(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	s.ed.allowingAfter(func() {
 		if st := h.Do("PATCH", "/sessions/"+sid, map[string]any{"archived": true}, nil); st != 200 {
 			t.Errorf("PATCH archived: %d", st)
 		}
-		if st := h.Do("PATCH", "/sessions/"+sid, map[string]string{"title": "renamed   elsewhere"}, nil); st != 200 {
-			t.Errorf("PATCH title: %d", st)
-		}
-		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(optAllowOnce)}, nil
-	}
-	s.ed.mu.Unlock()
+		renameElsewhere(t, h, sid, "renamed   elsewhere")
+	})
 	if r := mustPrompt(t, s, sid, shellPrompt("echo renamed")); r.StopReason != sdk.StopReasonEndTurn {
 		t.Fatalf("stop reason %q", r.StopReason)
 	}
+	fence(t, h, s, sid, "fence")
 	us := s.ed.all()
-	var titles []string
-	for _, u := range us {
-		if u.SessionInfoUpdate != nil && u.SessionInfoUpdate.Title != nil {
-			titles = append(titles, *u.SessionInfoUpdate.Title)
-		}
-	}
-	if n := count(us, func(u sdk.SessionUpdate) bool { return u.SessionInfoUpdate != nil }); n != 1 || len(titles) != 1 || titles[0] != "renamed elsewhere" {
-		t.Fatalf("%d session_info_update, titles %q; updates %s", n, titles, describe(us))
+	if n, got := count(us, func(u sdk.SessionUpdate) bool { return u.SessionInfoUpdate != nil }), titles(us); n != 2 || !slices.Equal(got, []string{"renamed elsewhere", "fence"}) {
+		t.Fatalf("%d session_info_update, titles %q; updates %s", n, got, describe(us))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	list, err := s.conn.ListSessions(ctx, sdk.ListSessionsRequest{Cwd: &h.Workspace})
-	if err != nil || len(list.Sessions) != 1 || list.Sessions[0].Title == nil || *list.Sessions[0].Title != "renamed elsewhere" {
+	if err != nil || len(list.Sessions) != 1 || list.Sessions[0].Title == nil || *list.Sessions[0].Title != "fence" {
 		t.Fatalf("session/list: %+v, %v", list, err)
 	}
 }

@@ -243,15 +243,12 @@ func TestPermissionDecidedElsewhereIsWithdrawn(t *testing.T) {
 	if r.StopReason != sdk.StopReasonEndTurn {
 		t.Fatalf("stop reason %q", r.StopReason)
 	}
+	fence(t, h, s, sid, "fence") // the session's follower sends the mode
 	us := s.ed.all()
-	if n := count(us, func(u sdk.SessionUpdate) bool {
-		return u.CurrentModeUpdate != nil && u.CurrentModeUpdate.CurrentModeId == "auto"
-	}); n != 1 {
+	if n := countModeUpdates(us, "auto"); n != 1 {
 		t.Errorf("%d current_mode_update(auto); updates %s", n, describe(us))
 	}
-	if n := count(us, func(u sdk.SessionUpdate) bool {
-		return u.ConfigOptionUpdate != nil && u.ConfigOptionUpdate.ConfigOptions[0].Select.CurrentValue == "auto"
-	}); n == 0 {
+	if n := countModeOptions(us, "auto"); n == 0 {
 		t.Errorf("no config_option_update with mode auto")
 	}
 	res := resolutions(h, sid)

@@ -368,13 +368,9 @@ func (t *turn) handle(ctx context.Context, ev *protocol.EventEnvelope, v *client
 		t.workerEvent(ctx, ev)
 		return
 	}
+	// Renames and mode changes are the session's standing follower's
+	// (watch.go), whether a turn runs or not.
 	switch protocol.EventType(ev.Type) {
-	case protocol.EventSessionModeChanged:
-		t.modeChanged(ctx, ev)
-		return
-	case protocol.EventSessionUpdated:
-		t.renamed(ctx, ev)
-		return
 	case protocol.EventApprovalResolved:
 		t.approvalResolved(ev)
 		return
