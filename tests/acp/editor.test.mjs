@@ -1,12 +1,13 @@
 // The editor-facing parts of `metis acp` under the official TypeScript
 // SDK: permission requests (each of the four options, a cancel while
-// asking), session modes and config options, metis's slash commands,
-// diffs of edits, and what session/load keeps (diffs, cancelled turns).
+// asking), session modes and config options, a rename and a mode change
+// made elsewhere between prompts, metis's slash commands, diffs of
+// edits, and what session/load keeps (diffs, cancelled turns).
 // Run by scripts/test.d/40-acp.sh with `node --test`.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import * as acp from "@agentclientprotocol/sdk";
-import { cleanup, runAgent, startServer, text, workspace } from "./helpers.mjs";
+import { cleanup, runAgent, startServer, text, until, workspace } from "./helpers.mjs";
 
 // Sessions start in default mode: shell and edits ask.
 const url = await startServer("0s", ["--default-mode", "default"]);
@@ -114,18 +115,40 @@ test("modes and config options: offered on session/new, changed with session/set
   }, url);
 });
 
+test("a rename and a mode change made elsewhere between prompts reach the idle editor", async () => {
+  await runAgent(async (agent, updates) => {
+    await init(agent);
+    const { sessionId } = await newSession(agent);
+    assert.equal((await prompt(agent, sessionId, "/echo before")).stopReason, "end_turn");
+    // As the dashboard or the TUI does, while no prompt runs.
+    const patch = (body) =>
+      fetch(`${url}/sessions/${sessionId}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    assert.equal((await patch({ title: "renamed in the dashboard" })).status, 200);
+    const info = await until(updates, (u) => u.sessionUpdate === "session_info_update", "session_info_update");
+    assert.equal(info.title, "renamed in the dashboard");
+    assert.equal((await patch({ mode: "plan" })).status, 200);
+    await until(updates, (u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "plan", "current_mode_update(plan)");
+    const opts = await until(
+      updates,
+      (u) => u.sessionUpdate === "config_option_update" && u.configOptions.find((o) => o.id === "mode").currentValue === "plan",
+      "config_option_update(plan)",
+    );
+    assert.equal(opts.configOptions.find((o) => o.id === "mode").category, "mode");
+    assert.equal(updates.filter((u) => u.sessionUpdate === "session_info_update").length, 1);
+  }, url);
+});
+
 test("slash commands: announced, run by metis, never sent to the model", async () => {
   await runAgent(async (agent, updates) => {
     await init(agent);
     const { sessionId } = await newSession(agent);
-    for (let i = 0; i < 100 && !updates.some((u) => u.sessionUpdate === "available_commands_update"); i++) await new Promise((ok) => setTimeout(ok, 20));
-    const cmds = updates.find((u) => u.sessionUpdate === "available_commands_update");
+    const cmds = await until(updates, (u) => u.sessionUpdate === "available_commands_update", "available_commands_update");
     assert.deepEqual(
       cmds.availableCommands.map((c) => c.name),
       ["compact", "mode", "model", "help"],
     );
     assert.equal((await prompt(agent, sessionId, "/mode accept_edits")).stopReason, "end_turn");
-    assert.ok(updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "accept_edits"));
+    await until(updates, (u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "accept_edits", "current_mode_update(accept_edits)");
     await prompt(agent, sessionId, "/help");
     assert.match(text(updates, "agent_message_chunk"), /Mode: accept_edits\.metis commands/);
     const summary = await (await fetch(`${url}/sessions/${sessionId}`)).json();

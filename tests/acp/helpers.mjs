@@ -94,6 +94,18 @@ export async function runAgent(op, url, onPermission, requests = {}, args = []) 
   return result;
 }
 
+// until waits for an update that pred holds for (the updates a
+// session's stream sends come when they come, not before an answer),
+// and returns it.
+export async function until(updates, pred, what) {
+  for (let i = 0; i < 1500; i++) {
+    const u = updates.find(pred);
+    if (u) return u;
+    await new Promise((ok) => setTimeout(ok, 20));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
 export const text = (updates, kind) =>
   updates
     .filter((u) => u.sessionUpdate === kind && u.content?.type === "text")
