@@ -95,6 +95,13 @@ func openAs(t *testing.T, h *servertest.Harness, how string) (*session, string) 
 		return openSession(t, h)
 	}
 	sid := h.CreateSession()
+	return reopen(t, h, how, sid), sid
+}
+
+// reopen serves an agent and opens session sid in it with session/load
+// or session/resume, as how says.
+func reopen(t *testing.T, h *servertest.Harness, how, sid string) *session {
+	t.Helper()
 	s := serveAgent(t, h.URL)
 	s.initialize(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -108,7 +115,7 @@ func openAs(t *testing.T, h *servertest.Harness, how string) (*session, string) 
 	if err != nil {
 		t.Fatalf("session/%s: %v", how, err)
 	}
-	return s, sid
+	return s
 }
 
 // A rename made elsewhere between prompts reaches the editor as
@@ -211,4 +218,35 @@ func TestCloseSessionStopsItsFollower(t *testing.T) {
 	}
 	s.close(t)
 	servertest.WaitFor(t, "the open session's subscription to end with the connection", func() bool { return h.Server.Hub.Clients(other) == 0 })
+}
+
+// An open session's follower is an ordinary subscription: the trace
+// gets its bus.subscriber_registered and, at session/close,
+// bus.subscriber_unregistered, nothing else, and the session's last
+// activity does not move.
+func TestFollowingASessionIsNotActivity(t *testing.T) {
+	leakCheck(t)
+	h := servertest.Start(t, "")
+	sid := h.CreateSession()
+	before := summary(t, h, sid).LastActivityAt
+	s := reopen(t, h, "resume", sid)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := s.conn.CloseSession(ctx, sdk.CloseSessionRequest{SessionId: sdk.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	servertest.WaitFor(t, "bus.subscriber_unregistered", func() bool {
+		types = types[:0]
+		for _, ev := range h.Live.Events(sid) {
+			types = append(types, string(ev.Type))
+		}
+		return slices.Contains(types, "bus.subscriber_unregistered")
+	})
+	if want := []string{"session.created", "bus.subscriber_registered", "bus.subscriber_unregistered"}; !slices.Equal(types, want) {
+		t.Errorf("trace %q, want %q", types, want)
+	}
+	if after := summary(t, h, sid).LastActivityAt; !after.Equal(before) {
+		t.Errorf("last activity moved from %v to %v", before, after)
+	}
 }
