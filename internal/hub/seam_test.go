@@ -255,10 +255,10 @@ func TestFilterReplayEqualsLive(t *testing.T) {
 
 // TestFutureCursor: a cursor after everything the session (its tree)
 // delivered or stored is refused with invalid_cursor, whatever its
-// time, unless the stored history ends inside a model call: then it may
-// be a delta of an earlier process whose clock ran ahead, and it is
-// accepted with streaming_gap (for a filter with streaming types), and
-// no event at or before it is ever queued.
+// time, unless the stored history ends inside a model call or a tool
+// call: then it may be a delta of an earlier process whose clock ran
+// ahead, and it is accepted with streaming_gap (for a filter with
+// streaming types), and no event at or before it is ever queued.
 func TestFutureCursor(t *testing.T) {
 	st := openStore(t)
 	e := newEnv(t, st, hub.Config{RingSize: 16})
@@ -309,6 +309,22 @@ func TestFutureCursor(t *testing.T) {
 			t.Fatalf("client with cursor %s got %s", future, it.ID)
 		}
 	}
+
+	// Inside a tool call too (a shell command streams its output); once
+	// it ended, such a cursor is refused again.
+	e.mustEmit(event.LLMCallCompleted, event.ActorAgent, "t")
+	e.mustEmit(event.ToolCalled, event.ActorAgent, "t")
+	e.barrier()
+	future, _ = seq.Next()
+	inTool := e.subscribe(protocol.Subscribe{Preset: event.PresetFull, Since: &future})
+	if !inTool.Ack.StreamingGap {
+		t.Fatalf("cursor past the seam inside a tool call: ack %+v, want streaming_gap", inTool.Ack)
+	}
+	e.h.Unsubscribe(inTool.Client)
+	e.mustEmit(event.ToolCompleted, event.ActorAgent, "t")
+	e.barrier()
+	future, _ = seq.Next()
+	e.refused(protocol.Subscribe{Preset: event.PresetFull, Since: &future}, protocol.CodeInvalidCursor)
 }
 
 // TestSessionsIsolated: clients of one session never see another
