@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/metis-agent/metis/internal/cluster"
+	"github.com/metis-agent/metis/internal/feed"
 	"github.com/metis-agent/metis/protocol"
 )
 
@@ -246,6 +247,11 @@ func follow(cn Cluster, w http.ResponseWriter, r *http.Request, next http.Handle
 		WriteError(w, http.StatusServiceUnavailable, protocol.CodeOwnerUnavailable, "cannot follow this session's tree from this node right now; retry")
 		return
 	}
-	defer leave()
-	next.ServeHTTP(w, r)
+	// The follow lasts as long as the stream: a WebSocket, which runs
+	// on after its handler returned, takes the hold and leaves when
+	// its connection ends; an SSE stream ends with its handler.
+	ctx, hold := feed.WithHold(r.Context())
+	hold.Add(leave)
+	defer hold.ReleaseUnlessTaken()
+	next.ServeHTTP(w, r.WithContext(ctx))
 }
