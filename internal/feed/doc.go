@@ -21,9 +21,11 @@
 // heartbeats), deadline.go (the write deadline and the overflow grace),
 // serve.go (attachment, replay and the live loop), end.go (how a feed
 // ends, and its accounting), clients.go (a transport's set of served
-// clients, for its shutdown).
+// clients, for its shutdown), hold.go (what a stream keeps alive past
+// its HTTP handler: a cluster node's follow of a tree, released when a
+// hijacked WebSocket ends).
 //
 // feed is core: it imports hub, event, protocol and metrics, never a
-// transport; the WebSocket edge (stream) and the SSE edge (sse) import
-// it.
+// transport; the WebSocket edge (stream), the SSE edge (sse) and the
+// HTTP API's cluster front (api, for Hold) import it.
 package feed
