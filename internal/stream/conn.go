@@ -11,8 +11,9 @@ import (
 	"github.com/metis-agent/metis/protocol"
 )
 
-// conn is one WebSocket client. Its run goroutine (the HTTP handler's)
-// owns the connection: it waits for the subscribe, then hands the
+// conn is one WebSocket client. Its run goroutine (started by the HTTP
+// handler, which returns once the connection is hijacked) owns the
+// connection: it waits for the subscribe, then hands the
 // client to the feed, which writes everything and hands client frames
 // back to conn (Receive) between writes. A small reader goroutine only
 // reads raw frames and hands them over, so its stack stays small on an
