@@ -58,6 +58,42 @@ func (c *Cluster) URLs() string {
 // down when the test ends.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
+	var c *Cluster
+	for attempt := 1; c == nil; attempt++ {
+		var late string
+		c, late = startCluster(t, n)
+		if c != nil {
+			break
+		}
+		// The route ports were free when picked, but another process
+		// of a busy machine may have taken one before its server
+		// listened: that server never gets ready. Fresh ports, again.
+		if attempt == clusterAttempts {
+			t.Fatalf("natstest: %s not ready (%d attempts)", late, attempt)
+		}
+		t.Logf("natstest: %s not ready; starting the cluster again on fresh ports", late)
+	}
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		if leaderKnown(c) {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("natstest: the cluster elected no JetStream meta leader")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// clusterAttempts bounds how often StartCluster starts a cluster whose
+// servers did not all get ready.
+const clusterAttempts = 3
+
+// startCluster starts n servers routed to each other on fresh ports and
+// waits until each accepts connections. If one does not within
+// readyTimeout, every server is shut down and its name returned.
+func startCluster(t testing.TB, n int) (*Cluster, string) {
+	t.Helper()
 	ports := freePorts(t, n)
 	routes := make([]*url.URL, n)
 	for i, p := range ports {
@@ -76,18 +112,13 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	deadline := time.Now().Add(readyTimeout)
 	for _, s := range c.Servers {
 		if !s.ReadyForConnections(time.Until(deadline)) {
-			t.Fatalf("natstest: %s not ready", s.Name())
+			for _, s := range c.Servers {
+				s.Shutdown()
+			}
+			return nil, s.Name()
 		}
 	}
-	for {
-		if leaderKnown(c) {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("natstest: the cluster elected no JetStream meta leader")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return c, ""
 }
 
 // leaderKnown reports whether every server is routed to all the others
