@@ -40,6 +40,9 @@ async function noSideScroll(page, what) {
   assert.ok(w <= vw, `${what}: ${w} px wide in a ${vw} px window`);
 }
 
+/** A shell call that runs until srv.release('turn'). */
+const gated = (srv) => '/tool shell ' + JSON.stringify({ command: srv.gate('turn') });
+
 async function type(page, text) {
   await page.fill('#composer', text);
   await page.press('#composer', 'Enter');
@@ -53,7 +56,7 @@ for (const size of SIZES) {
       const obs = await srv.observe(s.id);
       const { page } = await open(`${srv.url}/#/s/${s.id}`, size);
       await live(page);
-      await type(page, '/tool shell {"command": "sleep 4"}');
+      await type(page, gated(srv));
       await page.waitForSelector('#turn-status.st-in_flight');
       await page.waitForSelector('#steer');
       assert.equal(await page.textContent('#send'), 'Queue');
@@ -72,6 +75,9 @@ for (const size of SIZES) {
       // Steer: pending first, then inside the running turn's block.
       await page.fill('#composer', '/echo steered in');
       await page.click('#steer');
+      // Pending while the command runs; the turn takes it at its next model call.
+      await page.waitForSelector('#queue .steer-pending');
+      srv.release('turn');
       await page.waitForSelector('.turn .msg-steered', { timeout: 20_000 });
       assert.match(await page.textContent('.turn .msg-steered'), /steered in/);
       assert.ok(obs.events.some((e) => e.type === 'turn.steered'), 'turn.steered emitted');
@@ -96,7 +102,7 @@ test('a steer into a turn being cancelled says to queue instead, and keeps the t
     const s = await autoSession(srv);
     const { page } = await open(`${srv.url}/#/s/${s.id}`);
     await live(page);
-    await type(page, '/tool shell {"command": "sleep 3"}');
+    await type(page, gated(srv));
     await page.waitForSelector('#steer');
     // The server's answer to a steer while the turn is being cancelled (a window too short to hit reliably by timing).
     await page.route('**/turns', (route) =>

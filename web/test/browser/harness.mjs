@@ -112,6 +112,18 @@ export class Server {
     return (await fetch(this.url + '/metrics')).text();
   }
 
+  /**
+   * A shell line that waits until release(name): a command that holds a
+   * turn running for exactly as long as the test needs, however slow the
+   * machine (a fixed sleep races the steps that need it still running).
+   */
+  gate(name) {
+    return `while [ ! -e .gate-${name} ]; do sleep 0.05; done`;
+  }
+  release(name) {
+    writeFileSync(path.join(this.workspace, `.gate-${name}`), '');
+  }
+
   /** Waits until the session has no turn in flight. */
   async idle(sid, timeoutMs = 30_000) {
     await until(async () => {

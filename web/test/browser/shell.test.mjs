@@ -29,7 +29,8 @@ test("a running shell command's output shows live in its card, stderr marked and
     const s = await autoSession(srv);
     const { page } = await open(`${srv.url}/#/s/${s.id}`);
     await live(page);
-    await srv.submit(s.id, shell('for i in 1 2 3; do echo "out $i <b>x</b>"; echo "err $i" >&2; sleep 1; done'));
+    const out = (i) => `echo "out ${i} <b>x</b>"; echo "err ${i}" >&2`;
+    await srv.submit(s.id, shell(`${out(1)}; ${srv.gate('a')}; ${out(2)}; ${srv.gate('b')}; ${out(3)}`));
     // While the command runs (the result is not there yet): its first lines, by stream.
     await page.waitForSelector(`${liveOut} .stdout`, { timeout: 20_000 });
     await until(async () => (await page.textContent(liveOut)).includes('err 1'), 10_000, 'stderr live');
@@ -39,8 +40,10 @@ test("a running shell command's output shows live in its card, stderr marked and
     assert.match(await page.textContent(`${liveOut} .stderr`), /err 1/);
     assert.equal(await page.textContent(`${card} .badge`), 'running');
     const before = (await page.textContent(liveOut)).length;
+    srv.release('a');
     await until(async () => (await page.textContent(liveOut).catch(() => '')).includes('out 2'), 10_000, 'more output as it arrives');
     assert.ok((await page.textContent(liveOut)).length > before);
+    srv.release('b');
     // tool.completed: the result replaces the live output.
     await page.waitForSelector(liveOut, { state: 'detached', timeout: 20_000 });
     // The finished output without the result's labels: stdout, then stderr marked.
@@ -90,16 +93,18 @@ test('a page opened while a command runs says the output before it is no longer 
   const srv = await new Server().start();
   try {
     const s = await autoSession(srv);
-    await srv.submit(s.id, shell('for i in 1 2 3 4 5 6; do echo "line $i"; sleep 1; done'));
+    await srv.submit(s.id, shell(`for i in 1 2 3; do echo "line $i"; done; ${srv.gate('rest')}; for i in 4 5 6; do echo "line $i"; done`));
     // Wait until the command has printed (its first lines stream before this page exists).
     const obs = await srv.observe(s.id);
     await until(() => obs.events.some((e) => e.type === 'tool.output_delta' && /line 2/.test(e.payload.data)), 20_000, 'the command printing');
     obs.close();
     const { page } = await open(`${srv.url}/#/s/${s.id}`);
     await live(page);
+    assert.equal(await page.textContent(`${card} .badge`), 'running');
+    // The next output says how much came before it.
+    srv.release('rest');
     await page.waitForSelector(`${liveOut} .shell-gap`, { timeout: 15_000 });
     assert.match(await page.textContent(`${liveOut} .shell-gap`), /^… the first \d+ bytes of output were no longer held$/);
-    assert.equal(await page.textContent(`${card} .badge`), 'running');
     await until(async () => /line [4-6]/.test(await page.textContent(liveOut).catch(() => '')), 15_000, 'the output that follows');
     assert.doesNotMatch(await page.textContent(`${liveOut} .stdout`), /line 1\n/, 'the start was not shown');
     await page.waitForSelector(liveOut, { state: 'detached', timeout: 20_000 });
@@ -115,8 +120,9 @@ test('live output stays bounded, and follows the newest line only while scrolled
     const s = await autoSession(srv);
     const { page } = await open(`${srv.url}/#/s/${s.id}`);
     await live(page);
-    // About 200 KB in 50 lines, a few each second, then a pause before the end.
-    await srv.submit(s.id, shell("for i in $(seq 1 50); do printf 'row %03d ' $i; head -c 4000 /dev/zero | tr '\\0' x; echo; sleep 0.1; done; sleep 4"));
+    // About 200 KB in 50 lines: 20, 30 more once the reader has scrolled up, then held until the checks are done.
+    const rows = (from, to) => `for i in $(seq ${from} ${to}); do printf 'row %03d ' $i; head -c 4000 /dev/zero | tr '\\0' x; echo; sleep 0.05; done`;
+    await srv.submit(s.id, shell(`${rows(1, 20)}; ${srv.gate('more')}; ${rows(21, 50)}; ${srv.gate('end')}`));
     await page.waitForSelector(liveOut, { timeout: 20_000 });
     const atEnd = () => page.$eval(liveOut, (el) => el.scrollTop + el.clientHeight >= el.scrollHeight - 8);
     await until(async () => (await page.textContent(liveOut)).includes('row 010'), 15_000, 'output');
@@ -124,6 +130,7 @@ test('live output stays bounded, and follows the newest line only while scrolled
     // Scrolled up: it holds still while output arrives.
     await page.$eval(liveOut, (el) => (el.scrollTop = 0));
     const seen = await page.textContent(liveOut);
+    srv.release('more');
     await until(async () => (await page.textContent(liveOut)) !== seen, 10_000, 'more output');
     assert.equal(await page.$eval(liveOut, (el) => el.scrollTop), 0, 'held where the reader scrolled');
     // Back at the end: it follows again.
@@ -134,6 +141,7 @@ test('live output stays bounded, and follows the newest line only while scrolled
     assert.ok(text.length < 70_000, `bounded: ${text.length} characters in the card`);
     assert.match(text, /of earlier output not kept here/);
     assert.doesNotMatch(text, /row 001/, 'the oldest dropped');
+    srv.release('end');
   } finally {
     await srv.close();
   }
