@@ -190,6 +190,11 @@ func (v *View) ApplySnapshot(s *protocol.Snapshot) {
 			v.indexTools(msg.Blocks)
 		}
 	}
+	for _, id := range s.RunningTools {
+		if tc := v.Tools[id]; tc != nil && tc.Status == "pending" {
+			tc.Status = "running" // started before the seam (tool.called)
+		}
+	}
 	for _, w := range s.Workers {
 		if w.SessionID != "" {
 			v.Workers[w.SessionID] = &Worker{SessionID: w.SessionID, Task: w.Task, Model: w.Model, Status: w.Status,

@@ -96,3 +96,32 @@ func TestShellExitCodeLiveAndFromASnapshot(t *testing.T) {
 		t.Fatalf("live exit code %v, want 1", got)
 	}
 }
+
+// TestSnapshotRunningToolsAreRunning: a call the snapshot lists as
+// started (running_tools) reads running, not pending, before any of its
+// output arrives; one not listed stays pending, and one with a result
+// stays completed even if listed.
+func TestSnapshotRunningToolsAreRunning(t *testing.T) {
+	v := client.NewView(nil)
+	v.ApplySnapshot(&protocol.Snapshot{
+		Session: json.RawMessage(`{"id":"sess_1","current_turn_id":"t1","current_turn_status":"in_flight"}`),
+		Messages: []json.RawMessage{
+			json.RawMessage(`{"id":"m1","role":"assistant","turn_id":"t1","status":"complete","content":[` +
+				`{"type":"tool_use","id":"tu1","name":"shell","input":{"command":"make"}},` +
+				`{"type":"tool_use","id":"tu2","name":"shell","input":{"command":"make test"}},` +
+				`{"type":"tool_use","id":"tu3","name":"read_file","input":{"path":"x"}}]}`),
+			json.RawMessage(`{"id":"m2","role":"tool","turn_id":"t1","status":"complete","content":[` +
+				`{"type":"tool_result","tool_use_id":"tu3","content":"x"}]}`),
+		},
+		RunningTools:      []string{"tu1", "tu3", "tu_unknown"},
+		SnapshotAtEventID: "evt_0009",
+	})
+	for id, want := range map[string]string{"tu1": "running", "tu2": "pending", "tu3": "completed"} {
+		if got := v.Tools[id].Status; got != want {
+			t.Errorf("%s: %s, want %s", id, got, want)
+		}
+	}
+	if v.Tools["tu_unknown"] != nil {
+		t.Error("a listed id with no tool_use became a call")
+	}
+}

@@ -110,6 +110,12 @@ type Snapshot struct {
 	// as of the snapshot, oldest first: what its delegate.* events said
 	// of each worker. A client rebuilds its worker cards from them.
 	Workers []SnapshotWorker `json:"workers,omitempty"`
+	// RunningTools (a metis extension) are the tool_use ids of the turn
+	// in flight whose calls had started (tool.called) and not ended at
+	// the seam, in the order they started. A tool_use of the messages
+	// with no result and not listed here has not started: it waits for
+	// an approval (the summary's pending_approvals) or its turn to run.
+	RunningTools []string `json:"running_tools,omitempty"`
 }
 
 // SnapshotWorker is a worker session as the planner's delegate.* events

@@ -31,7 +31,10 @@
 //
 // A worker's approval requests reach every client of its planners,
 // whatever their filter says of workers, and a snapshot lists the
-// pending requests of the session and its workers (approvals.go).
+// pending requests of the session and its workers (approvals.go). A
+// snapshot also names the worker sessions delegated to (workers.go) and
+// the tool calls running at its seam (running.go), which its messages
+// alone cannot tell from calls not started yet.
 //
 // hub imports bus, event, message, metrics, protocol and store; it
 // never imports a transport or the session manager.

@@ -363,6 +363,10 @@ func (h *Hub) snapshot(ctx context.Context, sess store.Session, seam, currentTur
 	if err != nil {
 		return nil, err
 	}
+	running, err := h.runningToolsAsOf(ctx, sess.ID, seam, currentTurn, msgs)
+	if err != nil {
+		return nil, err
+	}
 	return protocol.Marshal(protocol.Snapshot{Type: protocol.TypeSnapshot, Session: summary, Messages: raw,
-		HasMoreMessages: more, SnapshotAtEventID: seam, Workers: workers}), nil
+		HasMoreMessages: more, SnapshotAtEventID: seam, Workers: workers, RunningTools: running}), nil
 }

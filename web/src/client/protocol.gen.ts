@@ -750,6 +750,7 @@ export interface Snapshot {
   has_more_messages: boolean;
   snapshot_at_event_id: string;
   workers?: SnapshotWorker[];
+  running_tools?: string[];
 }
 
 /** The subscribe_ack frame. */

@@ -399,6 +399,11 @@ export class View {
         this.indexTools(msg.blocks);
       }
     }
+    // Calls that had started at the seam (tool.called): running, not waiting.
+    for (const id of Array.isArray(raw['running_tools']) ? raw['running_tools'] : []) {
+      const tc = typeof id === 'string' ? this._tools.get(id) : undefined;
+      if (tc && tc.status === 'pending') this.ownTool(id as string, tc).status = 'running';
+    }
     for (const w of Array.isArray(raw['workers']) ? raw['workers'] : []) {
       const r = new Reader(w, 'worker');
       const id = r.str('session_id');

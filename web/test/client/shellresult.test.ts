@@ -65,3 +65,23 @@ test("a snapshot's stored shell result gives the call its exit code, as tool.com
   assert.equal(v.tools.get('tu_2')?.exit_code, 0);
   assert.equal(v.tools.get('tu_3')?.exit_code, undefined);
 });
+
+test("a call the snapshot lists in running_tools reads running before its output arrives; one not listed stays pending", async () => {
+  const { View } = await import('../../src/client/view');
+  const v = new View();
+  const use = (id: string, command: string) => ({ type: 'tool_use', id, name: 'shell', input: { command } });
+  v.applySnapshot({
+    type: 'snapshot',
+    session: { id: 'sess_a', current_turn_id: 'turn_1', current_turn_status: 'in_flight' },
+    messages: [
+      { id: 'msg_1', role: 'assistant', session_id: 'sess_a', turn_id: 'turn_1', status: 'complete', content: [use('tu_1', 'make'), use('tu_2', 'make test'), use('tu_3', 'true')] },
+      { id: 'msg_2', role: 'tool', session_id: 'sess_a', turn_id: 'turn_1', status: 'complete', content: [{ type: 'tool_result', tool_use_id: 'tu_3', content: 'exit code: 0\nstdout:\nstderr:\n' }] },
+    ],
+    running_tools: ['tu_1', 'tu_3', 'tu_unknown', 7],
+    snapshot_at_event_id: 'evt_01',
+  } as never);
+  assert.equal(v.tools.get('tu_1')?.status, 'running');
+  assert.equal(v.tools.get('tu_2')?.status, 'pending');
+  assert.equal(v.tools.get('tu_3')?.status, 'completed');
+  assert.equal(v.tools.get('tu_unknown'), undefined);
+});
