@@ -32,8 +32,10 @@ import (
 // It subscribes through the client package's Follow, live (no snapshot)
 // and to these two event types only. The handler that opens the session
 // waits for the subscription before reading the state it answers with,
-// so no mode change falls between the answer's modes and the updates
-// (the answers carry no title: renames count from the subscription on).
+// so no mode change falls between the answer's modes and the updates.
+// The answers carry no title, so the follower sends the session's title
+// (if it has one) as session_info_update once it is subscribed, before
+// the answer; renames count from the subscription on.
 // A dropped stream is resumed from the last event id; when the
 // server can no longer replay the gap, Follow resubscribes with a
 // snapshot and the follower sends the title and the mode the snapshot
@@ -147,7 +149,10 @@ func (w *watcher) run(ctx context.Context, ready chan<- struct{}) {
 		OnUpdate: func(u client.Update) {
 			switch u.Kind {
 			case client.Subscribed:
-				once.Do(func() { close(ready) })
+				once.Do(func() {
+					w.sendTitle(ctx)
+					close(ready)
+				})
 				if w.resynced {
 					w.resynced = false
 					w.catchUp(ctx, u.View)
@@ -216,9 +221,24 @@ func (w *watcher) modeChanged(ctx context.Context, mode string) {
 	w.a.sendConfig(ctx, s)
 }
 
-// renamed sends the session's new title as session_info_update.
+// sendTitle sends the title the session has once the follower is
+// subscribed, before the session/load or session/resume answer (ACP's
+// answers carry no title): a session renamed, or titled by its first
+// prompt, before this editor opened it is named in the editor too. A
+// new session has none yet. A rename after the subscription arrives as
+// its event; renamed drops it if this read saw it already.
+func (w *watcher) sendTitle(ctx context.Context) {
+	s, err := w.a.session(ctx, w.sid)
+	if err != nil {
+		return // the handler's own read reports it
+	}
+	w.renamed(ctx, s.Title)
+}
+
+// renamed sends the session's new title as session_info_update, unless
+// it is the title the editor was sent last.
 func (w *watcher) renamed(ctx context.Context, title string) {
-	if title == "" {
+	if title == "" || title == w.title {
 		return
 	}
 	w.title = title

@@ -139,6 +139,27 @@ func TestRenameBetweenPromptsIsSessionInfoUpdate(t *testing.T) {
 	}
 }
 
+// A session renamed before the editor opened it is named in the editor:
+// session/load and session/resume send its title as
+// session_info_update, once, though no rename happens while it is open.
+func TestTitleGivenBeforeOpeningIsSessionInfoUpdate(t *testing.T) {
+	leakCheck(t)
+	h := servertest.Start(t, "")
+	for _, how := range []string{"load", "resume"} {
+		t.Run(how, func(t *testing.T) {
+			sid := h.CreateSession()
+			title := "named before the editor (" + how + ")"
+			renameElsewhere(t, h, sid, title)
+			s := reopen(t, h, how, sid)
+			s.ed.waitFor(t, "session_info_update", func(us []sdk.SessionUpdate) bool { return countTitle(us, title) > 0 })
+			fence(t, h, s, sid, "fence")
+			if n := countTitle(s.ed.all(), title); n != 1 {
+				t.Errorf("%d session_info_update(%q); titles %q", n, title, titles(s.ed.all()))
+			}
+		})
+	}
+}
+
 // A mode change made elsewhere between prompts reaches the editor as
 // current_mode_update and config_option_update with the new mode, each
 // once.

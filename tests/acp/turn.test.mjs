@@ -56,6 +56,10 @@ test("session/load replays the conversation", async () => {
     assert.equal(text(updates, "agent_message_chunk"), await storedText(sessionId));
     const calls = updates.filter((u) => u.sessionUpdate === "tool_call");
     assert.equal(calls.length, 1);
+    // The title its first prompt gave it, before the answer (ACP's answers carry none).
+    const { session } = await (await fetch(`${serverURL}/sessions/${sessionId}`)).json();
+    assert.ok(session.title, "the first prompt titled the session");
+    assert.deepEqual(updates.filter((u) => u.sessionUpdate === "session_info_update").map((u) => u.title), [session.title]);
   });
 });
 
