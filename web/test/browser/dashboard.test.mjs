@@ -39,7 +39,7 @@ test('a turn streams into the page and the final text equals the stored message'
     assert.ok(shown.filter((m) => m.cls.includes('msg-assistant')).length >= 2, 'two assistant messages (tool round trip)');
     assert.ok(shown.every((m) => !m.cls.includes('msg-streaming')), 'nothing left streaming');
     // While a turn runs, Enter queues the message (a refusal would keep the text: conversation.test.mjs).
-    await srv.submit(s.id, '/long 400');
+    await srv.submit(s.id, '/long 2000'); // 30 s: still running however slow the steps below
     await page.waitForSelector('#turn-status.st-in_flight');
     await page.fill('#composer', 'second message');
     await page.keyboard.press('Enter');
