@@ -536,9 +536,19 @@ func TestWindowForgottenWhenDeliveryPointSkips(t *testing.T) {
 	if err := w.b.CatchUp(w.ctx, w.sid); err != nil {
 		t.Fatal(err)
 	}
-	att, _ := w.replay(w.sid, protocol.Subscribe{Preset: event.PresetFull, Since: &since})
+	// The test's events, without the bus's meta-events: the skipped id
+	// came from another sequencer, so a meta-event this bus emits next
+	// (of this very subscribe) may sort before it, below the seam.
+	types := map[event.Type]bool{}
+	for _, typ := range catalogTypes {
+		types[typ] = true
+	}
+	m := matcher{name: "the test's types", types: typeNames(types)}
+	sub := m.subscribe()
+	sub.Since = &since
+	att, _ := w.replay(w.sid, sub)
 	if n := len(att.Replay); n == 0 || att.Replay[n-1].ID != skipped.ID {
 		t.Fatalf("the replay does not end with the skipped event %s: %v", skipped.ID, short(ids(att.Replay)))
 	}
-	sameEvents(t, "after a skip", att.Replay, expect(w.truth(), matcher{name: "full", preset: event.PresetFull}, since, att.Seam))
+	sameEvents(t, "after a skip", att.Replay, expect(w.truth(), m, since, att.Seam))
 }
