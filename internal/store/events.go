@@ -324,6 +324,30 @@ func queryEventsOn(ctx context.Context, q querier, query string, args ...any) ([
 	return evs, nil
 }
 
+// EventAtOrBefore returns the greatest event id stored for one of the
+// sessions that is at or before id: id itself if it is stored, "" if
+// nothing at or before it is (it precedes what retention kept). One
+// index seek per session.
+func (s *Store) EventAtOrBefore(ctx context.Context, sessionIDs []string, id string) (string, error) {
+	if err := s.readable(); err != nil {
+		return "", err
+	}
+	best := ""
+	for _, sid := range sessionIDs {
+		var at string
+		err := s.rdb.QueryRowContext(ctx,
+			"SELECT id FROM events WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT 1", sid, id).Scan(&at)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return "", fmt.Errorf("store: event of %s at or before %s: %w", sid, id, err)
+		default:
+			best = max(best, at)
+		}
+	}
+	return best, nil
+}
+
 // LastEventID returns the greatest event id stored for the session, ""
 // if it has none (or all were pruned).
 func (s *Store) LastEventID(ctx context.Context, sessionID string) (string, error) {

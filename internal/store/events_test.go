@@ -94,6 +94,21 @@ func TestEventsRange(t *testing.T) {
 	if err != nil || last != "" {
 		t.Fatalf("LastEventID(unknown) = %q, %v", last, err)
 	}
+
+	// EventAtOrBefore: the id itself when stored, else the one before it, within the sessions named.
+	for _, c := range []struct {
+		sessions []string
+		id, want string
+	}{
+		{[]string{"sess_a"}, evs[42].ID, evs[42].ID},
+		{[]string{"sess_none", "sess_a"}, evs[42].ID + "0", evs[42].ID},
+		{[]string{"sess_none"}, evs[42].ID, ""},
+		{[]string{"sess_a"}, "evt_0", ""},
+	} {
+		if got, err := s.EventAtOrBefore(ctx, c.sessions, c.id); got != c.want || err != nil {
+			t.Errorf("EventAtOrBefore(%v, %s) = %q, %v; want %q", c.sessions, c.id, got, err, c.want)
+		}
+	}
 }
 
 func TestEventsMultiSession(t *testing.T) {
