@@ -119,6 +119,15 @@ func (e *Emitter) WithDelivered(f func(lastID string)) {
 	f(e.o.lastOut)
 }
 
+// Pass makes every id the session's tree is given from now on sort
+// after id, a cursor this process never issued (an earlier process's
+// streaming event, never stored), and reports true; or reports false if
+// the tree was already given an id at or before it, which nothing can
+// reorder (event.Sequencer.Pass).
+func (e *Emitter) Pass(id string) (bool, error) {
+	return e.o.seq.Pass(id)
+}
+
 func (e *Emitter) emit(s Spec, wait bool) (*event.Event, *pending, error) {
 	info, ok := event.Lookup(s.Type)
 	if !ok {

@@ -26,8 +26,11 @@ const IDPrefix = "evt_"
 type Sequencer struct {
 	mu   sync.Mutex
 	last ulid.ULID
-	// floor is the smallest millisecond of the next id (LeaveMillisecond).
+	// floor is the smallest millisecond of the next id (LeaveMillisecond,
+	// Pass).
 	floor uint64
+	// first is the first id this sequencer issued (zero: none yet).
+	first ulid.ULID
 	now   func() time.Time
 }
 
@@ -54,6 +57,9 @@ func (s *Sequencer) Next() (string, time.Time) {
 	defer s.mu.Unlock()
 	now := s.now()
 	id := s.nextLocked(now)
+	if s.first == (ulid.ULID{}) {
+		s.first = id
+	}
 	return IDPrefix + id.String(), now
 }
 
@@ -103,6 +109,27 @@ func (s *Sequencer) LeaveMillisecond() {
 		return
 	}
 	s.floor = s.last.Time() + 1
+}
+
+// Pass makes every later id sort after id, which the sequencer did not
+// issue (a client's cursor: a streaming event of an earlier process,
+// never stored), in a later millisecond than id's, with fresh entropy;
+// it reports true. If the sequencer has already issued an id at or
+// before id (the earlier process's clock ran ahead of this one's),
+// nothing can order those after it: Pass then reports false and changes
+// nothing.
+func (s *Sequencer) Pass(id string) (bool, error) {
+	u, err := ParseID(id)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.first != (ulid.ULID{}) && s.first.Compare(u) <= 0 {
+		return false, nil
+	}
+	s.floor = max(s.floor, u.Time()+1)
+	return true, nil
 }
 
 // Observe makes every later id sort after id (an event id, or "" for

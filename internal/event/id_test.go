@@ -141,3 +141,47 @@ func TestSequencerLeaveMillisecondSkipsAnEarlierProcessesIds(t *testing.T) {
 		t.Fatalf("a new sequencer left a millisecond it never had: %d, want %d", u.Time(), ulid.Timestamp(fixed))
 	}
 }
+
+// TestSequencerPass: a cursor of an earlier process whose clock ran
+// ahead (ids this sequencer never issued) is passed: every later id
+// sorts after it, in a later millisecond. Once the sequencer has issued
+// an id at or before a cursor, Pass refuses it and changes nothing; a
+// cursor before everything it issued is passed.
+func TestSequencerPass(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	ahead, _ := NewSequencer("", func() time.Time { return now.Add(time.Minute) })
+	cursor, _ := ahead.Next()
+
+	s, _ := NewSequencer("", clock)
+	if ok, err := s.Pass(cursor); !ok || err != nil {
+		t.Fatalf("Pass(%s) before any id: %v %v", cursor, ok, err)
+	}
+	first, _ := s.Next()
+	if first <= cursor {
+		t.Fatalf("id %s after passing %s", first, cursor)
+	}
+	if u, _ := ParseID(first); u.Time() != ulid.Timestamp(now.Add(time.Minute))+1 {
+		t.Fatalf("first id in millisecond %d, want the one after the cursor's", u.Time())
+	}
+	if ok, _ := s.Pass(first); ok {
+		t.Fatal("Pass of an id the sequencer issued itself")
+	}
+
+	behind, _ := NewSequencer("", clock)
+	issued, _ := behind.Next()
+	if ok, _ := behind.Pass(cursor); ok {
+		t.Fatalf("Pass(%s) after issuing %s, before it", cursor, issued)
+	}
+	if next, _ := behind.Next(); next <= issued || next >= cursor {
+		t.Fatalf("a refused Pass changed the ids: %s after %s (cursor %s)", next, issued, cursor)
+	}
+	early, _ := NewSequencer("", func() time.Time { return now.Add(-time.Hour) })
+	old, _ := early.Next()
+	if ok, _ := behind.Pass(old); !ok {
+		t.Fatalf("Pass(%s), before everything issued: refused", old)
+	}
+	if _, err := behind.Pass("evt_nonsense"); err == nil {
+		t.Fatal("Pass of a malformed id: no error")
+	}
+}
