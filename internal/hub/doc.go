@@ -11,7 +11,10 @@
 // the client's queue; the snapshot is built as of L and the replay covers
 // exactly (since, L], from the trace store (catalog events) merged by id
 // with the ring (streaming events). Nothing is missed and nothing is
-// sent twice, whatever arrives while the replay is read.
+// sent twice, whatever arrives while the replay is read. A cursor of an
+// earlier process that was never stored (a delta streamed when it
+// stopped) is accepted only while every id this process gives the tree
+// sorts after it, and refused otherwise (foreign.go).
 //
 // In cluster mode a node that starts following a tree owned elsewhere
 // hands the hub, through the bus, the tree's streaming events the log

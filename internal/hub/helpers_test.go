@@ -114,6 +114,22 @@ func newEnv(t tb, st *store.Store, cfg hub.Config) *env {
 	return &env{t: t, ctx: ctx, st: st, b: b, h: h, sid: sid, em: em}
 }
 
+// restart closes the env's bus, as a process that stops, and serves the
+// same session from the same store with a new bus and hub (cfg), as the
+// next process does: it opens the session from its stored history.
+func (e *env) restart(cfg hub.Config) {
+	e.t.Helper()
+	if err := e.b.Close(e.ctx); err != nil {
+		e.t.Fatalf("close the bus: %v", err)
+	}
+	e.b, e.h = startHub(e.t, e.st, cfg)
+	em, err := e.b.Emitter(e.ctx, e.sid)
+	if err != nil {
+		e.t.Fatalf("emitter: %v", err)
+	}
+	e.em = em
+}
+
 // emit emits one event and records it if it is a streaming one. It is
 // safe for concurrent use and never calls t (goroutines report errors).
 func (e *env) emit(typ event.Type, actor, turn string, ops ...store.Op) (*event.Event, error) {

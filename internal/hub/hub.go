@@ -21,6 +21,7 @@ import (
 type Store interface {
 	Events(ctx context.Context, q store.EventQuery) ([]*event.Event, error)
 	CountEvents(ctx context.Context, q store.EventQuery) (int, error)
+	EventAtOrBefore(ctx context.Context, sessionIDs []string, id string) (string, error)
 	ScanEvents(ctx context.Context, q store.EventQuery, fn func(store.EventRow) error) error
 	ScanEventBatch(ctx context.Context, q store.EventQuery, limit int, fn func(*store.EventRow)) (int, error)
 	Session(ctx context.Context, id string) (store.Session, error)

@@ -1,6 +1,11 @@
 package hub
 
-import "github.com/metis-agent/metis/internal/event"
+import (
+	"slices"
+	"strings"
+
+	"github.com/metis-agent/metis/internal/event"
+)
 
 // ring holds the most recent streaming events of one session, oldest
 // first, so a client that drops mid-message gets its deltas back on
@@ -119,6 +124,22 @@ func (r *ring) between(lo, hi string) []*Item {
 		}
 	}
 	return out
+}
+
+// knows reports whether id is a streaming event this ring holds, or is
+// at or before one it let go or never got (a hole): an id it does not
+// know, at or after the session's heldFrom, is no event of this process.
+func (r *ring) knows(id string) bool {
+	if id <= r.hole {
+		return true
+	}
+	for _, ev := range r.evicted {
+		if id <= ev {
+			return true
+		}
+	}
+	_, found := slices.BinarySearchFunc(r.items[r.start:], id, func(it *Item, id string) int { return strings.Compare(it.ID, id) })
+	return found
 }
 
 // lostAfter reports whether an event with an id after lo was let go

@@ -3,6 +3,8 @@ package hub_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -267,6 +269,78 @@ func TestCursorAtAnOpenCallAfterARestart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestForeignCursorAfterARestartWhoseClockIsBehind: a process stopped
+// inside a model call, with its clock ahead of the next one's; a client
+// holds one of its deltas, never stored. The next process stores the
+// call's end and the turn's cancellation under ids before that cursor,
+// then, once its clock passed it, more events. A replay from the cursor
+// would skip the cancellation (and a client drops events below its
+// cursor as seen), so the cursor is refused with invalid_cursor: the
+// client takes a snapshot instead, which has them.
+func TestForeignCursorAfterARestartWhoseClockIsBehind(t *testing.T) {
+	st := openStore(t)
+	cfg := hub.Config{RingSize: 64}
+	e := newEnv(t, st, cfg)
+	e.mustEmit(event.TurnStarted, event.ActorSession, "turn_1")
+	e.mustEmit(event.LLMCallStarted, event.ActorAgent, "turn_1")
+	e.barrier()
+	ahead, err := event.NewSequencer(e.em.LastDelivered(), func() time.Time { return time.Now().Add(300 * time.Millisecond) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor, _ := ahead.Next() // a delta the stopped process streamed
+	e.restart(cfg)
+	e.mustEmit(event.LLMCallFailed, event.ActorSession, "turn_1")
+	cancelled := e.mustEmit(event.TurnCancelled, event.ActorSession, "turn_1")
+	if cancelled.ID >= cursor {
+		t.Fatalf("the cancellation %s does not sort before the cursor %s", cancelled.ID, cursor)
+	}
+	at, _ := event.IDTime(cursor)
+	time.Sleep(time.Until(at) + 5*time.Millisecond)
+	later := e.mustEmit(event.TurnStarted, event.ActorSession, "turn_2")
+	e.barrier()
+	if later.ID <= cursor {
+		t.Fatalf("the later event %s does not sort after the cursor %s", later.ID, cursor)
+	}
+	serr := e.refused(protocol.Subscribe{Preset: event.PresetChat, Since: &cursor}, protocol.CodeInvalidCursor)
+	if !strings.Contains(serr.Message, "snapshot") {
+		t.Fatalf("the refusal does not say what to do: %q", serr.Message)
+	}
+}
+
+// TestForeignCursorAfterARestartSubscribedFirst: the next process was
+// subscribed to before it gave the session any id (its hub then holds
+// the session from just after the last stored event). A client holding
+// a delta the stopped process streamed after that, never stored, resumes
+// once the next process has given ids (all after the delta): it is told
+// streaming_gap (the rest of that call died with the process), and gets
+// every event the next process gave.
+func TestForeignCursorAfterARestartSubscribedFirst(t *testing.T) {
+	st := openStore(t)
+	cfg := hub.Config{RingSize: 64}
+	e := newEnv(t, st, cfg)
+	e.mustEmit(event.TurnStarted, event.ActorSession, "turn_1")
+	e.mustEmit(event.LLMCallStarted, event.ActorAgent, "turn_1")
+	delta := e.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+	e.mustEmit(event.TextDelta, event.ActorModel, "turn_1")
+	e.barrier()
+	e.restart(cfg)
+	first := e.subscribe(protocol.Subscribe{Preset: event.PresetChat, Snapshot: true})
+	e.h.Unsubscribe(first.Client)
+	failed := e.mustEmit(event.LLMCallFailed, event.ActorSession, "turn_1")
+	cancelled := e.mustEmit(event.TurnCancelled, event.ActorSession, "turn_1")
+	e.barrier()
+	att := e.subscribe(protocol.Subscribe{Preset: event.PresetChat, Since: &delta.ID})
+	defer e.h.Unsubscribe(att.Client)
+	if !att.Ack.StreamingGap {
+		t.Fatalf("cursor at a delta of the stopped process: ack %+v, want streaming_gap", att.Ack)
+	}
+	got := ids(att.Replay)
+	if !slices.Contains(got, failed.ID) || !slices.Contains(got, cancelled.ID) {
+		t.Fatalf("replay %v lacks the call's end %s or the cancellation %s", got, failed.ID, cancelled.ID)
 	}
 }
 

@@ -256,12 +256,16 @@ func TestFilterReplayEqualsLive(t *testing.T) {
 // TestFutureCursor: a cursor after everything the session (its tree)
 // delivered or stored is refused with invalid_cursor, whatever its
 // time, unless the stored history ends inside a model call or a tool
-// call: then it may be a delta of an earlier process whose clock ran
-// ahead, and it is accepted with streaming_gap (for a filter with
-// streaming types), and no event at or before it is ever queued.
+// call and this process has given the session no id yet: then it may be
+// a delta of an earlier process whose clock ran ahead, and it is
+// accepted with streaming_gap (for a filter with streaming types); every
+// id given afterwards sorts after it, so every later event reaches the
+// client. A process that has already given ids before such a cursor
+// refuses it (those events would sort before what the client holds).
 func TestFutureCursor(t *testing.T) {
 	st := openStore(t)
-	e := newEnv(t, st, hub.Config{RingSize: 16})
+	cfg := hub.Config{RingSize: 16}
+	e := newEnv(t, st, cfg)
 	e.mustEmit(event.SessionCreated, event.ActorSession, "")
 	e.barrier()
 	// A cursor a second ahead of the clock: every id the emitter hands
@@ -287,10 +291,12 @@ func TestFutureCursor(t *testing.T) {
 	}
 	e.h.Unsubscribe(att.Client)
 
-	// Inside a model call, the same cursor is accepted.
+	// A process that stopped inside a model call; the next one has given
+	// no id yet: the cursor is accepted.
 	e.mustEmit(event.TurnStarted, event.ActorSession, "t")
 	e.mustEmit(event.LLMCallStarted, event.ActorAgent, "t")
 	e.barrier()
+	e.restart(cfg)
 	future, _ = seq.Next()
 	att = e.subscribe(protocol.Subscribe{Preset: event.PresetFull, Since: &future})
 	if !att.Ack.StreamingGap {
@@ -304,17 +310,32 @@ func TestFutureCursor(t *testing.T) {
 		e.mustEmit(event.TextDelta, event.ActorModel, "t")
 	}
 	e.barrier()
+	// Every one of them, though this clock is a second behind the cursor's.
+	var deltas []*hub.Item
 	for _, it := range drain(t, att) {
 		if it.ID <= future {
 			t.Fatalf("client with cursor %s got %s", future, it.ID)
 		}
+		if it.Type == event.TextDelta {
+			deltas = append(deltas, it)
+		}
 	}
+	if len(deltas) != 10 {
+		t.Fatalf("client with cursor %s got %d of the 10 deltas", future, len(deltas))
+	}
+
+	// This process has now given ids (all after that cursor); a later
+	// cursor, which some of them precede, is refused, though the call is
+	// open.
+	future, _ = seq.Next()
+	e.refused(protocol.Subscribe{Preset: event.PresetFull, Since: &future}, protocol.CodeInvalidCursor)
 
 	// Inside a tool call too (a shell command streams its output); once
 	// it ended, such a cursor is refused again.
 	e.mustEmit(event.LLMCallCompleted, event.ActorAgent, "t")
 	e.mustEmit(event.ToolCalled, event.ActorAgent, "t")
 	e.barrier()
+	e.restart(cfg)
 	future, _ = seq.Next()
 	inTool := e.subscribe(protocol.Subscribe{Preset: event.PresetFull, Since: &future})
 	if !inTool.Ack.StreamingGap {
@@ -323,8 +344,21 @@ func TestFutureCursor(t *testing.T) {
 	e.h.Unsubscribe(inTool.Client)
 	e.mustEmit(event.ToolCompleted, event.ActorAgent, "t")
 	e.barrier()
+	e.restart(cfg)
 	future, _ = seq.Next()
 	e.refused(protocol.Subscribe{Preset: event.PresetFull, Since: &future}, protocol.CodeInvalidCursor)
+
+	// A cursor more than a minute ahead of this clock is refused even
+	// where it could be placed: the session's ids would move that far.
+	e.mustEmit(event.ToolCalled, event.ActorAgent, "t")
+	e.barrier()
+	e.restart(cfg)
+	far, err := event.NewSequencer("", func() time.Time { return time.Now().Add(2 * time.Minute) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	farAhead, _ := far.Next()
+	e.refused(protocol.Subscribe{Preset: event.PresetFull, Since: &farAhead}, protocol.CodeInvalidCursor)
 }
 
 // TestSessionsIsolated: clients of one session never see another

@@ -109,7 +109,8 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 	var tree []string    // the session, and its workers if the client wants them
 	var workers []string // its workers, whose approval events only the client wants
 	var lost, heldFrom string
-	var fl *inflight // the session's model call in flight at the seam, for a snapshot
+	ringKnows := false // a ring of the tree holds (or let go) the cursor
+	var fl *inflight   // the session's model call in flight at the seam, for a snapshot
 	// The seam: register and read the last delivered id with delivery held
 	// (for the whole delegation tree: planner and workers share the lock).
 	em.WithDelivered(func(last string) {
@@ -132,6 +133,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 			}
 			if since != "" {
 				ringItems = append(ringItems, st.ring.after(since, last, &c.filter)...)
+				ringKnows = ringKnows || st.ring.knows(since)
 			}
 			lost, heldFrom = max(lost, st.ring.lost(&c.filter)), min(heldFrom, st.heldFrom)
 			st.mu.Unlock()
@@ -152,6 +154,23 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 		}
 		a.Snapshot = snap
 	case since != "" && since < a.Seam:
+		// A cursor at or after the point this process holds the tree
+		// from, which it neither holds nor stored, is an earlier
+		// process's streaming event (foreign.go).
+		foreign := false
+		if since >= heldFrom && !ringKnows {
+			var err error
+			if foreign, err = h.isForeign(ctx, sessionID, since, tree); err != nil {
+				h.detach(c)
+				return nil, h.internal(err)
+			}
+			if foreign {
+				if serr := h.passForeign(em, since); serr != nil {
+					h.detach(c)
+					return nil, serr
+				}
+			}
+		}
 		plan, n, serr := h.planReplay(ctx, c, tree, workers, since, a.Seam, ringItems)
 		if serr != nil {
 			h.detach(c)
@@ -164,7 +183,8 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 			h.detach(c)
 			return nil, h.internal(err)
 		}
-		a.Ack.StreamingGap = gap
+		// What streamed after a foreign cursor died with its process.
+		a.Ack.StreamingGap = gap || foreign && c.filter.wantsStreaming()
 	case since > a.Seam:
 		// Every id this tree delivered is at or before the seam, so the
 		// cursor is either from the future (made up, or another
@@ -182,6 +202,10 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string, sub *protocol.Sub
 			h.detach(c)
 			return nil, h.refuse(protocol.CodeInvalidCursor,
 				"since is after the last event of the session ("+a.Seam+"); subscribe again with snapshot: true", "")
+		}
+		if serr := h.passForeign(em, since); serr != nil {
+			h.detach(c)
+			return nil, serr
 		}
 		// Whatever streamed after it then is gone (message.complete
 		// included).
