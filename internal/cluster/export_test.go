@@ -23,3 +23,12 @@ func (l *Lease) AgeForTest(d time.Duration) {
 
 // DecodeDeletion exposes decodeDeletion to the package's fuzz test.
 var DecodeDeletion = decodeDeletion
+
+// ListerWithTTL returns a copy of n whose List judges an announcement
+// stale by ttl, as a directory whose bucket's TTL is ttl does when the
+// server expires its keys late.
+func (n *Nodes) ListerWithTTL(ttl time.Duration) *Nodes {
+	c := *n
+	c.cfg.TTL = ttl
+	return &c
+}

@@ -94,9 +94,20 @@ func OpenNodes(ctx context.Context, js jetstream.JetStream, cfg NodesConfig) (*N
 // Config returns the directory's configuration, defaults filled in.
 func (n *Nodes) Config() NodesConfig { return n.cfg }
 
+// staleAfter is how long after its last heartbeat, by the NATS server's
+// timestamp, List leaves out an announcement the server has not expired
+// yet: NATS expires a bucket's keys on a timer that a loaded server can
+// run many seconds late. It is twice the TTL (at least 5 s more), so a
+// clock of this node's ahead of the server's by less than that never
+// hides a live node.
+func (n *Nodes) staleAfter() time.Duration {
+	return n.cfg.TTL + max(n.cfg.TTL, 5*time.Second)
+}
+
 // List returns the nodes announced now (those whose last heartbeat is
-// younger than the TTL), by name. An announcement that does not decode
-// is skipped and logged.
+// younger than the TTL, as NATS expires them; one the server has not
+// expired long after, staleAfter, is left out too), by name. An
+// announcement that does not decode is skipped and logged.
 func (n *Nodes) List(ctx context.Context) ([]NodeInfo, error) {
 	entries, _, err := readBucket(ctx, n.kv, 0)
 	if err != nil {
@@ -104,6 +115,9 @@ func (n *Nodes) List(ctx context.Context) ([]NodeInfo, error) {
 	}
 	out := make([]NodeInfo, 0, len(entries))
 	for _, e := range entries {
+		if time.Since(e.Created()) > n.staleAfter() {
+			continue
+		}
 		var ni NodeInfo
 		if err := json.Unmarshal(e.Value(), &ni); err != nil || ni.Name != e.Key() {
 			n.cfg.Logger.Warn("cluster: skipping a bad node announcement", "key", e.Key(), "err", err)

@@ -104,9 +104,10 @@ func TestDeadNodeLeavesTheDirectory(t *testing.T) {
 		t.Fatalf("nodes %v, %v; want node-a", names(list), err)
 	}
 	nc.Close() // the node dies: no heartbeat, no goodbye
-	// The bucket's TTL (1 s) removes the announcement; the server's
-	// expiry of it, and the listing, took more than 10 s once on a
-	// loaded machine.
+	// The bucket's TTL (1 s) removes the announcement; a loaded server
+	// expired it more than 30 s late once, so List also leaves out an
+	// announcement older than twice the TTL plus 5 s, which this waits
+	// out with room.
 	waitForWithin(t, 30*time.Second, func() bool {
 		list, err := dir.List(ctx(t))
 		return err == nil && len(list) == 0
@@ -177,4 +178,35 @@ func TestLastCatalogSeqAllIsTheCatalogTail(t *testing.T) {
 	if seq, err := l.LastCatalogSeqAll(ctx(t)); err != nil || seq != last.Seq {
 		t.Fatalf("catalog tail %d, %v; want %d", seq, err, last.Seq)
 	}
+}
+
+// TestAnnouncementTheServerKeepsTooLongIsLeftOut: a dead node's
+// announcement that the server has not expired (here: a bucket whose TTL
+// is an hour, listed as if it were 1 s) is left out once it is older
+// than twice the TTL plus 5 s, by the server's timestamp.
+func TestAnnouncementTheServerKeepsTooLongIsLeftOut(t *testing.T) {
+	s := startServer(t)
+	cfg := cluster.NodesConfig{Bucket: "metis_nodes_late", TTL: time.Hour, Heartbeat: 100 * time.Millisecond}
+	dir := openNodes(t, connect(t, s), cfg)
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := openNodes(t, nc, cfg).Announce(ctx(t), cluster.NodeInfo{Name: "node-a", Started: time.Now()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close() // the node dies
+	late := dir.ListerWithTTL(time.Second)
+	if list, err := late.List(ctx(t)); err != nil || len(list) != 1 {
+		t.Fatalf("just after the last heartbeat: %v, %v; want node-a", names(list), err)
+	}
+	waitForWithin(t, 20*time.Second, func() bool {
+		list, err := late.List(ctx(t))
+		return err == nil && len(list) == 0
+	})
+	if list, err := dir.List(ctx(t)); err != nil || len(list) != 1 {
+		t.Fatalf("the server expired the announcement (%v, %v): the test shows nothing", names(list), err)
+	}
+	_ = a.Stop(ctx(t))
 }
