@@ -90,6 +90,7 @@ export function Composer(p: { live: LiveSession }): VNode {
 
   const send = async (how: 'queue' | 'steer'): Promise<void> => {
     const content = text.trim();
+    const sent = images;
     if ((!content && images.length === 0) || sending) return;
     setSending(true);
     setProblem('');
@@ -111,8 +112,10 @@ export function Composer(p: { live: LiveSession }): VNode {
         if (r.steered) setSteers((cur) => [...cur, { messageId: r.message_id, turnId: r.turn_id, text: content }]);
         else if (r.queued) live.say('info', `Queued: it runs when the turn before it ends (place ${r.position ?? '?'}).`, 3000);
       }
-      setText('');
-      setImages([]);
+      // Only what was sent leaves the box: what was typed or attached
+      // while it was sending stays.
+      setText((cur) => (cur.trim() === content ? '' : cur));
+      setImages((cur) => cur.filter((i) => !sent.includes(i)));
     } catch (e) {
       const code = e instanceof ApiError ? e.code : '';
       if (code === 'turn_cancelling') {

@@ -2,6 +2,7 @@
 // chromium against the real binary, at desktop and phone sizes: Enter
 // queues while a turn runs, the queue shows with places and cancels, Steer
 // sends into the running turn (and a 409 turn_cancelling says to queue);
+// what is typed while a message is sending stays in the box;
 // images by the file picker, paste and drop, with thumbnails, the limits
 // and the server's invalid_image; the images of a sent message load under
 // the CSP; revert with its warning, its undo; fork from here; Edit on a
@@ -64,6 +65,9 @@ for (const size of SIZES) {
       const cancels = await page.$$eval('button', (bs) => bs.filter((b) => /^cancel( turn)?$/i.test(b.textContent.trim()) && !b.classList.contains('cancel-queued')).length);
       assert.equal(cancels, 1, 'one Cancel for the running turn');
       await type(page, '/echo queued one');
+      // As a user sees it: the first is queued and the box is empty again (sent), then the second goes.
+      await page.waitForSelector('#queue .queued');
+      await until(async () => (await page.inputValue('#composer')) === '', 10_000, 'the first sent');
       await type(page, '/echo queued two');
       await page.waitForSelector('#queue .queued:nth-of-type(2)');
       assert.deepEqual(await page.$$eval('#queue .queued .pos', (l) => l.map((x) => x.textContent)), ['next', '#2']);
@@ -115,6 +119,34 @@ test('a steer into a turn being cancelled says to queue instead, and keeps the t
     await page.waitForSelector('#composer-problem');
     assert.match(await page.textContent('#composer-problem'), /being cancelled[\s\S]*queue/);
     assert.equal(await page.inputValue('#composer'), 'change of plan');
+  } finally {
+    await srv.close();
+  }
+});
+
+test('what is typed while a message is sending stays in the box; only the sent text leaves it', async () => {
+  const srv = await new Server(['--demo-delay', '2ms']).start();
+  try {
+    const s = await autoSession(srv);
+    const { page } = await open(`${srv.url}/#/s/${s.id}`);
+    await live(page);
+    await type(page, gated(srv));
+    await page.waitForSelector('#steer');
+    // The queue request is held until the next message is typed.
+    let go;
+    const held = new Promise((r) => (go = r));
+    await page.route('**/turns', async (route) => {
+      if (route.request().method() === 'POST') await held;
+      await route.continue();
+    });
+    await type(page, '/echo the first');
+    await until(async () => page.isDisabled('#send'), 10_000, 'sending');
+    await page.fill('#composer', 'the next one, typed meanwhile');
+    go();
+    await page.waitForSelector('#queue .queued');
+    await until(async () => !(await page.isDisabled('#send')), 10_000, 'sent');
+    assert.equal(await page.inputValue('#composer'), 'the next one, typed meanwhile');
+    srv.release('turn');
   } finally {
     await srv.close();
   }
