@@ -100,7 +100,8 @@ for (const size of SIZES) {
   });
 }
 
-test('a steer into a turn being cancelled says to queue instead, and keeps the text', async () => {
+/** Runs fn on a page of a session whose turn is held running (a gated shell call), steer offered. */
+async function withRunningTurn(fn) {
   const srv = await new Server(['--demo-delay', '2ms']).start();
   try {
     const s = await autoSession(srv);
@@ -108,6 +109,14 @@ test('a steer into a turn being cancelled says to queue instead, and keeps the t
     await live(page);
     await type(page, gated(srv));
     await page.waitForSelector('#steer');
+    await fn(srv, page);
+  } finally {
+    await srv.close();
+  }
+}
+
+test('a steer into a turn being cancelled says to queue instead, and keeps the text', () =>
+  withRunningTurn(async (srv, page) => {
     // The server's answer to a steer while the turn is being cancelled (a window too short to hit reliably by timing).
     await page.route('**/turns', (route) =>
       route.request().method() === 'POST' && JSON.parse(route.request().postData() ?? '{}').steer
@@ -119,19 +128,10 @@ test('a steer into a turn being cancelled says to queue instead, and keeps the t
     await page.waitForSelector('#composer-problem');
     assert.match(await page.textContent('#composer-problem'), /being cancelled[\s\S]*queue/);
     assert.equal(await page.inputValue('#composer'), 'change of plan');
-  } finally {
-    await srv.close();
-  }
-});
+  }));
 
-test('what is typed while a message is sending stays in the box; only the sent text leaves it', async () => {
-  const srv = await new Server(['--demo-delay', '2ms']).start();
-  try {
-    const s = await autoSession(srv);
-    const { page } = await open(`${srv.url}/#/s/${s.id}`);
-    await live(page);
-    await type(page, gated(srv));
-    await page.waitForSelector('#steer');
+test('what is typed while a message is sending stays in the box; only the sent text leaves it', () =>
+  withRunningTurn(async (srv, page) => {
     // The queue request is held until the next message is typed.
     let go;
     const held = new Promise((r) => (go = r));
@@ -147,10 +147,7 @@ test('what is typed while a message is sending stays in the box; only the sent t
     await until(async () => !(await page.isDisabled('#send')), 10_000, 'sent');
     assert.equal(await page.inputValue('#composer'), 'the next one, typed meanwhile');
     srv.release('turn');
-  } finally {
-    await srv.close();
-  }
-});
+  }));
 
 for (const size of SIZES) {
   test(`images: file picker, paste and drop show thumbnails with remove; limits; invalid_image; sent images load under the CSP (${size.name})`, async () => {
